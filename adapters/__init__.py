@@ -1,0 +1,1 @@
+"""Chat-platform adapters (Discord, Slack, console) implementing gateway.ChatPlatform."""

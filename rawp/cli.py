@@ -1,0 +1,104 @@
+"""The `rawp` console command.
+
+Each subcommand lives with the package that implements it and is loaded by module name only
+when the parser is built, so this module stays pure (architecture: `rawp` imports none of the
+packages above it). A command module keeps its top-level imports light (servers are imported
+inside the handler) and provides
+`configure(parser: argparse.ArgumentParser) -> None`, which adds its options and sets
+`handler=callable(args) -> int` as a default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from rawp import __version__
+
+# name → (module, one-line summary). The order is the order of `rawp --help`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "up": (
+        "adapters.up",
+        "run master, client and gateway in one process on loopback (first run, demos)",
+    ),
+    "master": ("master.cli", "run the master server: pairing, config scopes, Edge API, relay"),
+    "client": ("client.cli", "run the local client on this machine, or pair it with a master"),
+    "gateway": ("gateway.cli", "run the chat gateway that brings sessions into Discord or Slack"),
+    "demo-agent": ("client.demo_agent", "the deterministic demo agent (a jsonl script agent)"),
+}
+
+DESCRIPTION = """\
+RAWP drives coding agents on your own machine from a chat app.
+
+  rawp up                      try everything on one machine (console chat, demo agent)
+  rawp master                  the master server that edges and clients talk to
+  rawp client pair <url>       pair this machine with a master, then `rawp client` to serve
+  rawp gateway                 the Discord / Slack bot
+
+Configuration comes from flags, RAWP_* / DISCORD_* / SLACK_* environment variables and .env.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rawp",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"rawp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, summary) in COMMANDS.items():
+        command = sub.add_parser(
+            name,
+            help=summary,
+            description=summary[0].upper() + summary[1:] + ".",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        importlib.import_module(module_name).configure(command)
+    return parser
+
+
+def _load_dotenv() -> None:
+    """Read `.env` from the working directory; real environment variables win."""
+    try:
+        from dotenv import load_dotenv
+    except ImportError:  # pragma: no cover - python-dotenv is a declared dependency
+        return
+    load_dotenv(override=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _load_dotenv()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0 if args.command is None else 2
+    try:
+        return int(handler(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except CommandError as exc:
+        # A mistake the user can fix: say what it is, without a stack trace.
+        print(f"rawp {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+class CommandError(Exception):
+    """Raised by a handler for a problem the user can fix (bad option, missing file…)."""
+
+
+def not_ready(what: str):
+    """Handler for a command whose implementation has not landed yet: says so, exits 2."""
+
+    def handler(args: argparse.Namespace) -> int:
+        raise CommandError(f"{what} is not available in this build yet (see `rawp --help`)")
+
+    return handler
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Identifiers and time, injectable so that tests never sleep to see something expire."""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+
+def new_id() -> str:
+    """A UUID v4 string: `message_id`, `session_id`, `query_id` (DPS §2)."""
+    return str(uuid.uuid4())
+
+
+def new_secret(nbytes: int = 32) -> str:
+    """A URL-safe random secret; 32 bytes gives 43 characters (pairing tokens need ≥ 32, §3.1)."""
+    return secrets.token_urlsafe(nbytes)
+
+
+def is_uuid4(value: object) -> bool:
+    """True for a canonical UUID v4 string (§7.1: a malformed UUID is a 400)."""
+    if not isinstance(value, str) or len(value) != 36:
+        return False
+    try:
+        parsed = uuid.UUID(value)
+    except ValueError:
+        return False
+    return parsed.version == 4 and str(parsed) == value.lower()
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with millisecond precision and a `Z`, as every RAWP timestamp is written."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(value: str) -> datetime:
+    """Read an ISO 8601 timestamp; a time without a zone is taken as UTC. Raises ValueError."""
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class Clock:
+    """Wall time and a monotonic counter. Services take one; tests pass a `FakeClock`."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class FakeClock(Clock):
+    """A clock that moves only when told to."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = start or datetime(2026, 1, 1, tzinfo=UTC)
+        self._mono = 1000.0
+
+    def now(self) -> datetime:
+        return self._now
+
+    def monotonic(self) -> float:
+        return self._mono
+
+    def advance(self, seconds: float) -> None:
+        self._now += timedelta(seconds=seconds)
+        self._mono += seconds
+
+
+SYSTEM_CLOCK = Clock()

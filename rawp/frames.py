@@ -1,0 +1,196 @@
+"""The RAWP-DPS 1.0 envelope: read and write one WebSocket text frame (dps-profile §1).
+
+Rules:
+
+1. `parse_frame` never lets an exception other than `FrameError` out. Whatever arrives — not
+   JSON, not an object, a missing or mistyped field, a payload that breaks its model, a frame
+   over `max_size` — becomes a `FrameError` whose `error_code` is the `session.error` code
+   (`INVALID_FRAME`, `FRAME_TOO_LARGE`) and whose message names the field at fault.
+2. Unknown keys are ignored, in the envelope and in payloads (RAWP §1.3).
+3. A `type` this module does not know is not an error: its payload comes back as the plain
+   dict it was, so that a relay can forward it untouched.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rawp.clock import SYSTEM_CLOCK, Clock, iso, new_id, parse_iso
+from rawp.errors import FrameError
+from rawp.events import EVENTS, Payload
+
+PROTOCOL_VERSION = "rawp-dps-1.0"
+# WebSocket subprotocols in order of preference (§5.3 note, R-02).
+SUBPROTOCOLS = ("rawp-dps-1.0", "rawp-1.0")
+
+
+class Frame(BaseModel):
+    """One data-plane frame. `payload` is the event's model, or a dict for an unknown type."""
+
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
+
+    v: Literal["rawp-dps-1.0"]
+    type: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
+    message_id: str
+    timestamp: str
+    session_id: str | None = None
+    turn_id: str | None = None
+    parent_id: str | None = None
+    payload: Any
+
+    @field_validator("message_id")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        try:
+            uuid.UUID(value)
+        except ValueError:
+            raise ValueError("must be a UUID") from None
+        return value
+
+    @field_validator("timestamp")
+    @classmethod
+    def _iso8601(cls, value: str) -> str:
+        try:
+            parse_iso(value)
+        except ValueError:
+            raise ValueError("must be an ISO 8601 timestamp") from None
+        return value
+
+    @property
+    def known(self) -> bool:
+        """True when `type` is in the event catalogue and `payload` is its model."""
+        return isinstance(self.payload, Payload)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The frame as JSON-ready data: absent optional fields are left out, not null."""
+        out: dict[str, Any] = {
+            "v": self.v,
+            "type": self.type,
+            "message_id": self.message_id,
+            "timestamp": self.timestamp,
+        }
+        for key in ("session_id", "turn_id", "parent_id"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        payload = self.payload
+        out["payload"] = (
+            payload.model_dump(mode="json", exclude_none=True)
+            if isinstance(payload, BaseModel)
+            else payload
+        )
+        return out
+
+
+def make_frame(
+    type: str,
+    payload: Payload | dict[str, Any],
+    *,
+    session_id: str | None = None,
+    turn_id: str | None = None,
+    parent_id: str | None = None,
+    message_id: str | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> Frame:
+    """Build a frame with a fresh `message_id` and `timestamp`.
+
+    A dict payload for a known type is validated into its model here, so a sender's mistake
+    fails where it is made instead of at the far end (`FrameError`).
+    """
+    spec = EVENTS.get(type)
+    if spec is not None and not isinstance(payload, spec.model):
+        data = payload.model_dump() if isinstance(payload, BaseModel) else payload
+        try:
+            payload = spec.model.model_validate(data)
+        except ValidationError as exc:
+            raise FrameError(_describe(exc, prefix="payload")) from None
+    return Frame(
+        v=PROTOCOL_VERSION,
+        type=type,
+        message_id=message_id or new_id(),
+        timestamp=iso(clock.now()),
+        session_id=session_id,
+        turn_id=turn_id,
+        parent_id=parent_id,
+        payload=payload,
+    )
+
+
+def dump_frame(frame: Frame) -> str:
+    """Serialize a frame to the text of one WebSocket message."""
+    return orjson.dumps(frame.to_dict()).decode()
+
+
+def frame_size(text: str | bytes) -> int:
+    """Bytes on the wire, the unit of `max_frame_size` (§4.1.5)."""
+    return len(text) if isinstance(text, bytes) else len(text.encode())
+
+
+def parse_frame(data: str | bytes | bytearray, *, max_size: int | None = None) -> Frame:
+    """Read one frame. Raises only `FrameError` (see the rules at the top of this module)."""
+    try:
+        return _parse(data, max_size)
+    except FrameError:
+        raise
+    except Exception as exc:  # a reader that crashes must not take a socket loop with it
+        raise FrameError(f"unreadable frame: {type(exc).__name__}") from None
+
+
+def _parse(data: str | bytes | bytearray, max_size: int | None) -> Frame:
+    if not isinstance(data, str | bytes | bytearray):
+        raise FrameError(f"a frame is text, not {type(data).__name__}")
+    raw = bytes(data) if isinstance(data, bytearray) else data
+    if max_size is not None and frame_size(raw) > max_size:
+        raise FrameError(
+            f"frame of {frame_size(raw)} bytes exceeds max_frame_size {max_size}",
+            "FRAME_TOO_LARGE",
+        )
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise FrameError(f"frame is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise FrameError(f"frame must be a JSON object, not {type(obj).__name__}")
+    ref = obj.get("message_id") if isinstance(obj.get("message_id"), str) else None
+
+    try:
+        frame = Frame.model_validate(obj)
+    except ValidationError as exc:
+        raise FrameError(_describe(exc), ref_message_id=ref) from None
+
+    spec = EVENTS.get(frame.type)
+    if spec is None:
+        if not isinstance(frame.payload, dict):
+            raise FrameError("payload: must be an object", ref_message_id=ref)
+        return frame
+    try:
+        frame.payload = spec.model.model_validate(frame.payload)
+    except ValidationError as exc:
+        raise FrameError(_describe(exc, prefix="payload"), ref_message_id=ref) from None
+    if spec.session_scoped is False and frame.session_id is not None:
+        raise FrameError(f"{frame.type} is a node frame and carries no session_id (§9.4.4)")
+    return frame
+
+
+def _describe(exc: ValidationError, prefix: str = "") -> str:
+    """`payload.text: Field required; type: …` — every failing field, named."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in error["loc"])
+        where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or "frame")
+        problems.append(f"{where}: {error['msg']}")
+    return "; ".join(problems)
+
+
+def session_error_frame(error: FrameError, session_id: str | None = None) -> Frame:
+    """The `session.error` frame that answers a refused frame (dps-profile §1)."""
+    return make_frame(
+        "session.error",
+        error.session_error_payload(),
+        session_id=session_id,
+        parent_id=error.ref_message_id,
+    )

@@ -1,0 +1,207 @@
+"""The DPS envelope: every event round-trips; bad input becomes a typed FrameError."""
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rawp.docgen import example_frame
+from rawp.errors import FrameError
+from rawp.events import EVENTS
+from rawp.frames import dump_frame, make_frame, parse_frame, session_error_frame
+
+ALL_TYPES = sorted(EVENTS)
+
+
+def test_every_event_has_an_example():
+    from rawp.examples import EXAMPLES
+
+    assert set(EXAMPLES) == set(EVENTS)
+
+
+@pytest.mark.parametrize("event_type", ALL_TYPES)
+def test_every_event_round_trips(event_type):
+    raw = json.dumps(example_frame(event_type))
+    frame = parse_frame(raw)
+    assert frame.known
+    assert isinstance(frame.payload, EVENTS[event_type].model)
+    again = parse_frame(dump_frame(frame))
+    assert again == frame
+    # No field of the example is lost or changed on the way (defaults may be added).
+    assert _contains(json.loads(dump_frame(frame)), example_frame(event_type))
+
+
+def _contains(big, small):
+    if isinstance(small, dict):
+        return isinstance(big, dict) and all(
+            k in big and _contains(big[k], v) for k, v in small.items()
+        )
+    if isinstance(small, list):
+        return isinstance(big, list) and len(big) == len(small) and all(map(_contains, big, small))
+    return big == small
+
+
+@pytest.mark.parametrize("event_type", ALL_TYPES)
+def test_unknown_keys_are_ignored(event_type):
+    data = example_frame(event_type)
+    data["x_future"] = {"a": 1}
+    data["payload"] = {**data["payload"], "x_future_field": [1, 2]}
+    frame = parse_frame(json.dumps(data))
+    assert "x_future_field" not in json.loads(dump_frame(frame))["payload"]
+    assert frame.payload == parse_frame(json.dumps(example_frame(event_type))).payload
+
+
+def _required_payload_fields():
+    for event_type in ALL_TYPES:
+        for name, field in EVENTS[event_type].model.model_fields.items():
+            if field.is_required():
+                yield event_type, name
+
+
+@pytest.mark.parametrize("event_type, field", list(_required_payload_fields()))
+def test_missing_required_payload_field_is_named(event_type, field):
+    data = example_frame(event_type)
+    del data["payload"][field]
+    with pytest.raises(FrameError) as info:
+        parse_frame(json.dumps(data))
+    assert info.value.error_code == "INVALID_FRAME"
+    assert f"payload.{field}" in info.value.message
+    assert info.value.ref_message_id == data["message_id"]
+
+
+@pytest.mark.parametrize("field", ["v", "type", "message_id", "timestamp", "payload"])
+def test_missing_envelope_field_is_named(field):
+    data = example_frame("agent.text.delta")
+    del data[field]
+    with pytest.raises(FrameError) as info:
+        parse_frame(json.dumps(data))
+    assert info.value.error_code == "INVALID_FRAME"
+    assert field in info.value.message
+
+
+@pytest.mark.parametrize(
+    "raw, fragment",
+    [
+        ("not json", "not valid JSON"),
+        ("[1, 2]", "JSON object"),
+        ('"text"', "JSON object"),
+        ("", "not valid JSON"),
+        (b"\xff\xfe", "not valid JSON"),
+        (json.dumps({**example_frame("agent.text.delta"), "v": "rawp-9"}), "v:"),
+        (json.dumps({**example_frame("agent.text.delta"), "message_id": "nope"}), "UUID"),
+        (json.dumps({**example_frame("agent.text.delta"), "timestamp": "yesterday"}), "ISO 8601"),
+        (json.dumps({**example_frame("agent.text.delta"), "type": "Agent Text"}), "type:"),
+        (json.dumps({**example_frame("agent.text.delta"), "payload": []}), "payload"),
+        (
+            json.dumps(
+                {**example_frame("agent.text.delta"), "payload": {"content_index": -1, "text": "x"}}
+            ),
+            "payload.content_index",
+        ),
+        (
+            json.dumps(
+                {
+                    **example_frame("agent.error"),
+                    "payload": {"code": "X", "message": "m", "severity": "boom"},
+                }
+            ),
+            "payload.severity",
+        ),
+    ],
+)
+def test_malformed_frames_give_invalid_frame(raw, fragment):
+    with pytest.raises(FrameError) as info:
+        parse_frame(raw)
+    assert info.value.error_code == "INVALID_FRAME"
+    assert fragment in info.value.message
+
+
+def test_unknown_type_passes_through_untouched():
+    data = {
+        "v": "rawp-dps-1.0",
+        "type": "agent.hologram.render",
+        "message_id": "6a0c2f4e-8b1d-4c3e-9f5a-7b8c9d0e1f2a",
+        "timestamp": "2026-12-01T09:30:00Z",
+        "session_id": "s",
+        "payload": {"anything": [1, {"nested": None}]},
+    }
+    frame = parse_frame(json.dumps(data))
+    assert not frame.known
+    assert json.loads(dump_frame(frame)) == data
+
+
+def test_oversize_frame_is_frame_too_large():
+    raw = json.dumps(example_frame("agent.text.delta"))
+    assert parse_frame(raw, max_size=len(raw.encode())).type == "agent.text.delta"
+    with pytest.raises(FrameError) as info:
+        parse_frame(raw, max_size=len(raw.encode()) - 1)
+    assert info.value.error_code == "FRAME_TOO_LARGE"
+
+
+def test_node_frames_carry_no_session_id():
+    data = example_frame("node.config.changed")
+    assert "session_id" not in data
+    parse_frame(json.dumps(data))
+    with pytest.raises(FrameError, match="node frame"):
+        parse_frame(json.dumps({**data, "session_id": "s"}))
+
+
+def test_session_error_frame_answers_the_bad_frame():
+    with pytest.raises(FrameError) as info:
+        parse_frame(json.dumps({**example_frame("agent.text.delta"), "payload": {}}))
+    reply = session_error_frame(info.value, session_id="s-1")
+    assert reply.type == "session.error"
+    assert reply.parent_id == example_frame("agent.text.delta")["message_id"]
+    assert reply.payload.code == "INVALID_FRAME"
+    assert reply.payload.ref_message_id == reply.parent_id
+    assert parse_frame(dump_frame(reply)) == reply
+
+
+def test_make_frame_validates_dict_payloads():
+    frame = make_frame("agent.text.delta", {"content_index": 0, "text": "hi"}, session_id="s")
+    assert frame.payload.text == "hi"
+    with pytest.raises(FrameError, match=r"payload\.text"):
+        make_frame("agent.text.delta", {"content_index": 0})
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.one_of(st.binary(max_size=200), st.text(max_size=200), json_values.map(json.dumps)))
+def test_parse_frame_raises_only_frame_error(data):
+    try:
+        parse_frame(data)
+    except FrameError as exc:
+        assert exc.error_code in {"INVALID_FRAME", "FRAME_TOO_LARGE"}
+
+
+@given(
+    st.sampled_from(ALL_TYPES),
+    st.dictionaries(
+        st.sampled_from(["text", "content_index", "code", "query", "x"]), json_values, max_size=4
+    ),
+)
+def test_mangled_payloads_never_escape_as_other_exceptions(event_type, payload):
+    data = {**example_frame(event_type), "payload": payload}
+    try:
+        frame = parse_frame(json.dumps(data))
+    except FrameError:
+        return
+    assert frame.type == event_type
+
+
+def test_protocol_doc_catalogue_is_current():
+    """docs/protocol.md holds exactly the catalogue the models generate."""
+    from pathlib import Path
+
+    from rawp.docgen import replace_catalogue
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text()
+    assert replace_catalogue(doc) == doc, "run `python -m rawp.docgen --write`"

@@ -1,0 +1,90 @@
+"""The architecture's dependency direction, checked on the source (architecture.md, Layout).
+
+rawp ← master, client, gateway ← adapters. master, client and gateway never import each other;
+nothing imports adapters; the protocol core imports no server, socket or platform library.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("rawp", "master", "client", "gateway", "adapters")
+SERVER_LIBS = {
+    "quart",
+    "hypercorn",
+    "uvicorn",
+    "websockets",
+    "aiohttp",
+    "sqlalchemy",
+    "asyncpg",
+    "aiosqlite",
+    "socket",
+    "asyncio",
+    "discord",
+    "slack_bolt",
+    "slack_sdk",
+    "redis",
+}
+PLATFORM_LIBS = {"discord", "slack_bolt", "slack_sdk"}
+
+FORBIDDEN: dict[str, set[str]] = {
+    "rawp": {"master", "client", "gateway", "adapters"} | SERVER_LIBS,
+    "master": {"client", "gateway", "adapters"} | PLATFORM_LIBS,
+    "client": {"master", "gateway", "adapters"} | PLATFORM_LIBS,
+    "gateway": {"master", "client", "adapters"} | PLATFORM_LIBS,
+    "adapters": {"master", "client"},
+}
+# `rawp up` runs all three tiers in one process: the one module allowed to wire them together.
+WIRING = {Path("adapters/up.py")}
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def sources():
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            yield package, path
+
+
+@pytest.mark.parametrize("package, path", list(sources()), ids=lambda v: str(v))
+def test_dependency_direction(package, path):
+    rel = path.relative_to(ROOT)
+    if rel in WIRING:
+        return
+    bad = imported_modules(path) & FORBIDDEN[package]
+    assert not bad, f"{rel} imports {sorted(bad)}, against the architecture's dependency direction"
+
+
+def test_checker_sees_violations(tmp_path):
+    """The check itself can fail: a file importing quart is reported as importing quart."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import quart.app\nfrom master.x import y\nfrom . import z\n")
+    assert imported_modules(probe) == {"quart", "master"}
+
+
+def test_top_level_layout():
+    for name in ("pyproject.toml", ".env.example", "README.md", ".ci/run", "docs/protocol.md"):
+        assert (ROOT / name).is_file(), name
+    for name in (*PACKAGES, "tests", "docs", "bench"):
+        assert (ROOT / name).is_dir(), name
+
+
+def test_modules_stay_readable():
+    """Style: one concern per module, well under 600 lines."""
+    long = [
+        f"{p.relative_to(ROOT)} ({n})"
+        for _, p in sources()
+        if (n := len(p.read_text().splitlines())) >= 600
+    ]
+    assert not long, f"split these modules: {long}"
