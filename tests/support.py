@@ -1,0 +1,84 @@
+"""Helpers shared by the suites: free loopback ports, real child processes, waiting for HTTP.
+
+Every process started here is put in its own process group and killed with it at teardown,
+so a failing test never leaves a server or an agent behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_http(url: str, timeout: float = 15.0, proc: subprocess.Popen | None = None) -> None:
+    """Poll `url` until it answers any HTTP status; fail early if `proc` died."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except urllib.error.HTTPError:
+            return  # it answered, with an error status: it is up
+        except OSError as exc:
+            last = exc
+            time.sleep(0.05)
+    raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")
+
+
+class Processes:
+    """Starts `rawp` (or any) child processes and ends every one of them on `close()`."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def rawp(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+             **kwargs) -> subprocess.Popen:
+        return self.start([sys.executable, "-m", "rawp.cli", *args], env=env, cwd=cwd, **kwargs)
+
+    def start(self, argv: Sequence[str], env: dict[str, str] | None = None,
+              cwd: Path | None = None, **kwargs) -> subprocess.Popen:
+        kwargs.setdefault("stdout", subprocess.PIPE)
+        kwargs.setdefault("stderr", subprocess.STDOUT)
+        proc = subprocess.Popen(
+            list(argv), env={**os.environ, **(env or {})}, cwd=cwd or ROOT,
+            start_new_session=True, **kwargs,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def close(self) -> None:
+        for proc in self.procs:
+            _kill_group(proc, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _kill_group(proc, signal.SIGKILL)
+                proc.wait(timeout=5)
+        self.procs.clear()
+
+
+def _kill_group(proc: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
