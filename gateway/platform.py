@@ -1,0 +1,171 @@
+"""The `ChatPlatform` seam: everything the gateway needs from a chat platform, and nothing more.
+
+Adapters (Discord, Slack, console) implement this class; the gateway core talks to a platform
+only through it (style.md §4–§5), so no platform type ever crosses into `gateway/`. References
+to conversations and messages are small opaque values: the adapter puts whatever ids it needs
+into them and the core only hands them back.
+
+Rules an implementation keeps:
+
+1. Every operation is async and raises nothing for a message that is already gone (a deleted
+   message, an expired interaction): the renderer treats the platform as best effort for
+   decorations (reactions, typing, status) and as reliable for content (`send_message`).
+2. Text handed to `send_message` / `edit_message` is already within `limits.max_message_length`
+   (the renderer chunks it, gateway.chunker); an adapter may split it further into blocks.
+3. Rate limits are the adapter's business: it waits out a 429 (Retry-After) and never drops,
+   duplicates or reorders a message.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRef:
+    """Where a session talks: a thread (Discord thread, Slack thread_ts, the console)."""
+
+    platform: str
+    channel_id: str
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """One message the platform holds, as the adapter identifies it."""
+
+    conversation: ConversationRef
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformLimits:
+    """What a platform allows, counted as the platform counts it (A-35).
+
+    `max_message_length` is in code points (Python `len`): Discord counts 2,000 code points per
+    message; Slack counts characters of `text`. `max_block_length`, where set, is a smaller unit
+    inside one message (Slack: 3,000 per section block) that the adapter splits into with the
+    same chunker. `typing_expiry_s` is None when the platform has no typing indicator at all.
+    """
+
+    max_message_length: int
+    max_block_length: int | None = None
+    typing_expiry_s: float | None = None
+    supports_reactions: bool = True
+    supports_edit: bool = True
+    max_buttons: int = 5
+
+    @property
+    def typing_refresh_s(self) -> float:
+        """How often to refresh typing: well inside the expiry (G-NS-10, A-34).
+
+        Discord expires typing after 10 s → every 4 s; Slack's status lasts 2 minutes → 48 s.
+        A platform with no typing API still gets a 5 s tick: the renderer uses it as its timer.
+        """
+        if self.typing_expiry_s is None:
+            return 5.0
+        return max(1.0, self.typing_expiry_s * 0.4)
+
+
+DISCORD_LIMITS = PlatformLimits(max_message_length=2000, typing_expiry_s=10.0, max_buttons=25)
+# Slack: `text` may hold 40,000 characters, a section block 3,000 (A-35; docs/gateway.md).
+SLACK_LIMITS = PlatformLimits(
+    max_message_length=40_000, max_block_length=3_000, typing_expiry_s=120.0, max_buttons=25
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceOption:
+    """One button of an interaction prompt (DPS §4 `options[]`)."""
+
+    option_id: str
+    label: str
+    # allow_once / allow_always / reject_once / reject_always: adapters may colour by it.
+    kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InteractionPrompt:
+    """An `agent.interaction.request` as the platform shows it: text and buttons."""
+
+    interaction_id: str
+    kind: str  # approval / choice / input
+    prompt: str
+    options: Sequence[ChoiceOption] = ()
+    # Who may answer; empty means anyone in the conversation (the core checks it, §8 approvals).
+    allowed_user_ids: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What a user answered: a button (`option_id`) or, for `input`, free `text`."""
+
+    user_id: str
+    option_id: str | None = None
+    text: str | None = None
+
+
+class ChatPlatform(abc.ABC):
+    """A chat platform as the gateway sees it. See the module docstring for the rules."""
+
+    name: str
+    limits: PlatformLimits
+
+    # --- content ----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
+        """Post one message (already within the limit) and return its reference."""
+
+    @abc.abstractmethod
+    async def edit_message(self, message: MessageRef, text: str) -> None:
+        """Replace a message's text (task lists, the interim status message)."""
+
+    @abc.abstractmethod
+    async def delete_message(self, message: MessageRef) -> None:
+        """Remove a message; a message already gone is not an error."""
+
+    @abc.abstractmethod
+    async def send_hidden(self, conversation: ConversationRef, title: str, text: str) -> None:
+        """Post text the reader must choose to reveal: Discord spoilers with `||` neutralised,
+        Slack a collapsed/ephemeral form, the console a spoiler line (G-NS-16)."""
+
+    @abc.abstractmethod
+    async def send_ephemeral(self, conversation: ConversationRef, user_id: str, text: str) -> None:
+        """A note only `user_id` sees (refusals); platforms without it post it plainly."""
+
+    # --- decorations ------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def add_reaction(self, message: MessageRef, emoji: str) -> None: ...
+
+    @abc.abstractmethod
+    async def remove_reaction(self, message: MessageRef, emoji: str) -> None: ...
+
+    @abc.abstractmethod
+    async def trigger_typing(self, conversation: ConversationRef) -> None:
+        """Show "typing…" once; it expires after `limits.typing_expiry_s` (G-NS-10)."""
+
+    @abc.abstractmethod
+    async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
+        """Show (or clear, with None) the conversation's status line: Slack's
+        `assistant.threads.setStatus`, the console's status line; a no-op where none exists."""
+
+    # --- interactions -----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def send_interaction(
+        self, conversation: ConversationRef, prompt: InteractionPrompt
+    ) -> MessageRef:
+        """Post the prompt with one button per option."""
+
+    @abc.abstractmethod
+    async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:
+        """The next answer to the prompt posted as `message`; None on timeout or when the
+        platform can no longer deliver one. Called again after a refused answer."""
+
+    @abc.abstractmethod
+    async def close_interaction(self, message: MessageRef, outcome: str) -> None:
+        """Disable the prompt's buttons and show how it was answered."""
