@@ -1,0 +1,103 @@
+"""The typing heartbeat refreshes inside the platform's expiry and stops at once."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from gateway.platform import DISCORD_LIMITS, SLACK_LIMITS, PlatformLimits
+from gateway.typing import TypingHeartbeat
+from rawp.clock import FakeClock
+from tests.gateway.support import ManualSleep, settle
+
+
+def test_refresh_interval_is_shorter_than_the_expiry():
+    assert 3 <= DISCORD_LIMITS.typing_refresh_s <= 5  # issue 10: every 3–5 s on Discord
+    assert DISCORD_LIMITS.typing_refresh_s < DISCORD_LIMITS.typing_expiry_s
+    assert SLACK_LIMITS.typing_refresh_s < SLACK_LIMITS.typing_expiry_s
+    assert PlatformLimits(max_message_length=100).typing_refresh_s == 5.0
+
+
+async def test_typing_is_refreshed_before_it_expires_and_never_after_stop():
+    clock = FakeClock()
+    sleep = ManualSleep(clock)
+    triggered: list[float] = []
+
+    async def trigger():
+        triggered.append(clock.monotonic())
+
+    beat = TypingHeartbeat(trigger, DISCORD_LIMITS.typing_refresh_s, sleep=sleep)
+    start = clock.monotonic()
+    beat.start()
+    await sleep.advance(60)
+    assert triggered[0] == start  # typing shows at once (G-NS-04)
+    gaps = [b - a for a, b in itertools.pairwise(triggered)]
+    assert len(triggered) == 16  # 0, 4, …, 60
+    assert all(gap < DISCORD_LIMITS.typing_expiry_s for gap in gaps)
+    await beat.stop()
+    assert not beat.running
+    count = len(triggered)
+    await sleep.advance(60)
+    assert len(triggered) == count
+
+
+async def test_a_failing_trigger_does_not_end_the_heartbeat():
+    clock = FakeClock()
+    sleep = ManualSleep(clock)
+    calls = []
+
+    async def trigger():
+        calls.append(1)
+        raise OSError("platform down")
+
+    beat = TypingHeartbeat(trigger, 4, sleep=sleep)
+    beat.start()
+    await sleep.advance(8)
+    assert len(calls) == 3
+    await beat.stop()
+
+
+async def test_stop_from_its_own_tick_ends_it():
+    clock = FakeClock()
+    sleep = ManualSleep(clock)
+    ticks = []
+
+    async def trigger():
+        pass
+
+    async def on_tick():
+        ticks.append(clock.monotonic())
+        if len(ticks) == 2:
+            await beat.stop()
+
+    beat = TypingHeartbeat(trigger, 4, sleep=sleep, on_tick=on_tick)
+    beat.start()
+    await sleep.advance(20)
+    await settle()
+    assert len(ticks) == 2
+    assert not beat.running
+
+
+async def test_start_twice_runs_one_heartbeat():
+    clock = FakeClock()
+    sleep = ManualSleep(clock)
+    calls = []
+
+    async def trigger():
+        calls.append(1)
+
+    beat = TypingHeartbeat(trigger, 4, sleep=sleep)
+    beat.start()
+    beat.start()
+    await sleep.advance(4)
+    assert len(calls) == 2
+    await beat.stop()
+
+
+def test_interval_must_be_positive():
+    async def trigger():
+        pass
+
+    with pytest.raises(ValueError):
+        TypingHeartbeat(trigger, 0)
