@@ -1,11 +1,15 @@
-"""`rawp master`: serve the master's HTTP API, or print a pairing URL."""
+"""`rawp master`: serve the master's HTTP API, or print a pairing URL.
+
+Imports of the server stack happen inside the handlers so that `rawp --help` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
-from rawp.cli import not_ready
+from rawp.cli import CommandError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,13 +27,114 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--database-url",
-        default=env("RAWP_DATABASE_URL"),
+        default=env("RAWP_DATABASE_URL") or None,
         help="SQLAlchemy URL (RAWP_DATABASE_URL); default: SQLite in the state dir",
     )
     parser.add_argument(
         "--dev",
         action="store_true",
         default=env("RAWP_DEV") == "1",
-        help="development mode: allow http:// and loopback client addresses",
+        help="development mode: allow http:// and loopback client addresses (RAWP_DEV=1)",
     )
-    parser.set_defaults(handler=not_ready("the master server"))
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path(env("RAWP_MASTER_STATE_DIR") or ".rawp"),
+        help="where the signing key and the SQLite database live "
+        "(RAWP_MASTER_STATE_DIR, default .rawp)",
+    )
+    parser.add_argument(
+        "--tls-cert",
+        type=Path,
+        default=env("RAWP_MASTER_TLS_CERT") or None,
+        help="PEM certificate chain to serve HTTPS with (RAWP_MASTER_TLS_CERT)",
+    )
+    parser.add_argument(
+        "--tls-key",
+        type=Path,
+        default=env("RAWP_MASTER_TLS_KEY") or None,
+        help="PEM private key of the certificate (RAWP_MASTER_TLS_KEY)",
+    )
+    parser.add_argument(
+        "--public-url",
+        default=env("RAWP_MASTER_PUBLIC_URL") or None,
+        help="base URL clients reach this master at, used in pairing URLs "
+        "(RAWP_MASTER_PUBLIC_URL; default from host, port and TLS)",
+    )
+    parser.add_argument(
+        "--node-rate-limit",
+        default=env("RAWP_MASTER_NODE_RATE_LIMIT", "20/s"),
+        help="requests each node token may make, e.g. 20/s (RAWP_MASTER_NODE_RATE_LIMIT)",
+    )
+    parser.add_argument(
+        "--auth-rate-limit",
+        default=env("RAWP_MASTER_AUTH_RATE_LIMIT", "10/min"),
+        help="pair/refresh requests per remote address, e.g. 10/min (RAWP_MASTER_AUTH_RATE_LIMIT)",
+    )
+    parser.add_argument(
+        "--access-token-ttl",
+        type=int,
+        default=int(env("RAWP_MASTER_ACCESS_TOKEN_TTL", "900")),
+        help="lifetime of node access tokens in seconds (RAWP_MASTER_ACCESS_TOKEN_TTL)",
+    )
+    sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
+    pairing = sub.add_parser(
+        "pairing-url", help="print a pairing URL (valid 15 minutes) for a user, then exit"
+    )
+    pairing.add_argument("--user", required=True, help="owner of the node, e.g. local:me")
+    pairing.set_defaults(handler=print_pairing_url)
+    parser.set_defaults(handler=serve)
+
+
+def settings_from(args: argparse.Namespace):
+    from master.services.rate_limit import Budget
+    from master.settings import Settings
+
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise CommandError("--tls-cert and --tls-key go together")
+    for path in (args.tls_cert, args.tls_key):
+        if path is not None and not Path(path).is_file():
+            raise CommandError(f"no such file: {path}")
+    try:
+        node_budget = Budget.parse(args.node_rate_limit)
+        auth_budget = Budget.parse(args.auth_rate_limit)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if args.access_token_ttl <= 0:
+        raise CommandError("--access-token-ttl must be a positive number of seconds")
+    return Settings(
+        state_dir=Path(args.state_dir),
+        host=args.host,
+        port=args.port,
+        database_url=args.database_url,
+        dev=args.dev,
+        tls_cert=Path(args.tls_cert) if args.tls_cert else None,
+        tls_key=Path(args.tls_key) if args.tls_key else None,
+        public_url=args.public_url,
+        access_token_ttl=args.access_token_ttl,
+        node_budget=node_budget,
+        auth_budget=auth_budget,
+    )
+
+
+def serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from master.server import run
+
+    settings = settings_from(args)
+    asyncio.run(run(settings))
+    return 0
+
+
+def print_pairing_url(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from master.server import issue_pairing_url
+
+    settings = settings_from(args)
+    user = args.user.strip()
+    if not user:
+        raise CommandError("--user must name a user, e.g. local:me")
+    print(asyncio.run(issue_pairing_url(settings, user)))
+    return 0

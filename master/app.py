@@ -1,0 +1,75 @@
+"""The master's Quart application (RAWP §3, §4.1, §7).
+
+`create_app(settings, clock)` wires the blueprints and one error policy: every `RawpError`
+becomes its §7.1 body and status; an unknown route or method becomes a 404/405 with the same
+body; anything else is logged here and answered `500 INTERNAL_ERROR` without a stack trace.
+Services are built when the app starts serving (database migrated, signing key loaded) and
+closed when it stops.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from quart import Quart
+from werkzeug.exceptions import HTTPException
+
+from master.api import auth, nodes
+from master.api.common import EXTENSION
+from master.services.rate_limit import RateLimiter
+from master.settings import Settings
+from master.wiring import build_services
+from rawp.clock import SYSTEM_CLOCK, Clock
+from rawp.errors import RawpError
+
+log = logging.getLogger("rawp.master")
+
+HTTP_CODES = {
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "PAYLOAD_TOO_LARGE",
+    408: "REQUEST_TIMEOUT",
+}
+
+
+def create_app(
+    settings: Settings, clock: Clock = SYSTEM_CLOCK, limiter: RateLimiter | None = None
+) -> Quart:
+    app = Quart("master")
+    # Quart refuses larger bodies before reading them; json_body() checks again by size.
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = True
+    app.register_blueprint(auth.blueprint)
+    app.register_blueprint(nodes.blueprint)
+    app.after_request(nodes.add_legacy_warning)
+
+    @app.before_serving
+    async def start() -> None:
+        app.extensions[EXTENSION] = await build_services(settings, clock, limiter)
+
+    @app.after_serving
+    async def stop() -> None:
+        services = app.extensions.pop(EXTENSION, None)
+        if services is not None:
+            await services.close()
+
+    @app.errorhandler(RawpError)
+    async def rawp_error(error: RawpError):
+        return error.to_body(), error.status, error.headers
+
+    @app.errorhandler(HTTPException)
+    async def http_error(error: HTTPException):
+        status = error.code or 500
+        code = HTTP_CODES.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL_ERROR")
+        headers = {}
+        if status == 405 and getattr(error, "valid_methods", None):
+            headers["Allow"] = ", ".join(error.valid_methods)
+        return {"error_code": code, "message": error.description or error.name}, status, headers
+
+    @app.errorhandler(Exception)
+    async def unexpected(error: Exception):
+        log.exception("unhandled error while serving a request")
+        body = {"error_code": "INTERNAL_ERROR", "message": "internal error; see the master's log"}
+        return body, 500
+
+    return app

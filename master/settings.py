@@ -1,0 +1,50 @@
+"""Everything the master is configured with, in one frozen object.
+
+`master.cli` fills it from flags and `RAWP_*` variables; tests and `rawp up` build it directly.
+Defaults are the documented ones (docs/operations-master.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from master.services.rate_limit import Budget
+
+NODE_BUDGET = Budget.parse("20/s")  # per node token
+AUTH_BUDGET = Budget.parse("10/min")  # per remote address on pair / refresh
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 8700
+    # SQLAlchemy URL; None means an SQLite file in `state_dir`.
+    database_url: str | None = None
+    # §3.2 / K-01: allow http:// and loopback client addresses.
+    dev: bool = False
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    # Base URL people and clients reach the master at, used in pairing URLs (§3.1).
+    public_url: str | None = None
+    # §3.4 token lifetimes, seconds.
+    access_token_ttl: int = 900
+    refresh_token_ttl: int = 30 * 24 * 3600
+    # §3.1: an unused pairing token is discarded 15 minutes after issue (M-PAIR-02).
+    pairing_token_ttl: int = 15 * 60
+    # Largest request body accepted, bytes (413 above).
+    max_body_bytes: int = 256 * 1024
+    # §7.1 rate budgets: per node token, and per remote address on unauthenticated routes.
+    node_budget: Budget = NODE_BUDGET
+    auth_budget: Budget = AUTH_BUDGET
+    # Throttle for calls to a client whose limits scope is not synced yet (requests/second).
+    unsynced_client_rate: float = 1.0
+
+    @property
+    def base_url(self) -> str:
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        scheme = "https" if self.tls_cert else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"

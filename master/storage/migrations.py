@@ -1,0 +1,72 @@
+"""Ordered schema migrations, recorded in the `schema_version` table.
+
+Rules:
+
+1. A database without `schema_version` is new: every table of `schema.metadata` is created as
+   it stands today and every migration below is recorded as applied (there is nothing to
+   upgrade).
+2. An existing database runs, in order, each migration whose number it has not recorded, each
+   in its own transaction together with its record.
+3. A change to `schema.py` ships with a new migration appended here that brings an existing
+   database to the same shape (ALTER TABLE …, CREATE TABLE …). Numbers never change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import insert, inspect, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from master.storage import schema
+from master.storage.db import Database
+
+log = logging.getLogger("rawp.master.storage")
+
+Step = Callable[[AsyncConnection], Awaitable[None]]
+
+
+async def _initial(conn: AsyncConnection) -> None:
+    await conn.run_sync(schema.metadata.create_all)
+
+
+# (number, name, step). Append only.
+MIGRATIONS: list[tuple[int, str, Step]] = [
+    (1, "initial: users, nodes, pairing and refresh tokens, config scopes, sessions", _initial),
+]
+
+
+def head() -> int:
+    return MIGRATIONS[-1][0]
+
+
+async def migrate(db: Database) -> list[int]:
+    """Bring the database to `head()`; return the migration numbers applied now."""
+    async with db.begin() as conn:
+        exists = await conn.run_sync(lambda c: inspect(c).has_table("schema_version"))
+        if not exists:
+            await conn.run_sync(schema.metadata.create_all)
+            await _record(conn, MIGRATIONS)
+            log.info("created a new database schema at version %d", head())
+            return [number for number, _, _ in MIGRATIONS]
+        done = set((await conn.execute(select(schema.schema_version.c.version))).scalars())
+    applied = []
+    for number, name, step in MIGRATIONS:
+        if number in done:
+            continue
+        async with db.begin() as conn:
+            await step(conn)
+            await _record(conn, [(number, name, step)])
+        log.info("applied migration %d: %s", number, name)
+        applied.append(number)
+    return applied
+
+
+async def _record(conn: AsyncConnection, steps: list[tuple[int, str, Step]]) -> None:
+    now = datetime.now(UTC)
+    await conn.execute(
+        insert(schema.schema_version),
+        [{"version": n, "name": name, "applied_at": now} for n, name, _ in steps],
+    )

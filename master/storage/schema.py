@@ -1,0 +1,127 @@
+"""The master's tables (SQLAlchemy Core), one schema for SQLite and PostgreSQL.
+
+Secrets are never stored in the clear where a fingerprint is enough: pairing tokens and the
+master's refresh tokens are kept as SHA-256 fingerprints (`rawp.tokens.fingerprint`). The client's
+credentials must be presented to the client, so they are stored as received (docs: operations).
+
+Times are timezone-aware UTC datetimes. SQLite keeps them as text without a zone, so readers go
+through `storage.db.utc()`; comparisons with "now" happen in Python, never in SQL.
+
+The Edge API (next issue) extends these tables through new migrations: `users` gains profile
+columns, `sessions` (created here for §4.1.8 pinning) gains edge bookkeeping, and usage records
+and edge tickets get tables of their own.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+
+def _time(name: str, *, nullable: bool = True) -> Column:
+    return Column(name, DateTime(timezone=True), nullable=nullable)
+
+
+schema_version = Table(
+    "schema_version",
+    metadata,
+    Column("version", Integer, primary_key=True),
+    _time("applied_at", nullable=False),
+    Column("name", String(200), nullable=False),
+)
+
+# A person, named by the platform that vouches for them: `discord:123`, `slack:T1:U2`, `local:me`.
+users = Table(
+    "users",
+    metadata,
+    Column("id", String(200), primary_key=True),
+    _time("created_at", nullable=False),
+)
+
+# A paired local client (§3.3). `status` is `active` until DELETE /v1/nodes/self (§3.5) makes it
+# `unregistered`; the row stays so sessions and usage keep their owner.
+nodes = Table(
+    "nodes",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("user_id", String(200), ForeignKey("users.id"), nullable=False, index=True),
+    Column("device_name", String(100), nullable=False),
+    Column("client_address", String(2048), nullable=False),
+    Column("status", String(20), nullable=False),
+    # §3.3 client_credentials: what the master presents to the client. NULL once unregistered.
+    Column("client_access_token", Text),
+    Column("client_refresh_token", Text),
+    _time("client_token_expires_at"),
+    _time("paired_at", nullable=False),
+    _time("last_seen_at"),
+    _time("unregistered_at"),
+)
+
+# §3.1 pairing tokens, single use, bound to the user who asked for them.
+pairing_tokens = Table(
+    "pairing_tokens",
+    metadata,
+    Column("fingerprint", String(64), primary_key=True),
+    Column("user_id", String(200), ForeignKey("users.id"), nullable=False),
+    _time("created_at", nullable=False),
+    _time("expires_at", nullable=False),
+    _time("used_at"),
+    Column("node_id", String(36)),
+)
+
+# §3.4 the master's refresh tokens: opaque, rotated on every use, revoked with the node.
+refresh_tokens = Table(
+    "refresh_tokens",
+    metadata,
+    Column("fingerprint", String(64), primary_key=True),
+    Column("node_id", String(36), ForeignKey("nodes.id"), nullable=False, index=True),
+    _time("issued_at", nullable=False),
+    _time("expires_at", nullable=False),
+    _time("rotated_at"),
+    _time("revoked_at"),
+)
+
+# §4.1.1 one row per (node, scope): the latest accepted snapshot and its version.
+config_scopes = Table(
+    "config_scopes",
+    metadata,
+    Column("node_id", String(36), ForeignKey("nodes.id"), primary_key=True),
+    Column("scope", String(20), primary_key=True),  # "limits" | "capabilities"
+    Column("version", Integer, nullable=False),
+    Column("snapshot", JSON, nullable=False),
+    _time("effective_at", nullable=False),
+    Column("reason", Text),
+    _time("accepted_at", nullable=False),
+)
+
+# §4.1.8 sessions with the config pinned at init (M-PIN-02/04). The Edge API creates the rows.
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("node_id", String(36), ForeignKey("nodes.id"), nullable=False),
+    Column("user_id", String(200), ForeignKey("users.id"), nullable=False),
+    Column("agent_name", String(200), nullable=False),
+    Column("workspace_path", Text),
+    Column("status", String(20), nullable=False),  # rawp.session_state.SessionState
+    Column("pinned_limits", JSON, nullable=False),
+    Column("pinned_capabilities", JSON, nullable=False),
+    Column("limits_version", Integer, nullable=False),
+    Column("capabilities_version", Integer, nullable=False),
+    _time("created_at", nullable=False),
+    _time("updated_at", nullable=False),
+    _time("terminated_at"),
+)
+Index("ix_sessions_node_status", sessions.c.node_id, sessions.c.status)

@@ -1,0 +1,79 @@
+"""Building the master's services from its settings, once per process (or per test app)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from master.client_calls import ClientCaller
+from master.services.config_scopes import ConfigScopes
+from master.services.keys import load_or_create_signing_key
+from master.services.pairing import PairingService
+from master.services.rate_limit import MemoryRateLimiter, RateLimiter
+from master.services.sockets import NodeSockets
+from master.services.tokens import TokenService
+from master.settings import Settings
+from master.storage.db import Database, database_url, redacted
+from master.storage.migrations import migrate
+from rawp.clock import Clock
+from rawp.tokens import SigningKey
+
+log = logging.getLogger("rawp.master")
+
+
+@dataclass
+class Services:
+    settings: Settings
+    clock: Clock
+    db: Database
+    key: SigningKey
+    limiter: RateLimiter
+    tokens: TokenService
+    pairing: PairingService
+    config: ConfigScopes
+    sockets: NodeSockets
+    client_calls: ClientCaller
+
+    async def close(self) -> None:
+        await self.client_calls.close()
+        await self.db.dispose()
+
+
+async def build_services(
+    settings: Settings, clock: Clock, limiter: RateLimiter | None = None
+) -> Services:
+    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    db = Database(database_url(settings.database_url, settings.state_dir))
+    await migrate(db)
+    log.info("database: %s", redacted(db.url))
+    key = load_or_create_signing_key(settings.state_dir)
+    tokens = TokenService(
+        db,
+        key,
+        clock,
+        access_ttl=settings.access_token_ttl,
+        refresh_ttl=settings.refresh_token_ttl,
+    )
+    sockets = NodeSockets()
+    config = ConfigScopes(db, clock)
+    pairing = PairingService(
+        db,
+        tokens,
+        sockets,
+        clock,
+        base_url=settings.base_url,
+        ttl_seconds=settings.pairing_token_ttl,
+        dev=settings.dev,
+    )
+    return Services(
+        settings=settings,
+        clock=clock,
+        db=db,
+        key=key,
+        limiter=limiter or MemoryRateLimiter(clock),
+        tokens=tokens,
+        pairing=pairing,
+        config=config,
+        sockets=sockets,
+        client_calls=ClientCaller(db, config, clock, unsynced_rate=settings.unsynced_client_rate),
+    )
