@@ -1,0 +1,138 @@
+"""The fake Discord gateway: a websocket speaking enough of gateway v10 for discord.py.
+
+Sequence, as on Discord: HELLO (op 10) → client IDENTIFY (op 2) → READY dispatch (guilds
+unavailable) → GUILD_CREATE. Heartbeats (op 1) get HEARTBEAT_ACK (op 11); REQUEST_GUILD_MEMBERS
+(op 8) gets a GUILD_MEMBERS_CHUNK; RESUME (op 6) gets RESUMED. Every frame the client sends is
+recorded in the call log as method "WS" with the op name as path (e.g. `("WS", "IDENTIFY")`).
+
+discord.py asks for `compress=zlib-stream` unless zstandard is installed: then every payload is
+one zlib stream shared by the connection, each message ending in a Z_SYNC_FLUSH (00 00 ff ff),
+sent as a binary frame. Any other (or no) compression request is answered with plain text frames,
+which discord.py also accepts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import zlib
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from .calls import Call, CallLog
+from .discord_payloads import DiscordWorld
+
+OP_DISPATCH, OP_HEARTBEAT, OP_IDENTIFY, OP_RESUME = 0, 1, 2, 6
+OP_REQUEST_MEMBERS, OP_HELLO, OP_HEARTBEAT_ACK = 8, 10, 11
+OP_NAMES = {
+    0: "DISPATCH",
+    1: "HEARTBEAT",
+    2: "IDENTIFY",
+    3: "PRESENCE_UPDATE",
+    4: "VOICE_STATE_UPDATE",
+    6: "RESUME",
+    8: "REQUEST_GUILD_MEMBERS",
+}
+# Heartbeat interval announced in HELLO. Long, so heartbeats never race a short test.
+HEARTBEAT_INTERVAL_MS = 41250
+
+
+class GatewaySession:
+    """One connected client: its websocket, its sequence number and its compressor."""
+
+    def __init__(self, ws: web.WebSocketResponse, compress: bool) -> None:
+        self.ws = ws
+        self.sequence = 0
+        self.session_id = secrets.token_hex(16)
+        self.identified = asyncio.Event()
+        self._compressor = zlib.compressobj() if compress else None
+        self._send_lock = asyncio.Lock()
+
+    async def send(self, op: int, data: Any, event: str | None = None) -> None:
+        async with self._send_lock:  # sequence numbers must go out in order
+            frame: dict[str, Any] = {"op": op, "d": data, "s": None, "t": None}
+            if op == OP_DISPATCH:
+                self.sequence += 1
+                frame["s"], frame["t"] = self.sequence, event
+            text = json.dumps(frame)
+            if self._compressor is None:
+                await self.ws.send_str(text)
+            else:
+                chunk = self._compressor.compress(text.encode())
+                chunk += self._compressor.flush(zlib.Z_SYNC_FLUSH)
+                await self.ws.send_bytes(chunk)
+
+
+class DiscordGateway:
+    """The websocket handler plus the list of live sessions events are injected into."""
+
+    def __init__(self, world: DiscordWorld, log: CallLog, resume_url) -> None:
+        self.world = world
+        self.log = log
+        self.resume_url = resume_url  # callable → the URL put in READY.resume_gateway_url
+        self.sessions: list[GatewaySession] = []
+
+    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
+        await ws.prepare(request)
+        session = GatewaySession(ws, compress=request.query.get("compress") == "zlib-stream")
+        self.log.record(Call("WS", "CONNECT", None, query=dict(request.query)))
+        await session.send(OP_HELLO, {"heartbeat_interval": HEARTBEAT_INTERVAL_MS})
+        try:
+            async for message in ws:
+                if message.type == WSMsgType.TEXT:
+                    await self._receive(session, json.loads(message.data))
+                elif message.type == WSMsgType.ERROR:
+                    break
+        finally:
+            if session in self.sessions:
+                self.sessions.remove(session)
+        return ws
+
+    async def _receive(self, session: GatewaySession, frame: dict[str, Any]) -> None:
+        op, data = frame.get("op"), frame.get("d")
+        self.log.record(Call("WS", OP_NAMES.get(op, f"OP_{op}"), data))
+        if op == OP_HEARTBEAT:
+            await session.send(OP_HEARTBEAT_ACK, None)
+        elif op == OP_IDENTIFY:
+            if data.get("token") != self.world.bot_token:
+                await session.ws.close(code=4004, message=b"Authentication failed.")
+                return
+            await session.send(
+                OP_DISPATCH, self.world.ready(session.session_id, self.resume_url()), "READY"
+            )
+            self.sessions.append(session)
+            session.identified.set()
+            await session.send(OP_DISPATCH, self.world.guild_create(), "GUILD_CREATE")
+        elif op == OP_RESUME:
+            session.session_id = data.get("session_id") or session.session_id
+            self.sessions.append(session)
+            session.identified.set()
+            await session.send(OP_DISPATCH, {}, "RESUMED")
+        elif op == OP_REQUEST_MEMBERS:
+            await session.send(
+                OP_DISPATCH, self.world.members_chunk(data.get("nonce")), "GUILD_MEMBERS_CHUNK"
+            )
+
+    async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        """Send one DISPATCH to every identified session (no-op when none is connected)."""
+        for session in list(self.sessions):
+            if not session.ws.closed:
+                await session.send(OP_DISPATCH, data, event)
+
+    async def wait_for_session(self, timeout: float = 10.0) -> GatewaySession:  # noqa: ASYNC109
+        """Wait until a client has identified (or resumed)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.sessions:
+            if loop.time() >= deadline:
+                raise TimeoutError(f"no client identified on the fake gateway within {timeout}s")
+            await asyncio.sleep(0.01)
+        return self.sessions[-1]
+
+    async def close_all(self) -> None:
+        for session in list(self.sessions):
+            await session.ws.close()
+        self.sessions.clear()

@@ -1,0 +1,337 @@
+"""Discord JSON payloads shaped the way discord.py 2.x parses them.
+
+Shapes follow discord/types/*.py and what discord/state.py parse_* and the model constructors
+read with `data['key']` (required keys) — every required key is present here, optional ones only
+where a test needs them. `DiscordWorld` is the little universe the fake serves: one application
+with its bot user, one guild with a text channel, two roles and two human members.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+DISCORD_EPOCH_MS = 1420070400000
+
+# Interaction and component type numbers (discord/types/interactions.py, components.py).
+INTERACTION_APPLICATION_COMMAND = 2
+INTERACTION_COMPONENT = 3
+INTERACTION_AUTOCOMPLETE = 4
+INTERACTION_MODAL_SUBMIT = 5
+COMPONENT_BUTTON = 2
+COMPONENT_STRING_SELECT = 3
+CHANNEL_TEXT = 0
+CHANNEL_PUBLIC_THREAD = 11
+ALL_PERMISSIONS = str((1 << 50) - 1)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class Snowflakes:
+    """Monotonic snowflake ids, so ordering by id equals ordering by creation like on Discord."""
+
+    def __init__(self) -> None:
+        base_ms = int(datetime.now(UTC).timestamp() * 1000) - DISCORD_EPOCH_MS
+        self._counter = itertools.count(base_ms << 22)
+
+    def next(self) -> str:
+        # Step by 1<<12 so consecutive ids differ in the "increment" bits and stay unique.
+        return str(next(self._counter) + (1 << 12))
+
+
+def user(user_id: str, username: str, *, bot: bool = False) -> dict[str, Any]:
+    return {
+        "id": user_id,
+        "username": username,
+        "discriminator": "0",
+        "global_name": username.title(),
+        "avatar": None,
+        "bot": bot,
+        "public_flags": 0,
+    }
+
+
+def member(user_payload: dict[str, Any], role_ids: list[str]) -> dict[str, Any]:
+    return {
+        "user": user_payload,
+        "roles": role_ids,
+        "joined_at": now_iso(),
+        "deaf": False,
+        "mute": False,
+        "flags": 0,
+        "nick": None,
+    }
+
+
+def role(role_id: str, name: str, position: int, permissions: str) -> dict[str, Any]:
+    return {
+        "id": role_id,
+        "name": name,
+        "color": 0,
+        "hoist": False,
+        "position": position,
+        "permissions": permissions,
+        "managed": False,
+        "mentionable": False,
+        "flags": 0,
+    }
+
+
+def text_channel(channel_id: str, guild_id: str, name: str) -> dict[str, Any]:
+    return {
+        "id": channel_id,
+        "type": CHANNEL_TEXT,
+        "guild_id": guild_id,
+        "name": name,
+        "position": 0,
+        "permission_overwrites": [],
+        "nsfw": False,
+        "parent_id": None,
+        "topic": None,
+        "last_message_id": None,
+        "rate_limit_per_user": 0,
+    }
+
+
+def thread_channel(
+    thread_id: str, guild_id: str, parent_id: str, owner_id: str, name: str
+) -> dict[str, Any]:
+    return {
+        "id": thread_id,
+        "type": CHANNEL_PUBLIC_THREAD,
+        "guild_id": guild_id,
+        "parent_id": parent_id,
+        "owner_id": owner_id,
+        "name": name,
+        "last_message_id": None,
+        "rate_limit_per_user": 0,
+        "message_count": 0,
+        "member_count": 1,
+        "flags": 0,
+        "thread_metadata": {
+            "archived": False,
+            "auto_archive_duration": 1440,
+            "archive_timestamp": now_iso(),
+            "locked": False,
+        },
+    }
+
+
+@dataclass
+class DiscordWorld:
+    """Ids and objects of the fake's test universe. Tests read ids from here."""
+
+    ids: Snowflakes = field(default_factory=Snowflakes)
+    bot_token: str = field(default_factory=lambda: "fake-bot-token-" + secrets.token_hex(8))
+
+    def __post_init__(self) -> None:
+        self.application_id = self.ids.next()
+        self.bot_user = user(self.application_id, "rawp-bot", bot=True)
+        self.owner_user = user(self.ids.next(), "owner")
+        self.guild_id = self.ids.next()
+        self.channel_id = self.ids.next()
+        self.operator_role_id = self.ids.next()
+        self.alice = user(self.ids.next(), "alice")
+        self.bob = user(self.ids.next(), "bob")
+        self.roles = [
+            role(self.guild_id, "@everyone", 0, "0"),  # @everyone shares the guild id
+            role(self.operator_role_id, "rawp-operator", 1, ALL_PERMISSIONS),
+        ]
+        self.members = {
+            self.alice["id"]: member(self.alice, [self.operator_role_id]),
+            self.bob["id"]: member(self.bob, []),
+            self.application_id: member(self.bot_user, [self.operator_role_id]),
+        }
+        self.channels: dict[str, dict[str, Any]] = {
+            self.channel_id: text_channel(self.channel_id, self.guild_id, "rawp"),
+        }
+
+    # --- bootstrap payloads -------------------------------------------------------------
+
+    def application_info(self) -> dict[str, Any]:
+        """GET /oauth2/applications/@me (discord/appinfo.py AppInfo)."""
+        return {
+            "id": self.application_id,
+            "name": "rawp-bot",
+            "description": "fake application",
+            "icon": None,
+            "bot_public": False,
+            "bot_require_code_grant": False,
+            "owner": self.owner_user,
+            "verify_key": "0" * 64,
+            "flags": 0,
+            "bot": self.bot_user,
+        }
+
+    def ready(self, session_id: str, resume_gateway_url: str) -> dict[str, Any]:
+        """READY: guilds start unavailable and arrive later as GUILD_CREATE, as on Discord."""
+        return {
+            "v": 10,
+            "user": {**self.bot_user, "verified": True, "mfa_enabled": False, "flags": 0},
+            "guilds": [{"id": self.guild_id, "unavailable": True}],
+            "session_id": session_id,
+            "resume_gateway_url": resume_gateway_url,
+            "application": {"id": self.application_id, "flags": 0},
+            "private_channels": [],
+            "relationships": [],
+        }
+
+    def guild_create(self) -> dict[str, Any]:
+        """GUILD_CREATE for the test guild (discord/guild.py Guild._from_data)."""
+        channels = [c for c in self.channels.values() if c["type"] == CHANNEL_TEXT]
+        threads = [c for c in self.channels.values() if c["type"] == CHANNEL_PUBLIC_THREAD]
+        return {
+            "id": self.guild_id,
+            "name": "rawp test guild",
+            "icon": None,
+            "owner_id": self.owner_user["id"],
+            "unavailable": False,
+            "large": False,
+            "member_count": len(self.members),
+            "roles": self.roles,
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "channels": channels,
+            "threads": threads,
+            "members": list(self.members.values()),
+            "presences": [],
+            "voice_states": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+            "joined_at": now_iso(),
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "mfa_level": 0,
+            "nsfw_level": 0,
+            "premium_tier": 0,
+            "preferred_locale": "en-US",
+            "system_channel_id": None,
+        }
+
+    def members_chunk(self, nonce: str | None) -> dict[str, Any]:
+        """GUILD_MEMBERS_CHUNK answering discord.py's REQUEST_GUILD_MEMBERS (op 8)."""
+        return {
+            "guild_id": self.guild_id,
+            "members": list(self.members.values()),
+            "chunk_index": 0,
+            "chunk_count": 1,
+            "not_found": [],
+            "nonce": nonce,
+        }
+
+    # --- messages -------------------------------------------------------------------------
+
+    def message(
+        self,
+        channel_id: str,
+        content: str,
+        *,
+        author: dict[str, Any] | None = None,
+        message_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A message object; with `guild_id` and `member` as MESSAGE_CREATE carries them."""
+        author = author or self.bot_user
+        payload: dict[str, Any] = {
+            "id": message_id or self.ids.next(),
+            "channel_id": channel_id,
+            "guild_id": self.guild_id,
+            "author": author,
+            "member": {k: v for k, v in self.members[author["id"]].items() if k != "user"}
+            if author["id"] in self.members
+            else None,
+            "content": content,
+            "timestamp": now_iso(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "components": [],
+            "reactions": [],
+            "pinned": False,
+            "type": 0,
+            "flags": 0,
+        }
+        if payload["member"] is None:
+            del payload["member"]
+        payload.update(extra or {})
+        return payload
+
+    def new_thread(self, parent_id: str, owner_id: str, name: str, thread_id: str) -> dict:
+        thread = thread_channel(thread_id, self.guild_id, parent_id, owner_id, name)
+        self.channels[thread_id] = thread
+        return thread
+
+    # --- interactions ---------------------------------------------------------------------
+
+    def interaction(
+        self,
+        interaction_type: int,
+        data: dict[str, Any],
+        *,
+        user_payload: dict[str, Any] | None = None,
+        channel_id: str | None = None,
+        message: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """INTERACTION_CREATE (discord/interactions.py Interaction._from_data)."""
+        user_payload = user_payload or self.alice
+        channel = self.channels[channel_id or self.channel_id]
+        payload: dict[str, Any] = {
+            "id": self.ids.next(),
+            "application_id": self.application_id,
+            "type": interaction_type,
+            "data": data,
+            "guild_id": self.guild_id,
+            "guild": {"id": self.guild_id, "locale": "en-US", "features": []},
+            "channel_id": channel["id"],
+            "channel": channel,
+            "member": {**self.members[user_payload["id"]], "permissions": ALL_PERMISSIONS},
+            "token": "itoken-" + secrets.token_hex(12),
+            "version": 1,
+            "app_permissions": ALL_PERMISSIONS,
+            "locale": "en-US",
+            "guild_locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": self.guild_id},
+            "context": 0,
+            "attachment_size_limit": 8 * 1024 * 1024,
+        }
+        if message is not None:
+            payload["message"] = message
+        return payload
+
+
+def command_option(
+    name: str, value: Any, *, option_type: int = 3, focused: bool = False
+) -> dict[str, Any]:
+    """One filled-in option of an application-command interaction (type 3 = string)."""
+    option: dict[str, Any] = {"name": name, "type": option_type, "value": value}
+    if focused:
+        option["focused"] = True
+    return option
+
+
+def button_row(custom_id: str, label: str) -> dict[str, Any]:
+    """An action row holding one button, as a message the bot sent would carry it."""
+    return {
+        "type": 1,
+        "components": [
+            {"type": COMPONENT_BUTTON, "style": 1, "custom_id": custom_id, "label": label}
+        ],
+    }
+
+
+def modal_text_row(custom_id: str, value: str) -> dict[str, Any]:
+    """A submitted modal's action row with one text input (modal submit `data.components`)."""
+    return {"type": 1, "components": [{"type": 4, "custom_id": custom_id, "value": value}]}

@@ -1,0 +1,227 @@
+"""`FakeDiscord`: the fake REST API and gateway on one loopback port, as an async context manager.
+
+    async with FakeDiscord() as discord_fake, discord_endpoints(discord_fake):
+        bot = commands.Bot(command_prefix="!", intents=..., guild_ready_timeout=0.05)
+        task = asyncio.create_task(bot.start(discord_fake.world.bot_token))
+        await discord_fake.wait_for_ready_client()
+        sent = await discord_fake.inject_message("hello")
+        reply = await discord_fake.wait_for_call("POST", f"/channels/{sent['channel_id']}/messages")
+
+URLs: `api_base_url` (http://127.0.0.1:PORT/api/v10, what DISCORD_API_BASE_URL holds) and
+`gateway_url` (ws://127.0.0.1:PORT/gateway, what DISCORD_GATEWAY_URL holds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from aiohttp import web
+
+from .calls import Call, CallLog, RateLimitPlan
+from .discord_gateway import DiscordGateway
+from .discord_payloads import (
+    COMPONENT_BUTTON,
+    COMPONENT_STRING_SELECT,
+    INTERACTION_APPLICATION_COMMAND,
+    INTERACTION_AUTOCOMPLETE,
+    INTERACTION_COMPONENT,
+    INTERACTION_MODAL_SUBMIT,
+    DiscordWorld,
+    modal_text_row,
+)
+from .discord_rest import API_PREFIX, DiscordRest
+
+
+class FakeDiscord:
+    """A fake Discord on 127.0.0.1: REST under /api/v10, gateway websocket at /gateway."""
+
+    def __init__(self, world: DiscordWorld | None = None, host: str = "127.0.0.1") -> None:
+        self.world = world or DiscordWorld()
+        self.host = host
+        self.port = 0
+        self.log = CallLog()
+        self.rate_limits = RateLimitPlan()
+        self.gateway = DiscordGateway(self.world, self.log, lambda: self.gateway_url)
+        self.rest = DiscordRest(
+            self.world, self.log, self.rate_limits, self.gateway.dispatch, lambda: self.gateway_url
+        )
+        self._runner: web.AppRunner | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeDiscord:
+        root = web.Application()
+        root.router.add_get("/gateway", self.gateway.handle)
+        root.router.add_get("/gateway/", self.gateway.handle)
+        root.add_subapp(API_PREFIX, self.rest.application())
+        self._runner = web.AppRunner(root, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.gateway.close_all()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def api_base_url(self) -> str:
+        """The REST base (DISCORD_API_BASE_URL); discord.py appends route paths to it."""
+        return self.base_url + API_PREFIX
+
+    @property
+    def gateway_url(self) -> str:
+        """The gateway websocket URL (DISCORD_GATEWAY_URL); discord.py adds ?v=&encoding=."""
+        return f"ws://{self.host}:{self.port}/gateway"
+
+    # --- assertions --------------------------------------------------------------------------
+
+    async def wait_for_call(self, method: str, path: str, timeout: float = 5.0, **kw) -> Call:  # noqa: ASYNC109
+        return await self.log.wait_for_call(method, path, timeout, **kw)
+
+    def calls(self, method: str, path: str) -> list[Call]:
+        return self.log.find(method, path)
+
+    def rate_limit(
+        self,
+        method: str,
+        path: str,
+        *,
+        times: int = 1,
+        retry_after: float = 0.3,
+        is_global: bool = False,
+    ) -> None:
+        """Answer the next `times` calls to method+path (glob) with 429 + retry_after seconds."""
+        self.rate_limits.add(
+            method, path, times=times, retry_after=retry_after, is_global=is_global
+        )
+
+    async def wait_for_ready_client(self, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+        """Wait until a client identified and asked for nothing more (READY + GUILD_CREATE sent)."""
+        await self.gateway.wait_for_session(timeout)
+
+    async def wait_for_interaction_answer(
+        self,
+        interaction: dict[str, Any],
+        timeout: float = 5.0,  # noqa: ASYNC109
+    ) -> Call:
+        """The callback call (POST /interactions/{id}/{token}/callback) answering `interaction`."""
+        path = f"/interactions/{interaction['id']}/{interaction['token']}/callback"
+        return await self.wait_for_call("POST", path, timeout, where=lambda c: c.status < 300)
+
+    # --- injected events ---------------------------------------------------------------------
+
+    async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        """Send a raw gateway DISPATCH to the connected client(s)."""
+        await self.gateway.dispatch(event, data)
+
+    async def inject_message(
+        self,
+        content: str,
+        *,
+        author: dict[str, Any] | None = None,
+        channel_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A human's MESSAGE_CREATE (default: alice in the test channel); returns the payload."""
+        channel_id = channel_id or self.world.channel_id
+        message = self.world.message(
+            channel_id, content, author=author or self.world.alice, extra=extra
+        )
+        self.rest.messages[message["id"]] = message
+        await self.dispatch("MESSAGE_CREATE", message)
+        return message
+
+    async def _inject_interaction(self, kind: int, data: dict[str, Any], **kw) -> dict[str, Any]:
+        interaction = self.world.interaction(kind, data, **kw)
+        self.rest.interactions[interaction["token"]] = interaction
+        await self.dispatch("INTERACTION_CREATE", interaction)
+        return interaction
+
+    def _command_data(self, name: str, options: Iterable[dict[str, Any]]) -> dict[str, Any]:
+        synced = [c for cmds in self.rest.commands.values() for c in cmds if c["name"] == name]
+        data: dict[str, Any] = {
+            "id": synced[0]["id"] if synced else self.world.ids.next(),
+            "name": name,
+            "type": 1,
+            "options": list(options),
+        }
+        if synced and "guild_id" in synced[0]:
+            data["guild_id"] = synced[0]["guild_id"]
+        return data
+
+    async def inject_slash_command(
+        self, name: str, options: Iterable[dict[str, Any]] = (), **kw
+    ) -> dict[str, Any]:
+        """An application-command invocation (type 2); options from `command_option()`."""
+        data = self._command_data(name, options)
+        return await self._inject_interaction(INTERACTION_APPLICATION_COMMAND, data, **kw)
+
+    async def inject_autocomplete(
+        self, name: str, options: Iterable[dict[str, Any]], **kw
+    ) -> dict[str, Any]:
+        """An autocomplete request (type 4); mark the typed option with `focused=True`."""
+        data = self._command_data(name, options)
+        return await self._inject_interaction(INTERACTION_AUTOCOMPLETE, data, **kw)
+
+    async def inject_button(
+        self, custom_id: str, *, message: dict[str, Any], **kw
+    ) -> dict[str, Any]:
+        """A button click (type 3, component type 2) on `message` (a message the bot sent)."""
+        data = {"custom_id": custom_id, "component_type": COMPONENT_BUTTON}
+        kw.setdefault("channel_id", message["channel_id"])
+        return await self._inject_interaction(INTERACTION_COMPONENT, data, message=message, **kw)
+
+    async def inject_select(
+        self, custom_id: str, values: list[str], *, message: dict[str, Any], **kw
+    ) -> dict[str, Any]:
+        """A string-select choice (type 3, component type 3) on `message`."""
+        data = {"custom_id": custom_id, "component_type": COMPONENT_STRING_SELECT, "values": values}
+        kw.setdefault("channel_id", message["channel_id"])
+        return await self._inject_interaction(INTERACTION_COMPONENT, data, message=message, **kw)
+
+    async def inject_modal_submit(
+        self, custom_id: str, fields: dict[str, str], **kw
+    ) -> dict[str, Any]:
+        """A modal submit (type 5) with one text input per `fields` item (custom_id → value)."""
+        data = {
+            "custom_id": custom_id,
+            "components": [modal_text_row(field_id, value) for field_id, value in fields.items()],
+        }
+        return await self._inject_interaction(INTERACTION_MODAL_SUBMIT, data, **kw)
+
+
+@contextlib.contextmanager
+def discord_endpoints(fake_or_api_base: FakeDiscord | str, gateway_url: str = "") -> Iterator[None]:
+    """Point discord.py (process-wide) at other endpoints; restore the public ones after.
+
+    discord.py has no per-client setting: the REST base is the class attribute
+    `discord.http.Route.BASE` and a non-sharded client connects to
+    `DiscordWebSocket.DEFAULT_GATEWAY` (an AutoShardedClient asks GET /gateway/bot instead).
+    This is what DISCORD_API_BASE_URL / DISCORD_GATEWAY_URL must set in the adapter.
+    """
+    import discord.gateway
+    import discord.http
+    import yarl
+
+    if isinstance(fake_or_api_base, FakeDiscord):
+        api_base, gateway_url = fake_or_api_base.api_base_url, fake_or_api_base.gateway_url
+    else:
+        api_base = fake_or_api_base
+    old_base = discord.http.Route.BASE
+    old_gateway = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+    discord.http.Route.BASE = api_base
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+    try:
+        yield
+    finally:
+        discord.http.Route.BASE = old_base
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = old_gateway

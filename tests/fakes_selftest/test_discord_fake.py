@@ -1,0 +1,217 @@
+"""A real discord.py `commands.Bot` against the fake Discord: REST, gateway, events, 429s."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import aiohttp
+import discord
+import pytest
+from discord import app_commands
+from discord.ext import commands
+
+from tests.fakes.discord_payloads import button_row, command_option
+from tests.fakes.discord_server import FakeDiscord, discord_endpoints
+
+APPROVE_ID = "rawp:approve:turn-1"
+
+
+class ApprovalView(discord.ui.View):
+    """A persistent view, so a click is routed by custom_id alone (as after a bot restart)."""
+
+    def __init__(self) -> None:
+        super().__init__(timeout=None)
+
+    @discord.ui.button(label="Approve", custom_id=APPROVE_ID)
+    async def approve(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
+        await interaction.response.send_message(f"approved by {interaction.user.name}")
+
+
+def build_bot() -> commands.Bot:
+    intents = discord.Intents.default()
+    intents.message_content = True
+    intents.members = True
+    bot = commands.Bot(command_prefix="!", intents=intents, guild_ready_timeout=0.05)
+
+    @bot.tree.command(name="prompt", description="Send a prompt")
+    async def prompt(interaction: discord.Interaction, text: str, file: str) -> None:
+        await interaction.response.send_message(f"prompt {text!r} with {file}")
+
+    @prompt.autocomplete("file")
+    async def file_choices(
+        interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        matches = [f"src/{current}{n}.py" for n in range(40)]
+        return [app_commands.Choice(name=path, value=path) for path in matches][:25]
+
+    @bot.event
+    async def on_message(message: discord.Message) -> None:
+        if message.author.bot:
+            return
+        await message.channel.send(f"echo: {message.content}")
+
+    async def setup_hook() -> None:
+        bot.add_view(ApprovalView())
+        await bot.tree.sync()
+
+    bot.setup_hook = setup_hook
+    return bot
+
+
+@pytest.fixture
+async def running():
+    async with FakeDiscord() as fake:
+        with discord_endpoints(fake):
+            bot = build_bot()
+            ready = asyncio.Event()
+
+            async def on_ready() -> None:
+                ready.set()
+
+            bot.add_listener(on_ready)
+            task = asyncio.create_task(bot.start(fake.world.bot_token))
+            try:
+                await asyncio.wait_for(ready.wait(), 10)
+                yield fake, bot
+            finally:
+                await bot.close()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait_for(task, 5)
+
+
+async def test_bot_logs_in_connects_and_sees_the_guild(running):
+    fake, bot = running
+    assert bot.user.id == int(fake.world.application_id)
+    guild = bot.get_guild(int(fake.world.guild_id))
+    assert guild is not None and guild.name == "rawp test guild"
+    assert guild.get_channel(int(fake.world.channel_id)).name == "rawp"
+    alice = guild.get_member(int(fake.world.alice["id"]))
+    assert [r.name for r in alice.roles] == ["@everyone", "rawp-operator"]
+    identify = fake.calls("WS", "IDENTIFY")[0]
+    assert identify.body["token"] == fake.world.bot_token
+    assert [c.path for c in fake.log.find("GET", "/*")][:2] == [
+        "/users/@me",
+        "/oauth2/applications/@me",
+    ]
+
+
+async def test_gateway_uses_zlib_stream_when_asked(running):
+    fake, _ = running
+    connect = fake.calls("WS", "CONNECT")[0]
+    assert connect.query["encoding"] == "json"
+    # discord.py asks for zlib-stream (zstd only with zstandard installed); it decoded our frames,
+    # or it would never have become ready.
+    assert connect.query["compress"] in ("zlib-stream", "zstd-stream")
+
+
+async def test_app_command_sync_is_a_bulk_overwrite(running):
+    fake, _ = running
+    sync = await fake.wait_for_call("PUT", f"/applications/{fake.world.application_id}/commands")
+    [command] = sync.body
+    assert command["name"] == "prompt"
+    options = {o["name"]: o for o in command["options"]}
+    assert options["file"]["autocomplete"] is True and options["text"]["required"] is True
+
+
+async def test_injected_message_is_parsed_and_answered(running):
+    fake, _ = running
+    sent = await fake.inject_message("hello there")
+    path = f"/channels/{sent['channel_id']}/messages"
+    reply = await fake.wait_for_call("POST", path)
+    assert reply.body["content"] == "echo: hello there"
+    assert reply.headers["Authorization"] == f"Bot {fake.world.bot_token}"
+
+
+async def test_message_in_a_thread_is_answered_in_the_thread(running):
+    fake, bot = running
+    channel = bot.get_channel(int(fake.world.channel_id))
+    starter = await channel.send("session started")
+    thread = await starter.create_thread(name="session 1")
+    assert thread.id == starter.id  # a thread started from a message takes its id
+    await fake.inject_message("prompt in thread", channel_id=str(thread.id))
+    reply = await fake.wait_for_call("POST", f"/channels/{thread.id}/messages")
+    assert reply.body["content"] == "echo: prompt in thread"
+
+
+async def test_slash_command_interaction_is_answered(running):
+    fake, _ = running
+    await fake.wait_for_call("PUT", f"/applications/{fake.world.application_id}/commands")
+    interaction = await fake.inject_slash_command(
+        "prompt", [command_option("text", "fix it"), command_option("file", "src/a.py")]
+    )
+    answer = await fake.wait_for_interaction_answer(interaction)
+    assert answer.body["type"] == 4
+    assert answer.body["data"]["content"] == "prompt 'fix it' with src/a.py"
+
+
+async def test_autocomplete_returns_at_most_25_choices(running):
+    fake, _ = running
+    await fake.wait_for_call("PUT", f"/applications/{fake.world.application_id}/commands")
+    interaction = await fake.inject_autocomplete(
+        "prompt", [command_option("text", "x"), command_option("file", "ma", focused=True)]
+    )
+    answer = await fake.wait_for_interaction_answer(interaction)
+    assert answer.body["type"] == 8
+    choices = answer.body["data"]["choices"]
+    assert len(choices) == 25
+    assert choices[0] == {"name": "src/ma0.py", "value": "src/ma0.py"}
+
+
+async def test_button_click_reaches_the_persistent_view(running):
+    fake, _ = running
+    message = fake.world.message(
+        fake.world.channel_id,
+        "Allow `rm -rf build`?",
+        extra={"components": [button_row(APPROVE_ID, "Approve")]},
+    )
+    interaction = await fake.inject_button(APPROVE_ID, message=message, user_payload=fake.world.bob)
+    answer = await fake.wait_for_interaction_answer(interaction)
+    assert answer.body["data"]["content"] == "approved by bob"
+
+
+async def test_deferred_answer_is_edited_and_followed_up(running):
+    fake, bot = running
+
+    @bot.listen("on_interaction")
+    async def slow_answer(interaction: discord.Interaction) -> None:
+        if interaction.data.get("custom_id") != "slow":
+            return
+        await interaction.response.defer(thinking=True)
+        await interaction.edit_original_response(content="done")
+        await interaction.followup.send("and one more thing")
+
+    message = fake.world.message(fake.world.channel_id, "x")
+    interaction = await fake.inject_button("slow", message=message)
+    answer = await fake.wait_for_interaction_answer(interaction)
+    assert answer.body["type"] == 5
+    webhook = f"/webhooks/{fake.world.application_id}/{interaction['token']}"
+    edit = await fake.wait_for_call("PATCH", webhook + "/messages/@original")
+    assert edit.status == 200 and edit.body["content"] == "done"
+    followup = await fake.wait_for_call("POST", webhook)
+    assert followup.body["content"] == "and one more thing"
+
+
+async def test_fake_refuses_a_second_callback_for_one_interaction(running):
+    fake, _ = running
+    message = fake.world.message(fake.world.channel_id, "x")
+    interaction = await fake.inject_button(APPROVE_ID, message=message)
+    await fake.wait_for_interaction_answer(interaction)
+    url = f"{fake.api_base_url}/interactions/{interaction['id']}/{interaction['token']}/callback"
+    async with aiohttp.ClientSession() as session, session.post(url, json={"type": 6}) as answer:
+        assert answer.status == 400
+        assert (await answer.json())["code"] == 40060
+
+
+async def test_rate_limited_reply_is_delayed_not_lost(running):
+    fake, _ = running
+    path = f"/channels/{fake.world.channel_id}/messages"
+    fake.rate_limit("POST", path, times=1, retry_after=0.3)
+    await fake.inject_message("one")
+    await fake.inject_message("two")
+    await fake.wait_for_call("POST", path, 10, count=2, where=lambda c: c.status == 200)
+    attempts = fake.calls("POST", path)
+    assert attempts[0].status == 429
+    delivered = [c.body["content"] for c in fake.log.successful("POST", path)]
+    assert delivered == ["echo: one", "echo: two"]
+    assert fake.rate_limits.pending == 0
