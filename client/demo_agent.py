@@ -1,12 +1,177 @@
-"""`rawp demo-agent`: a deterministic jsonl script agent for tests and demos."""
+"""`rawp demo-agent`: a deterministic jsonl script agent for tests and demos.
+
+It speaks the script protocol of docs/agents.md: the prompt is in `RAWP_PROMPT`, referenced
+files are its arguments, each stdout line is one DPS event and interaction responses arrive
+as JSON lines on stdin. For every prompt it thinks briefly, publishes slash commands, makes one
+`Edit` tool call whose result is a unified diff, publishes a task list (structured output),
+answers with text that quotes the prompt and lists the files, and reports usage. A prompt
+containing `long` gets an answer of more than 5,000 characters with several fenced code
+blocks; one containing `approve` first asks for an approval and then reports the choice.
+`RAWP_DEMO_PAUSE` (seconds, default 0.05) is how long each step "thinks".
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
 
-from rawp.cli import not_ready
+COMMANDS = [
+    {"name": "review", "description": "Review the working tree", "category": "demo"},
+    {
+        "name": "explain",
+        "description": "Explain a file",
+        "category": "demo",
+        "parameters": [{"name": "path", "required": True}],
+    },
+    {"name": "compact", "description": "Summarise the conversation", "category": "session"},
+]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="*", help="file references passed by the client")
-    parser.set_defaults(handler=not_ready("the demo agent"))
+    parser.set_defaults(handler=run)
+
+
+def emit(type: str, payload: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps({"type": type, "payload": payload}) + "\n")
+    sys.stdout.flush()
+
+
+def pause() -> None:
+    time.sleep(float(os.environ.get("RAWP_DEMO_PAUSE", "0.05")))
+
+
+def unified_diff(path: str) -> str:
+    return (
+        f"--- a/{path}\n+++ b/{path}\n@@ -1,3 +1,3 @@\n"
+        " def verify(token):\n-    return True\n+    return check_signature(token)\n"
+        " # end\n"
+    )
+
+
+def long_answer() -> str:
+    sections = []
+    for n in range(1, 7):
+        code = "\n".join(f"    step_{n}_{i} = compute({i}, {n})  # line {i}" for i in range(12))
+        sections.append(
+            f"## Part {n}\n\nThis part explains step {n} of the change in some detail, so "
+            f"that the answer is long enough to be split across messages.\n\n"
+            f"```python\ndef part_{n}():\n{code}\n    return step_{n}_0\n```\n"
+        )
+    return "\n".join(sections)
+
+
+def answer_text(prompt: str, files: list[str], input_type: str) -> str:
+    lines = []
+    if input_type == "slash_command":
+        lines.append(f"Ran the slash command {prompt.split()[0] if prompt.split() else '/'}.")
+    lines.append(f'You said: "{prompt}"')
+    lines.append("")
+    if files:
+        lines.append("Referenced files:")
+        lines.extend(f"- {name}" for name in files)
+    else:
+        lines.append("No files were referenced.")
+    text = "\n".join(lines) + "\n"
+    if "long" in prompt:
+        text += "\n" + long_answer()
+    return text
+
+
+def ask_approval() -> str:
+    emit(
+        "agent.interaction.request",
+        {
+            "interaction_id": "approve-1",
+            "kind": "approval",
+            "prompt": "Apply the change to the workspace?",
+            "options": [
+                {"option_id": "allow", "label": "Allow once", "kind": "allow_once"},
+                {"option_id": "deny", "label": "Deny", "kind": "reject_once"},
+            ],
+        },
+    )
+    emit("agent.state.changed", {"previous_state": "thinking", "current_state": "awaiting_input"})
+    for line in sys.stdin:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        payload = message.get("payload", {}) if isinstance(message, dict) else {}
+        if payload.get("interaction_id") == "approve-1":
+            return str(payload.get("option_id") or payload.get("text") or "none")
+    return "none (no answer before stdin closed)"
+
+
+def run(args: argparse.Namespace) -> int:
+    prompt = os.environ.get("RAWP_PROMPT", "")
+    input_type = os.environ.get("RAWP_INPUT_TYPE", "text")
+    files = list(args.files)
+    emit("agent.state.changed", {"previous_state": "idle", "current_state": "thinking"})
+    emit("agent.thinking.delta", {"content_index": 0, "text": "Reading the prompt"})
+    pause()
+    emit("agent.thinking.delta", {"content_index": 0, "text": " and the files it names."})
+    emit("agent.thinking.done", {"content_index": 0, "duration_ms": 50})
+    emit("agent.commands.publish", {"commands": COMMANDS})
+    choice = ask_approval() if "approve" in prompt else None
+    target = files[0] if files else "src/app.py"
+    emit("agent.state.changed", {"previous_state": "thinking", "current_state": "tool_calling"})
+    emit(
+        "tool.invoke.request",
+        {
+            "invocation_id": "demo-edit-1",
+            "tool_name": "Edit",
+            "input": {"path": target},
+            "title": f"Edit {target}",
+        },
+    )
+    pause()
+    emit(
+        "tool.invoke.result",
+        {
+            "invocation_id": "demo-edit-1",
+            "tool_name": "Edit",
+            "status": "success",
+            "output_type": "diff",
+            "output": unified_diff(target),
+            "duration_ms": 7,
+        },
+    )
+    tasks = [
+        {"id": "1", "content": "Read the prompt", "status": "completed"},
+        {"id": "2", "content": f"Edit {target}", "status": "completed"},
+        {"id": "3", "content": "Write the answer", "status": "in_progress"},
+    ]
+    emit("tool.invoke.request", {"invocation_id": "demo-todo-1", "tool_name": "TodoWrite"})
+    emit(
+        "tool.invoke.result",
+        {
+            "invocation_id": "demo-todo-1",
+            "tool_name": "TodoWrite",
+            "status": "success",
+            "output_type": "structured",
+            "output": {"tasks": tasks},
+        },
+    )
+    emit("agent.state.changed", {"previous_state": "tool_calling", "current_state": "thinking"})
+    text = answer_text(prompt, files, input_type)
+    if choice is not None:
+        text = f"You chose: {choice}\n\n" + text
+    for start in range(0, len(text), 400):
+        emit("agent.text.delta", {"content_index": 1, "text": text[start : start + 400]})
+        pause()
+    emit("agent.text.done", {"content_index": 1, "text": text})
+    emit(
+        "session.usage",
+        {
+            "input_tokens": len(prompt) // 4 + 1,
+            "output_tokens": len(text) // 4 + 1,
+            "tool_invocations": 2,
+        },
+    )
+    emit("agent.state.changed", {"previous_state": "thinking", "current_state": "idle"})
+    return 0

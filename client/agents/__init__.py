@@ -1,0 +1,104 @@
+"""Agents: the agents file (TOML) and the agent kinds (`client.agents.base.Agent`).
+
+Only agents named in the agents file can run (RAWP §7.2, X-SEC-02). The file looks like:
+
+    [agents.demo]
+    kind = "script"
+    mode = "jsonl"
+    command = ["rawp", "demo-agent"]
+    description = "the deterministic demo agent"
+
+    [[agents.demo.tools]]
+    name = "Edit"
+    category = "edit"
+
+Without an agents file the client offers the demo agent alone. docs/agents.md describes the
+file and the script protocol for users.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from client.agents.base import Agent, AgentSpec
+from client.agents.script import ScriptAgent, script_command
+from rawp.events import CatalogTool
+
+# kind → class. The next kinds (claude-code, acp, openai) register here.
+KINDS: dict[str, type[Agent]] = {"script": ScriptAgent}
+
+
+class AgentsFileError(ValueError):
+    """The agents file cannot be used; the message says where and why."""
+
+
+DEMO_TOOLS = (
+    CatalogTool(name="Edit", description="Edit a file in the workspace", category="edit"),
+    CatalogTool(name="Read", description="Read a file", category="read"),
+)
+
+
+def demo_spec() -> AgentSpec:
+    return AgentSpec(
+        name="demo",
+        kind="script",
+        settings={"command": [sys.executable, "-m", "rawp.cli", "demo-agent"], "mode": "jsonl"},
+        description="the deterministic demo agent (rawp demo-agent)",
+        tools=DEMO_TOOLS,
+    )
+
+
+def load_agents(path: Path | None) -> dict[str, AgentSpec]:
+    """Read the agents file; None means the demo agent only."""
+    if path is None:
+        spec = demo_spec()
+        return {spec.name: spec}
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise AgentsFileError(f"{path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise AgentsFileError(f"{path}: not valid TOML: {exc}") from None
+    agents = data.get("agents")
+    if not isinstance(agents, dict) or not agents:
+        raise AgentsFileError(f"{path}: no [agents.NAME] tables")
+    return {name: _spec(path, name, entry) for name, entry in agents.items()}
+
+
+def _spec(path: Path, name: str, entry: Any) -> AgentSpec:
+    where = f"{path}: agent {name!r}"
+    if not isinstance(entry, dict):
+        raise AgentsFileError(f"{where} must be a table")
+    kind = entry.get("kind")
+    if kind not in KINDS:
+        raise AgentsFileError(f"{where}: kind must be one of {sorted(KINDS)}, not {kind!r}")
+    settings = {
+        k: v for k, v in entry.items() if k not in ("kind", "description", "active", "tools")
+    }
+    try:
+        if kind == "script":
+            script_command(settings)
+        tools = tuple(
+            # A script cannot run a tool on the edge's behalf: nothing it publishes is direct.
+            CatalogTool.model_validate({**tool, "direct": False})
+            for tool in entry.get("tools", [])
+        )
+    except (ValueError, TypeError, ValidationError) as exc:
+        raise AgentsFileError(f"{where}: {exc}") from None
+    return AgentSpec(
+        name=name,
+        kind=kind,
+        settings=settings,
+        description=str(entry.get("description", "")),
+        is_active=bool(entry.get("active", True)),
+        tools=tools,
+    )
+
+
+def create_agent(spec: AgentSpec, **kwargs: Any) -> Agent:
+    return KINDS[spec.kind](spec, **kwargs)

@@ -1,0 +1,121 @@
+"""The one interface every agent kind implements (architecture: one seam per boundary).
+
+A kind is a subclass of `Agent` registered in `client.agents.KINDS`. The session owns the
+turn bookkeeping (`session.turn.start`/`.end`, `turn_id`, queueing, frame size) and talks to
+its agent only through these methods:
+
+* `start()` once, when the session is created by `session/init`;
+* `convert(parts, references)` turns a parsed prompt into what this kind takes (DPS §16.3):
+  the text and the files, each kind in its own way; tokens it cannot use become their
+  `display_path` as text (F-ADPT-05);
+* `prompt(prompt)` runs one turn, calling `self.emit(type, payload)` for each DPS event it
+  produces (`agent.*`, `tool.*`, `session.usage`, …), and returns the turn's `stop_reason`;
+* `cancel()` stops the running turn; `prompt()` then returns `"cancelled"`;
+* `respond(response)` delivers a `control.interaction.response` to the running turn;
+* `catalog()` lists the tools the agent may use (`tool.catalog.publish`, DPS §5);
+  `invoke_tool(request)` runs one of them when it is published with `direct: true`;
+* `close()` ends everything the agent runs, SIGTERM then SIGKILL after the grace period.
+
+Nothing that arrives over the network becomes a command line (§7.2): a kind builds its
+command only from its `AgentSpec`, which comes from the agents file.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rawp.events import CatalogTool, InteractionResponse, StopReason, ToolInvokeRequest
+from rawp.fileref import Part
+
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One entry of the agents file."""
+
+    name: str
+    kind: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    is_active: bool = True
+    tools: tuple[CatalogTool, ...] = ()
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt after §16.2 parsing and workspace validation, converted for one kind."""
+
+    message_id: str
+    text: str
+    files: tuple[str, ...]  # workspace-relative paths, confined and existing
+    input_type: str = "text"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A validated `file_references` entry: `path` is None when it cannot be used."""
+
+    ref_id: str
+    display_path: str
+    path: str | None
+
+
+class Agent(ABC):
+    kind: str = ""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        workspace: Path,
+        session_id: str,
+        emit: Emit,
+        kill_grace: float,
+    ) -> None:
+        self.spec = spec
+        self.workspace = workspace
+        self.session_id = session_id
+        self.emit = emit
+        self.kill_grace = kill_grace
+
+    async def start(self) -> None:  # noqa: B027 - most kinds have nothing to prepare
+        """Prepare for the session's first prompt."""
+
+    @abstractmethod
+    def convert(
+        self,
+        message_id: str,
+        parts: Sequence[Part],
+        references: Sequence[Reference],
+        input_type: str,
+    ) -> Prompt: ...
+
+    @abstractmethod
+    async def prompt(self, prompt: Prompt) -> StopReason: ...
+
+    @abstractmethod
+    async def cancel(self) -> None: ...
+
+    @abstractmethod
+    async def respond(self, response: InteractionResponse) -> None: ...
+
+    def catalog(self) -> list[CatalogTool]:
+        return list(self.spec.tools)
+
+    async def invoke_tool(self, request: ToolInvokeRequest) -> dict[str, Any]:
+        """Run a direct tool; the base kind has none (the session refuses before this)."""
+        return {
+            "invocation_id": request.invocation_id,
+            "tool_name": request.tool_name,
+            "status": "error",
+            "output_type": "empty",
+            "error": {"code": "TOOL_NOT_SUPPORTED", "message": "this agent runs no direct tools"},
+        }
+
+    @abstractmethod
+    async def close(self) -> None: ...

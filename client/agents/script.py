@@ -1,0 +1,215 @@
+"""The `script` agent kind: a configured executable run once per prompt (DPS §16.3).
+
+Settings in the agents file:
+
+* `command` — the argv (a list, or a string split like a shell would, never run by a shell);
+* `mode` — `plain` (default) or `jsonl`;
+* `env` — extra environment variables for the script.
+
+For every prompt the script is started in the workspace with the referenced files appended to
+`command` as workspace-relative paths (F-ADPT-04; a path starting with `-` gets `./` so it can
+never read as an option). The prompt text, tokens written as their `display_path`, is in
+`RAWP_PROMPT`; plain mode also writes it on stdin and closes stdin.
+
+* plain: each stdout line becomes `agent.text.delta`; stderr lines become a `tool.invoke.stream`
+  (`stream: "stderr"`) of one pseudo tool call named `stderr`;
+* jsonl: each stdout line is one DPS event `{"type": …, "payload": …}`; the client adds the
+  envelope. `control.interaction.response` frames are written back to stdin as JSON lines.
+
+Exit status 0 ends the turn with `end_turn`; anything else with `error` after an
+`agent.error`. docs/agents.md is the user-facing description of this protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from client.agents.base import Agent, Prompt, Reference
+from client.process import spawn, terminate_group
+from rawp.events import EVENTS, Direction, InteractionResponse, StopReason
+from rawp.fileref import FileToken, Part, to_literal
+
+# What a jsonl script may emit: agent-side events, minus those the client itself owns.
+CLIENT_OWNED = {
+    "session.turn.start",
+    "session.turn.end",
+    "session.capabilities",
+    "session.history",
+    "session.file.candidates",
+    "session.error",
+}
+SCRIPT_EVENTS = frozenset(
+    t
+    for t, spec in EVENTS.items()
+    if spec.direction in (Direction.AGENT_TO_EDGE, Direction.BOTH) and t not in CLIENT_OWNED
+)
+MODES = ("plain", "jsonl")
+
+
+def script_command(settings: dict[str, Any]) -> list[str]:
+    """The argv from the agents file; a `ValueError` names what is wrong with it."""
+    command = settings.get("command")
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if (
+        not isinstance(command, list)
+        or not command
+        or not all(isinstance(arg, str) and arg for arg in command)
+    ):
+        raise ValueError("`command` must be a non-empty list of strings (or a string)")
+    mode = settings.get("mode", "plain")
+    if mode not in MODES:
+        raise ValueError(f"`mode` must be one of {', '.join(MODES)}, not {mode!r}")
+    env = settings.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise ValueError("`env` must be a table of strings")
+    return command
+
+
+class ScriptAgent(Agent):
+    kind = "script"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.command = script_command(self.spec.settings)
+        self.mode: str = self.spec.settings.get("mode", "plain")
+        self._proc: asyncio.subprocess.Process | None = None
+        self._cancelled = False
+
+    def convert(
+        self,
+        message_id: str,
+        parts: Sequence[Part],
+        references: Sequence[Reference],
+        input_type: str,
+    ) -> Prompt:
+        # §16.3 script example: paths become arguments, the sentence keeps display_path.
+        by_id = {ref.ref_id: ref for ref in references}
+        files: list[str] = []
+        for part in parts:
+            ref = by_id.get(part.ref_id) if isinstance(part, FileToken) else None
+            if ref is not None and ref.path is not None and ref.path not in files:
+                files.append(ref.path)
+        return Prompt(message_id, to_literal(parts), tuple(files), input_type)
+
+    async def prompt(self, prompt: Prompt) -> StopReason:
+        self._cancelled = False
+        argv = [*self.command, *(f"./{f}" if f.startswith("-") else f for f in prompt.files)]
+        env = {
+            **os.environ,
+            **self.spec.settings.get("env", {}),
+            "RAWP_PROMPT": prompt.text,
+            "RAWP_INPUT_TYPE": prompt.input_type,
+            "RAWP_SESSION_ID": self.session_id,
+            "RAWP_WORKSPACE": str(self.workspace),
+            "RAWP_AGENT_NAME": self.spec.name,
+        }
+        proc = self._proc = await spawn(argv, cwd=self.workspace, env=env)
+        assert proc.stdin and proc.stdout and proc.stderr
+        if self.mode == "plain":
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                proc.stdin.write(prompt.text.encode())
+                await proc.stdin.drain()
+            proc.stdin.close()
+        reader = self._read_jsonl if self.mode == "jsonl" else self._read_plain
+        try:
+            await asyncio.gather(reader(proc.stdout), self._read_stderr(proc.stderr))
+            status = await proc.wait()
+        finally:
+            self._proc = None
+        if self._cancelled:
+            return "cancelled"
+        if status != 0:
+            await self.emit(
+                "agent.error",
+                {
+                    "code": "AGENT_EXITED",
+                    "message": f"{self.spec.name} exited with status {status}",
+                    "severity": "error",
+                    "retryable": True,
+                },
+            )
+            return "error"
+        return "end_turn"
+
+    async def _read_plain(self, stdout: asyncio.StreamReader) -> None:
+        text = ""
+        async for raw in stdout:
+            line = raw.decode(errors="replace")
+            text += line
+            await self.emit("agent.text.delta", {"content_index": 0, "text": line})
+        if text:
+            await self.emit("agent.text.done", {"content_index": 0, "text": text})
+
+    async def _read_jsonl(self, stdout: asyncio.StreamReader) -> None:
+        async for raw in stdout:
+            line = raw.decode(errors="replace").strip()
+            if not line:
+                continue
+            problem = None
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event, problem = None, "a line that is not JSON"
+            if problem is None and not (
+                isinstance(event, dict) and isinstance(event.get("payload", {}), dict)
+            ):
+                problem = "a line that is not {type, payload}"
+            elif problem is None and event.get("type") not in SCRIPT_EVENTS:
+                problem = f"an event a script may not send: {event.get('type')!r}"
+            if problem is not None:
+                await self._warn(f"{self.spec.name} wrote {problem}")
+                continue
+            try:
+                await self.emit(event["type"], event.get("payload", {}))
+            except ValueError as exc:  # FrameError: the payload broke its schema
+                await self._warn(f"{self.spec.name} sent a bad {event['type']}: {exc}")
+
+    async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:
+        started = False
+        async for raw in stderr:
+            if not started:
+                started = True
+                await self.emit(
+                    "tool.invoke.request",
+                    {"invocation_id": f"{self.spec.name}-stderr", "tool_name": "stderr"},
+                )
+            await self.emit(
+                "tool.invoke.stream",
+                {
+                    "invocation_id": f"{self.spec.name}-stderr",
+                    "stream": "stderr",
+                    "text": raw.decode(errors="replace"),
+                },
+            )
+
+    async def _warn(self, message: str) -> None:
+        await self.emit(
+            "agent.error", {"code": "SCRIPT_PROTOCOL", "message": message, "severity": "warning"}
+        )
+
+    async def respond(self, response: InteractionResponse) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None or self.mode != "jsonl":
+            return
+        line = {
+            "type": "control.interaction.response",
+            "payload": response.model_dump(exclude_none=True),
+        }
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(json.dumps(line).encode() + b"\n")
+            await proc.stdin.drain()
+
+    async def cancel(self) -> None:
+        if self._proc is not None:
+            self._cancelled = True
+            await terminate_group(self._proc, self.kill_grace)
+
+    async def close(self) -> None:
+        await self.cancel()

@@ -1,0 +1,1 @@
+"""The client's HTTP and WebSocket surfaces, one blueprint each; handlers stay thin."""

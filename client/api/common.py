@@ -1,0 +1,36 @@
+"""What every handler shares: the services, the bearer check, error bodies (RAWP §4, §7.1)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from quart import Response, current_app, request
+
+from rawp.errors import RawpError
+from rawp.http import json_object
+
+if TYPE_CHECKING:
+    from client.app import Services
+
+
+def services() -> Services:
+    return current_app.config["RAWP_SERVICES"]
+
+
+def error_response(exc: RawpError) -> Response:
+    response = Response(
+        __import__("orjson").dumps(exc.to_body()), status=exc.status, mimetype="application/json"
+    )
+    for name, value in exc.headers.items():
+        response.headers[name] = value
+    return response
+
+
+async def require_master() -> None:
+    """C-AUTH-03: every master→client call carries a client access token we signed."""
+    services().auth.check(request.headers.get("Authorization"))
+
+
+async def body() -> dict:
+    raw = await request.get_data()
+    return json_object(raw, max_bytes=services().settings.max_body_bytes)

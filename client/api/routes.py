@@ -1,0 +1,72 @@
+"""The client's HTTP endpoints (RAWP §3.4.2, §4.2–§4.4, §5.1–§5.2)."""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response
+
+from client.api.common import body, require_master, services
+from client.fs import list_directory
+from client.sessions import InitRequest
+from rawp.http import validate
+
+health = Blueprint("health", __name__)
+agents = Blueprint("agents", __name__)
+fs = Blueprint("fs", __name__)
+session = Blueprint("session", __name__)
+auth = Blueprint("auth", __name__)
+
+for protected in (health, agents, fs, session):
+    protected.before_request(require_master)
+
+
+@health.get("/v1/health")
+async def get_health():
+    """EP-C2: `busy` while any session exists, `online` otherwise (C-HLTH-02)."""
+    svc = services()
+    count = svc.sessions.count
+    return {
+        "status": "busy" if count else "online",
+        "uptime": int(svc.clock.monotonic() - svc.started),
+        "active_sessions": count,
+    }
+
+
+@agents.get("/v1/agents")
+async def get_agents():
+    """EP-C3: the agents of the agents file (A-12: `id` and `name` are both the agent name)."""
+    listed = services().agents.values()
+    return {"agents": [{"id": a.name, "name": a.name, "is_active": a.is_active} for a in listed]}
+
+
+@fs.post("/v1/fs/list")
+async def post_fs_list():
+    """EP-C4: one directory inside an allowed root (§4.4, §7.2)."""
+    data = await body()
+    return await list_directory(services().guard, data.get("target_path"))
+
+
+@session.post("/v1/session/init")
+async def post_session_init():
+    """EP-C5: 201 for a new session, 200 for a reattach (R-30)."""
+    request = validate(InitRequest, await body())
+    status, payload = await services().sessions.init(request)
+    return payload, status
+
+
+@session.delete("/v1/session/<session_id>")
+async def delete_session(session_id: str):
+    """EP-C6: SIGTERM, SIGKILL after the grace period, then 204 (C-SESS-06)."""
+    await services().sessions.delete(session_id)
+    return Response(status=204)
+
+
+@auth.post("/v1/auth/refresh")
+async def post_refresh():
+    """EP-C1: rotate the master's client tokens (C-AUTH-02)."""
+    data = await body()
+    token = data.get("refresh_token")
+    if not isinstance(token, str) or not token:
+        from rawp.errors import BadRequest
+
+        raise BadRequest("refresh_token is required", "INVALID_REQUEST")
+    return services().auth.refresh(token).to_body()

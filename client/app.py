@@ -1,0 +1,145 @@
+"""The local client's Quart application: services built once, blueprints kept thin.
+
+`create_app(settings, clock=…)` wires the services (session table, tickets, path guard,
+token check, file search, master link) and registers the blueprints. Background work — the
+expiry sweep and the config sync with the master — starts while serving and stops with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from quart import Quart
+from werkzeug.exceptions import HTTPException
+
+from client.agents import load_agents
+from client.agents.base import AgentSpec
+from client.api.common import error_response
+from client.api.routes import agents, auth, fs, health, session
+from client.api.stream import stream
+from client.auth import ClientAuth
+from client.master_link import MasterLink
+from client.paths import PathGuard
+from client.sessions import SessionManager
+from client.settings import ClientSettings
+from client.state import StateDir
+from client.tickets import TicketStore
+from rawp.clock import SYSTEM_CLOCK, Clock
+from rawp.errors import RawpError
+from rawp.events import FileCandidates, FileSearch
+
+log = logging.getLogger(__name__)
+
+
+class SearchUnavailable:
+    """Stands in when the file index (client/files) is not installed."""
+
+    async def search(self, request: FileSearch, workspace: Any) -> FileCandidates:
+        raise RuntimeError("file search is not available in this build")
+
+    async def close(self) -> None:
+        return None
+
+
+def default_search(settings: ClientSettings) -> Any:
+    try:
+        from client.files import FileSearchService
+    except ImportError:
+        log.warning("client.files is missing: file search answers FILE_SEARCH_FAILED")
+        return SearchUnavailable()
+    return FileSearchService(settings.allowed_roots)
+
+
+@dataclass
+class Services:
+    settings: ClientSettings
+    clock: Clock
+    state: StateDir
+    auth: ClientAuth
+    guard: PathGuard
+    agents: dict[str, AgentSpec]
+    tickets: TicketStore
+    sessions: SessionManager
+    link: MasterLink
+    search: Any
+    started: float
+    tasks: set[asyncio.Task] = field(default_factory=set)
+
+    def spawn(self, coro: Coroutine) -> asyncio.Task:
+        task = asyncio.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+
+def build_services(
+    settings: ClientSettings, clock: Clock = SYSTEM_CLOCK, search: Any = None
+) -> Services:
+    state = StateDir.open(settings.state_dir)
+    guard = PathGuard(settings.allowed_roots)
+    tickets = TicketStore(clock, settings.ticket_ttl)
+    link = MasterLink(state, settings, clock=clock)
+    sessions = SessionManager(
+        agents=load_agents(settings.agents_file),
+        guard=guard,
+        tickets=tickets,
+        clock=clock,
+        kill_grace=settings.kill_grace,
+        turn_queue_max=settings.turn_queue_max,
+        pinned=link.pinned,
+    )
+    return Services(
+        settings=settings,
+        clock=clock,
+        state=state,
+        auth=ClientAuth(state, settings.access_token_ttl, clock),
+        guard=guard,
+        agents=sessions.agents,
+        tickets=tickets,
+        sessions=sessions,
+        link=link,
+        search=search if search is not None else default_search(settings),
+        started=clock.monotonic(),
+    )
+
+
+def create_app(
+    settings: ClientSettings, clock: Clock = SYSTEM_CLOCK, *, search: Any = None
+) -> Quart:
+    app = Quart("rawp-client")
+    svc = build_services(settings, clock, search)
+    app.config["RAWP_SERVICES"] = svc
+    for blueprint in (health, agents, fs, session, auth, stream):
+        app.register_blueprint(blueprint)
+
+    @app.errorhandler(RawpError)
+    async def rawp_error(exc: RawpError):
+        return error_response(exc)
+
+    @app.errorhandler(HTTPException)
+    async def http_error(exc: HTTPException):
+        code = (exc.name or "error").upper().replace(" ", "_")
+        return error_response(RawpError(exc.description or exc.name, code, status=exc.code))
+
+    @app.errorhandler(Exception)
+    async def unexpected(exc: Exception):
+        log.exception("unhandled error")
+        return error_response(RawpError("internal error", "INTERNAL_ERROR"))
+
+    @app.while_serving
+    async def lifespan():
+        svc.spawn(svc.sessions.sweep_forever(settings.sweep_interval))
+        if svc.state.credentials.paired:
+            svc.spawn(svc.link.sync_on_start())  # C-CFG-01: both scopes after every restart
+        yield
+        for task in list(svc.tasks):
+            task.cancel()
+        await svc.sessions.close()
+        await svc.search.close()
+        await svc.link.close()
+
+    return app

@@ -1,0 +1,113 @@
+"""One walk of a directory tree into file entries (os.scandir; runs in a worker thread).
+
+What is indexed: regular files, and symlinks to regular files whose target lies inside the
+root. Never indexed: `.git`, anything ignored (ignore.py), sockets and other special files,
+symlinks that leave the root. Symlinked directories are not descended even when they point
+inside the root: what they show is already indexed under its real path, and following them
+invites cycles.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from client.files.ignore import IgnoreRules
+
+SKIPPED_DIRS = frozenset({".git"})
+
+
+@dataclass(slots=True, eq=False)
+class FileEntry:
+    """One indexed file. `rel` is POSIX and relative to its root; size and mtime are updated
+    in place when the watcher sees the file change, so every view sees the new values."""
+
+    rel: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def name(self) -> str:
+        return self.rel.rpartition("/")[2]
+
+
+class Cancelled(Exception):
+    """The search that asked for this work was cancelled; its partial result is dropped."""
+
+
+def inside(root: str, real_path: str) -> bool:
+    return real_path == root or real_path.startswith(root.rstrip("/") + "/")
+
+
+def _link_target(root: str, path: str) -> os.stat_result | None:
+    """The stat of a symlink's target when it is a regular file inside the root."""
+    real = os.path.realpath(path)
+    if not inside(root, real):
+        return None
+    try:
+        info = os.stat(real)
+    except OSError:
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
+def stat_entry(root: str, rel: str) -> FileEntry | str | None:
+    """What `rel` is now: a `FileEntry`, `"dir"` for a real directory, or None (gone, special,
+    or a symlink that leaves the root)."""
+    path = os.path.join(root, rel)
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return "dir"
+    if stat.S_ISLNK(info.st_mode):
+        target = _link_target(root, path)
+        return FileEntry(rel, target.st_size, target.st_mtime_ns) if target else None
+    if stat.S_ISREG(info.st_mode):
+        return FileEntry(rel, info.st_size, info.st_mtime_ns)
+    return None
+
+
+def walk(
+    root: str,
+    rules: IgnoreRules,
+    *,
+    start: str = "",
+    cancelled: Callable[[], bool] | None = None,
+) -> dict[str, FileEntry]:
+    """Every indexable file at or below `start` (a root-relative directory, `""` = the root)."""
+    found: dict[str, FileEntry] = {}
+    pending = [start]
+    while pending:
+        if cancelled is not None and cancelled():
+            raise Cancelled
+        dir_rel = pending.pop()
+        rules.load_dir(dir_rel)
+        prefix = dir_rel + "/" if dir_rel else ""
+        try:
+            with os.scandir(os.path.join(root, dir_rel) if dir_rel else root) as listing:
+                children = list(listing)
+        except OSError:
+            continue  # unreadable or vanished since we saw it: nothing to index there
+        for child in children:
+            rel = prefix + child.name
+            try:
+                if child.is_dir(follow_symlinks=False):
+                    if child.name not in SKIPPED_DIRS and not rules.decide(rel, True):
+                        pending.append(rel)
+                    continue
+                if child.name in SKIPPED_DIRS or rules.decide(rel, False):
+                    continue
+                if child.is_symlink():
+                    target = _link_target(root, child.path)
+                    if target is not None:
+                        found[rel] = FileEntry(rel, target.st_size, target.st_mtime_ns)
+                elif child.is_file(follow_symlinks=False):
+                    info = child.stat(follow_symlinks=False)
+                    found[rel] = FileEntry(rel, info.st_size, info.st_mtime_ns)
+            except OSError:
+                continue
+    return found

@@ -1,0 +1,283 @@
+"""One agent session on this machine: its agent, its turns and its outbound frames.
+
+Rules:
+
+1. Every frame the session emits goes through `emit`: split to the pinned `max_frame_size`
+   (`client.chunking`), serialized once, kept in the `FrameBuffer` (RAWP §5.1, dps-profile §8)
+   and, when a socket is attached, queued for it. The buffer decides what survives a detach.
+2. `attach` queues, in this order and before any live frame: `session.capabilities`,
+   `tool.catalog.publish`, then on a reattach `session.history` and the replay (dps-profile
+   §7–§8). These greeting frames are per socket and are not buffered.
+3. Prompts run one turn at a time; a prompt during a turn waits in a bounded queue and past
+   the bound gets `session.error` `TURN_QUEUE_FULL` (dps-profile §6).
+4. The state column follows `rawp.session_state` only; TERMINATED is final and ends the agent
+   process group (SIGTERM, SIGKILL after the grace period, C-SESS-06).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from client.agents.base import Agent, Prompt
+from client.buffer import BufferedFrame, FrameBuffer
+from client.chunking import SHORTENABLE, SPLITTABLE, shorten, split_text
+from rawp.clock import Clock, new_id
+from rawp.config import PinnedConfig
+from rawp.events import EVENTS, Capabilities, Direction, Payload
+from rawp.frames import dump_frame, frame_size, make_frame
+from rawp.session_state import SessionEvent, SessionState, next_state
+
+log = logging.getLogger(__name__)
+
+CLOSE = object()  # outbox sentinel: close the socket
+
+
+@dataclass
+class Outbox:
+    """The frames waiting for one attached socket."""
+
+    queue: asyncio.Queue
+
+    def put(self, item: Any) -> None:
+        self.queue.put_nowait(item)
+
+
+def capabilities_payload() -> Capabilities:
+    """`session.capabilities` (DPS §12.2.1, §16.5): what this client emits and accepts."""
+    return Capabilities(
+        events=sorted(
+            t for t, spec in EVENTS.items() if spec.direction != Direction.MASTER_TO_EDGE
+        ),
+        file_reference={
+            "search": True,
+            "max_results": 50,
+            "scopes": ["workspace", "project", "global"],
+        },
+        input_types=["text", "slash_command"],
+        tools_direct=False,
+    )
+
+
+class Session:
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        agent_name: str,
+        workspace: Path,
+        pinned: PinnedConfig,
+        clock: Clock,
+        turn_queue_max: int,
+    ) -> None:
+        self.id = session_id
+        self.agent_name = agent_name
+        self.workspace = workspace
+        self.pinned = pinned
+        self.limits = pinned.limits
+        self.clock = clock
+        self.state = SessionState.INIT
+        self.buffer = FrameBuffer(self.limits.max_buffer_size, self.limits.buffer_overflow_policy)
+        self.agent: Agent | None = None
+        self.catalog: list[dict[str, Any]] = []  # tool.catalog.publish, DPS §5
+        self.outbox: Outbox | None = None
+        self.detach_deadline: float | None = None
+        self.reattach_cursor: str | None = None  # last_message_id of a pending reattach
+        self.reattaching = False
+        self.turn_id: str | None = None
+        self.turns: asyncio.Queue[Prompt] = asyncio.Queue(maxsize=turn_queue_max)
+        self._worker: asyncio.Task | None = None
+        self.closed = asyncio.Event()
+
+    # --- outbound ----------------------------------------------------------------------------
+
+    async def emit(
+        self,
+        type: str,
+        payload: Payload | dict[str, Any],
+        *,
+        parent_id: str | None = None,
+        in_turn: bool = True,
+    ) -> None:
+        """Send one event (rule 1). Raises FrameError if `payload` breaks its schema."""
+        if isinstance(payload, Payload):
+            payload = payload.model_dump(mode="json", exclude_none=True)
+        if type == "tool.catalog.publish":
+            # A re-published catalog replaces the one edge tool requests are checked against.
+            self.catalog = list(payload.get("tools", []))
+        turn_id = self.turn_id if in_turn else None
+        for piece in self._fit(type, payload, turn_id, parent_id):
+            self._enqueue(piece)
+
+    def _fit(
+        self, type: str, payload: dict[str, Any], turn_id: str | None, parent_id: str | None
+    ) -> list[Any]:
+        def build(p: dict[str, Any]):
+            return make_frame(
+                type, p, session_id=self.id, turn_id=turn_id, parent_id=parent_id, clock=self.clock
+            )
+
+        frame = build(payload)
+        text = dump_frame(frame)
+        limit = self.limits.max_frame_size
+        if frame_size(text) <= limit:
+            return [(frame.message_id, text)]
+        field = SPLITTABLE.get(type) or SHORTENABLE.get(type)
+        value = payload.get(field) if field else None
+        if not isinstance(value, str):
+            return self._too_large(type, frame_size(text), turn_id)
+        overhead = frame_size(dump_frame(build({**payload, field: ""})))
+        budget = limit - overhead
+        if budget < 6:
+            return self._too_large(type, frame_size(text), turn_id)
+        if type in SPLITTABLE:
+            pieces = [build({**payload, field: part}) for part in split_text(value, budget)]
+        else:
+            pieces = [build({**payload, field: shorten(value, budget)})]
+        return [(f.message_id, dump_frame(f)) for f in pieces]
+
+    def _too_large(self, type: str, size: int, turn_id: str | None) -> list[Any]:
+        frame = make_frame(
+            "agent.error",
+            {
+                "code": "FRAME_TOO_LARGE",
+                "message": f"a {type} of {size} bytes exceeds max_frame_size and was not sent",
+                "severity": "warning",
+            },
+            session_id=self.id,
+            turn_id=turn_id,
+            clock=self.clock,
+        )
+        return [(frame.message_id, dump_frame(frame))]
+
+    def _enqueue(self, piece: tuple[str, str]) -> None:
+        if self.state == SessionState.TERMINATED:
+            return
+        entry = self.buffer.add(*piece)
+        if entry is not None and self.outbox is not None:
+            self.outbox.put(entry)
+
+    def greeting(self) -> list[str]:
+        frames = [
+            make_frame("session.capabilities", capabilities_payload(), session_id=self.id),
+            make_frame("tool.catalog.publish", {"tools": self.catalog}, session_id=self.id),
+        ]
+        return [dump_frame(f) for f in frames]
+
+    # --- attach / detach ---------------------------------------------------------------------
+
+    def attach(self) -> Outbox:
+        """Bind a socket (rule 2); the caller drains the returned outbox into it."""
+        if self.outbox is not None:  # a reattach took over a socket we still thought alive
+            self.outbox.put(CLOSE)
+            self.outbox = None
+            self.state = next_state(self.state, SessionEvent.DETACH)
+        reattach = self.state == SessionState.DETACHED or self.reattaching
+        self.state = next_state(self.state, SessionEvent.ATTACH)
+        self.detach_deadline = None
+        outbox = Outbox(asyncio.Queue())
+        for text in self.greeting():
+            outbox.put(text)
+        if reattach:
+            cursor = self.reattach_cursor
+            replay = self.buffer.replay_after(cursor)
+            history = make_frame(
+                "session.history",
+                {
+                    "since_message_id": cursor,
+                    "replayed": len(replay),
+                    "dropped": self.buffer.take_dropped(),
+                    "policy": self.limits.buffer_overflow_policy,
+                },
+                session_id=self.id,
+            )
+            outbox.put(dump_frame(history))
+            for entry in replay:
+                outbox.put(entry)
+        self.reattaching = False
+        self.reattach_cursor = None
+        self.outbox = outbox
+        return outbox
+
+    def detach(self, outbox: Outbox) -> bool:
+        """The socket of `outbox` ended; True when the session must now terminate."""
+        if self.outbox is not outbox or self.state != SessionState.RUNNING:
+            return False
+        self.outbox = None
+        if self.limits.reattach_window == 0:  # C-CFG-09: no DETACHED state at all
+            return True
+        self.state = next_state(self.state, SessionEvent.DETACH)
+        self.detach_deadline = self.clock.monotonic() + self.limits.reattach_window
+        return False
+
+    @staticmethod
+    def mark_sent(item: BufferedFrame | str) -> None:
+        if isinstance(item, BufferedFrame):
+            item.sent = True
+
+    # --- turns -------------------------------------------------------------------------------
+
+    def start_worker(self, agent: Agent) -> None:
+        self.agent = agent
+        self.catalog = [tool.model_dump(mode="json") for tool in agent.catalog()]
+        self._worker = asyncio.create_task(self._run_turns(), name=f"turns-{self.id}")
+
+    def queue_prompt(self, prompt: Prompt) -> bool:
+        try:
+            self.turns.put_nowait(prompt)
+        except asyncio.QueueFull:
+            return False
+        return True
+
+    async def _run_turns(self) -> None:
+        assert self.agent is not None
+        while True:
+            prompt = await self.turns.get()
+            self.turn_id = turn_id = new_id()
+            started = self.clock.monotonic()
+            await self.emit(
+                "session.turn.start", {"turn_id": turn_id, "prompt_message_id": prompt.message_id}
+            )
+            try:
+                stop_reason = await self.agent.prompt(prompt)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # an agent kind's bug must not end the session loop
+                log.exception("agent %s failed a turn", self.agent_name)
+                await self.emit(
+                    "agent.error",
+                    {"code": "AGENT_FAILED", "message": type(exc).__name__, "severity": "error"},
+                )
+                stop_reason = "error"
+            duration = int((self.clock.monotonic() - started) * 1000)
+            await self.emit(
+                "session.turn.end",
+                {"turn_id": turn_id, "stop_reason": stop_reason, "duration_ms": max(0, duration)},
+            )
+            self.turn_id = None
+
+    # --- the end -----------------------------------------------------------------------------
+
+    async def terminate(self) -> None:
+        """Rule 4: end the agent's process group, drop buffers and the socket (C-SESS-06)."""
+        if self.state == SessionState.TERMINATED:
+            await self.closed.wait()
+            return
+        self.state = next_state(self.state, SessionEvent.TERMINATE)
+        try:
+            if self.agent is not None:
+                await self.agent.close()
+            if self._worker is not None:
+                self._worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._worker
+        finally:
+            if self.outbox is not None:
+                self.outbox.put(CLOSE)
+                self.outbox = None
+            self.buffer.clear()
+            self.closed.set()

@@ -1,0 +1,192 @@
+"""The session table (RAWP §5): `session/init`, binding a socket, DELETE, expiry.
+
+Rules:
+
+1. `init` with `reattach: false` creates an INIT session for a listed, active agent in a
+   confined workspace; a `session_id` this client has ever seen is a 409 (C-SESS-05, and A-14:
+   also for INIT/DETACHED/TERMINATED ids, so an id names one session only).
+2. `init` with `reattach: true` on an unknown or TERMINATED session is a 404 (C-SESS-04);
+   otherwise it registers the new ticket and remembers `last_message_id` for the replay.
+3. A ticket binds a socket once (`TicketStore.burn`); the session must still be alive.
+4. `sweep` terminates INIT sessions whose ticket expired unused and DETACHED sessions whose
+   `reattach_window` has passed (dps-profile §8). It runs on a timer and before every init.
+5. `count` is every session not TERMINATED: health is `busy` from the moment init succeeds
+   until the last session ends (C-HLTH-02, A-11).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from client.agents import create_agent
+from client.agents.base import AgentSpec
+from client.paths import PathGuard
+from client.session import Session
+from client.tickets import TicketStore
+from rawp.clock import Clock, is_uuid4
+from rawp.config import PinnedConfig
+from rawp.errors import BadRequest, Conflict, Forbidden, NotFound
+from rawp.session_state import SessionState
+
+log = logging.getLogger(__name__)
+
+TOMBSTONES = 10_000  # ids of ended sessions remembered for rule 1
+
+
+class InitRequest(BaseModel):
+    """EP-C5 (§5.1); unknown keys ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    session_id: str
+    ticket: str
+    agent_name: str | None = None
+    workspace_path: str | None = None
+    reattach: bool = False
+    last_sync_timestamp: str | None = None
+    last_message_id: str | None = None
+
+
+class SessionManager:
+    def __init__(
+        self,
+        *,
+        agents: dict[str, AgentSpec],
+        guard: PathGuard,
+        tickets: TicketStore,
+        clock: Clock,
+        kill_grace: float,
+        turn_queue_max: int,
+        pinned: Any,  # () -> PinnedConfig, the snapshot last synced (A-09)
+    ) -> None:
+        self.agents = agents
+        self.guard = guard
+        self.tickets = tickets
+        self.clock = clock
+        self.kill_grace = kill_grace
+        self.turn_queue_max = turn_queue_max
+        self.pinned = pinned
+        self.sessions: dict[str, Session] = {}
+        self._ended: OrderedDict[str, None] = OrderedDict()
+
+    @property
+    def count(self) -> int:
+        return len(self.sessions)
+
+    async def init(self, request: InitRequest) -> tuple[int, dict[str, Any]]:
+        if not is_uuid4(request.session_id):
+            raise BadRequest("session_id must be a UUID v4", "INVALID_SESSION_ID")
+        if not request.ticket:
+            raise BadRequest("ticket must not be empty", "INVALID_REQUEST")
+        if request.last_message_id is not None and not is_uuid4(request.last_message_id):
+            raise BadRequest("last_message_id must be a UUID", "INVALID_REQUEST")
+        await self.sweep()
+        if request.reattach:
+            return 200, self._reattach(request)
+        return 201, await self._create(request)
+
+    def _reattach(self, request: InitRequest) -> dict[str, Any]:
+        session = self.sessions.get(request.session_id)
+        if session is None or session.state == SessionState.TERMINATED:
+            raise NotFound("no such session (it may have ended)", "SESSION_NOT_FOUND")
+        session.reattach_cursor = request.last_message_id
+        session.reattaching = session.state != SessionState.INIT
+        self.tickets.register(request.ticket, session.id)
+        return self._body(session)
+
+    async def _create(self, request: InitRequest) -> dict[str, Any]:
+        missing = [f for f in ("agent_name", "workspace_path") if not getattr(request, f)]
+        if missing:
+            raise BadRequest(f"required when reattach is false: {', '.join(missing)}")
+        if request.session_id in self.sessions or request.session_id in self._ended:
+            raise Conflict("this session_id is already in use", "SESSION_EXISTS")
+        spec = self.agents.get(request.agent_name or "")
+        # §7.2 / R-38: only agents listed (and active) in the agents file can run.
+        if spec is None or not spec.is_active:
+            raise Forbidden(
+                f"agent {request.agent_name!r} is not allowed here", "AGENT_NOT_ALLOWED"
+            )
+        workspace = self.guard.workspace(request.workspace_path)
+        pinned: PinnedConfig = self.pinned()
+        session = Session(
+            request.session_id,
+            agent_name=spec.name,
+            workspace=workspace,
+            pinned=pinned,
+            clock=self.clock,
+            turn_queue_max=self.turn_queue_max,
+        )
+        agent = create_agent(
+            spec,
+            workspace=workspace,
+            session_id=session.id,
+            emit=session.emit,
+            kill_grace=self.kill_grace,
+        )
+        await agent.start()
+        session.start_worker(agent)
+        self.sessions[session.id] = session
+        self.tickets.register(request.ticket, session.id)
+        return self._body(session)
+
+    def _body(self, session: Session) -> dict[str, Any]:
+        return {
+            "session_id": session.id,
+            "status": session.state.value,
+            "agent_name": session.agent_name,
+            "workspace_path": str(session.workspace),
+            "ticket_expires_in": int(self.tickets.ttl),
+        }
+
+    def bind(self, ticket: str | None, session_id: str | None) -> Session:
+        """Rule 3: the session a WebSocket upgrade may attach to, or 401."""
+        self.tickets.burn(ticket, session_id)
+        session = self.sessions.get(session_id or "")
+        if session is None or session.state == SessionState.TERMINATED:
+            raise NotFound("the session has ended", "SESSION_NOT_FOUND")
+        return session
+
+    async def delete(self, session_id: str) -> None:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise NotFound("no such session", "SESSION_NOT_FOUND")
+        await self.terminate(session)
+
+    async def terminate(self, session: Session) -> None:
+        try:
+            await session.terminate()
+        finally:
+            self.sessions.pop(session.id, None)
+            self._ended[session.id] = None
+            while len(self._ended) > TOMBSTONES:
+                self._ended.popitem(last=False)
+
+    async def sweep(self) -> None:
+        self.tickets.sweep()
+        now = self.clock.monotonic()
+        for session in list(self.sessions.values()):
+            unused = session.state == SessionState.INIT and not self.tickets.pending_for(session.id)
+            expired = (
+                session.state == SessionState.DETACHED
+                and session.detach_deadline is not None
+                and session.detach_deadline <= now
+            )
+            if unused or expired:
+                log.info("session %s ends: %s", session.id, "ticket unused" if unused else "window")
+                await self.terminate(session)
+
+    async def sweep_forever(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sweep()
+            except Exception:  # keep sweeping; one bad session must not stop expiry
+                log.exception("session sweep failed")
+
+    async def close(self) -> None:
+        await asyncio.gather(*(self.terminate(s) for s in list(self.sessions.values())))

@@ -1,0 +1,218 @@
+"""The data plane of one attached socket (RAWP §5.3, DPS §6, §15, §16.1).
+
+`serve` drains the session's outbox into the socket and reads the master's frames:
+
+* a frame that cannot be read gets `session.error` and the loop goes on (dps-profile §1);
+* `control.prompt.request` is parsed, validated and queued (client.prompts, dps-profile §6);
+* `control.prompt.cancel` stops the running turn (`stop_reason: cancelled`);
+* `control.interaction.response` goes to the agent;
+* `tool.invoke.request` runs only a tool published with `direct: true`; anything else gets
+  `tool.invoke.result` `TOOL_NOT_PUBLISHED` (dps-profile §5, X-SEC-04);
+* `control.file.search` runs as a task keyed by `query_id`; `control.file.search.cancel`
+  cancels it and no candidates are ever sent for that `query_id` afterwards (A-30).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from typing import Any, Protocol
+
+from client.paths import PathGuard
+from client.prompts import PromptRefused, build_prompt
+from client.session import CLOSE, Outbox, Session
+from rawp.errors import FrameError
+from rawp.events import (
+    FileSearch,
+    FileSearchCancel,
+    InteractionResponse,
+    PromptCancel,
+    PromptRequest,
+    ToolInvokeRequest,
+)
+from rawp.frames import Frame, parse_frame, session_error_frame
+
+log = logging.getLogger(__name__)
+
+MAX_RESULTS = 50  # A-28: larger requests are clamped
+CANCELLED_MEMORY = 1024
+
+
+class Socket(Protocol):
+    async def send(self, data: str) -> None: ...
+    async def receive(self) -> str | bytes: ...
+
+
+class SearchService(Protocol):
+    async def search(self, request: FileSearch, workspace: Any) -> Any: ...
+
+
+class StreamHandler:
+    """One per socket; owns the socket's search tasks."""
+
+    def __init__(
+        self, session: Session, socket: Socket, *, guard: PathGuard, search: SearchService
+    ) -> None:
+        self.session = session
+        self.socket = socket
+        self.guard = guard
+        self.search_service = search
+        self.searches: dict[str, asyncio.Task] = {}
+        self.cancelled: OrderedDict[str, None] = OrderedDict()
+        self.background: set[asyncio.Task] = set()
+
+    async def serve(self, outbox: Outbox) -> None:
+        sender = asyncio.create_task(self._send(outbox))
+        receiver = asyncio.create_task(self._receive())
+        try:
+            await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sender, receiver, *self.searches.values()):
+                task.cancel()
+            for task in (sender, receiver):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _send(self, outbox: Outbox) -> None:
+        while True:
+            item = await outbox.queue.get()
+            if item is CLOSE:
+                return
+            text = item if isinstance(item, str) else item.text
+            await self.socket.send(text)
+            Session.mark_sent(item)
+
+    async def _receive(self) -> None:
+        while True:
+            data = await self.socket.receive()
+            try:
+                frame = parse_frame(data, max_size=self.session.limits.max_frame_size)
+            except FrameError as exc:
+                await self._reply_error(exc)
+                continue
+            await self.dispatch(frame)
+
+    async def _reply_error(self, exc: FrameError) -> None:
+        frame = session_error_frame(exc, self.session.id)
+        await self.session.emit(
+            "session.error", frame.payload, parent_id=frame.parent_id, in_turn=False
+        )
+
+    async def _error(self, code: str, message: str, ref: str | None) -> None:
+        payload = {"code": code, "message": message}
+        if ref:
+            payload["ref_message_id"] = ref
+        await self.session.emit("session.error", payload, parent_id=ref, in_turn=False)
+
+    async def dispatch(self, frame: Frame) -> None:
+        if frame.session_id is not None and frame.session_id != self.session.id:
+            await self._error("SESSION_MISMATCH", "frame is for another session", frame.message_id)
+            return
+        payload = frame.payload
+        if isinstance(payload, PromptRequest):
+            await self._prompt(frame, payload)
+        elif isinstance(payload, PromptCancel):
+            await self._cancel(frame, payload)
+        elif isinstance(payload, InteractionResponse):
+            if self.session.agent is not None:
+                await self.session.agent.respond(payload)
+        elif isinstance(payload, ToolInvokeRequest):
+            await self._tool(frame, payload)
+        elif isinstance(payload, FileSearch):
+            self._search(frame, payload)
+        elif isinstance(payload, FileSearchCancel):
+            self._cancel_search(payload.query_id)
+        elif frame.known and frame.type.startswith("control."):
+            # control.context.compact / control.mode.set: the script kind has neither.
+            await self._error(
+                "UNSUPPORTED_CONTROL",
+                f"{frame.type} is not supported by this agent",
+                frame.message_id,
+            )
+        # Anything else (unknown types, agent-side events) is ignored, RAWP §1.3.
+
+    async def _prompt(self, frame: Frame, request: PromptRequest) -> None:
+        session = self.session
+        assert session.agent is not None
+        try:
+            prompt = build_prompt(
+                request,
+                frame.message_id,
+                agent=session.agent,
+                guard=self.guard,
+                workspace=session.workspace,
+            )
+        except PromptRefused as exc:
+            await self._error(exc.code, exc.message, frame.message_id)
+            return
+        if not session.queue_prompt(prompt):
+            await self._error(
+                "TURN_QUEUE_FULL", "too many prompts are waiting; try again", frame.message_id
+            )
+
+    async def _cancel(self, frame: Frame, cancel: PromptCancel) -> None:
+        session = self.session
+        if session.turn_id is None or (cancel.turn_id and cancel.turn_id != session.turn_id):
+            await self._error("NO_SUCH_TURN", "no running turn with that turn_id", frame.message_id)
+            return
+        assert session.agent is not None
+        # Ending the agent can take the whole grace period; the socket loop must not wait.
+        task = asyncio.create_task(session.agent.cancel())
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def _tool(self, frame: Frame, request: ToolInvokeRequest) -> None:
+        session = self.session
+        published = {tool.get("name"): tool for tool in session.catalog}
+        tool = published.get(request.tool_name)
+        if tool is None or not tool.get("direct", False) or session.agent is None:
+            result: dict[str, Any] = {
+                "invocation_id": request.invocation_id,
+                "tool_name": request.tool_name,
+                "status": "error",
+                "output_type": "empty",
+                "error": {
+                    "code": "TOOL_NOT_PUBLISHED",
+                    "message": f"{request.tool_name!r} is not published as a direct tool",
+                },
+            }
+        else:
+            result = await session.agent.invoke_tool(request)
+        await session.emit("tool.invoke.result", result, parent_id=frame.message_id, in_turn=False)
+
+    def _search(self, frame: Frame, request: FileSearch) -> None:
+        query_id = request.query_id
+        if query_id in self.cancelled:
+            return
+        previous = self.searches.pop(query_id, None)
+        if previous is not None:
+            previous.cancel()
+        request = request.model_copy(update={"max_results": min(request.max_results, MAX_RESULTS)})
+        task = asyncio.create_task(self._run_search(frame.message_id, request))
+        self.searches[query_id] = task
+        task.add_done_callback(lambda _t: self.searches.pop(query_id, None))
+
+    async def _run_search(self, message_id: str, request: FileSearch) -> None:
+        try:
+            result = await self.search_service.search(request, self.session.workspace)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("file search failed")
+            await self._error("FILE_SEARCH_FAILED", type(exc).__name__, message_id)
+            return
+        if request.query_id in self.cancelled:  # A-30: a result that lost the race stays here
+            return
+        await self.session.emit(
+            "session.file.candidates", result, parent_id=message_id, in_turn=False
+        )
+
+    def _cancel_search(self, query_id: str) -> None:
+        self.cancelled[query_id] = None
+        while len(self.cancelled) > CANCELLED_MEMORY:
+            self.cancelled.popitem(last=False)
+        task = self.searches.pop(query_id, None)
+        if task is not None:
+            task.cancel()
