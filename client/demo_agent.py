@@ -55,7 +55,7 @@ def unified_diff(path: str) -> str:
 
 def long_answer() -> str:
     sections = []
-    for n in range(1, 7):
+    for n in range(1, 10):
         code = "\n".join(f"    step_{n}_{i} = compute({i}, {n})  # line {i}" for i in range(12))
         sections.append(
             f"## Part {n}\n\nThis part explains step {n} of the change in some detail, so "

@@ -21,8 +21,8 @@ from pathspec import GitIgnoreSpec
 _NAMED_GROUP = re.compile(r"\(\?P<[^>]+>")
 
 
-class _FileRules:
-    """The patterns of one `.gitignore` file, compiled for the common case."""
+class GitignorePatterns:
+    """The patterns of one `.gitignore` file (or a search's exclude list), compiled for speed."""
 
     def __init__(self, lines: Iterable[str]) -> None:
         self._spec = GitIgnoreSpec.from_lines(list(lines))
@@ -63,7 +63,7 @@ class IgnoreRules:
     def __init__(self, root: str, *, enabled: bool) -> None:
         self.root = root
         self.enabled = enabled
-        self._rules: dict[str, _FileRules] = {}
+        self._rules: dict[str, GitignorePatterns] = {}
 
     def load_dir(self, dir_rel: str) -> None:
         """(Re)read the `.gitignore` of one directory; called by the walk as it enters it."""
@@ -73,7 +73,7 @@ class IgnoreRules:
         lines = _read_lines(os.path.join(base, ".gitignore")) or []
         if not dir_rel:
             lines = (_read_lines(os.path.join(base, ".git", "info", "exclude")) or []) + lines
-        rules = _FileRules(lines) if lines else None
+        rules = GitignorePatterns(lines) if lines else None
         if rules is None or rules.empty:
             self._rules.pop(dir_rel, None)
         else:

@@ -38,8 +38,9 @@ class RunningClient:
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
 
-    async def request(self, method: str, path: str, body: Any = None, *, headers=None,
-                      data: bytes | None = None) -> tuple[int, Any]:
+    async def request(
+        self, method: str, path: str, body: Any = None, *, headers=None, data: bytes | None = None
+    ) -> tuple[int, Any]:
         kwargs: dict[str, Any] = {"headers": self.auth if headers is None else headers}
         if data is not None:
             kwargs["data"] = data
@@ -49,8 +50,15 @@ class RunningClient:
             raw = await resp.read()
             return resp.status, (orjson.loads(raw) if raw else None)
 
-    async def init(self, *, session_id: str | None = None, ticket: str | None = None,
-                   agent: str = "demo", workspace: Path | None = None, **extra) -> dict:
+    async def init(
+        self,
+        *,
+        session_id: str | None = None,
+        ticket: str | None = None,
+        agent: str = "demo",
+        workspace: Path | None = None,
+        **extra,
+    ) -> dict:
         body = {
             "session_id": session_id or new_id(),
             "ticket": ticket or new_secret(),
@@ -59,11 +67,16 @@ class RunningClient:
             **extra,
         }
         status, answer = await self.request("POST", "/v1/session/init", body)
-        return {"status": status, "body": answer, "ticket": body["ticket"],
-                "session_id": body["session_id"]}
+        return {
+            "status": status,
+            "body": answer,
+            "ticket": body["ticket"],
+            "session_id": body["session_id"],
+        }
 
-    async def connect(self, session_id: str, ticket: str,
-                      subprotocols: list[str] | None = None) -> ClientConnection:
+    async def connect(
+        self, session_id: str, ticket: str, subprotocols: list[str] | None = None
+    ) -> ClientConnection:
         url = self.base.replace("http://", "ws://") + (
             f"/v1/ws/stream?ticket={ticket}&session_id={session_id}"
         )
@@ -84,30 +97,43 @@ def frame(type: str, payload: dict, session_id: str | None = None, **extra) -> s
     return dump_frame(make_frame(type, payload, session_id=session_id, **extra))
 
 
-async def recv(ws: ClientConnection, timeout: float = 20) -> dict:
-    return orjson.loads(await asyncio.wait_for(ws.recv(), timeout))
+async def recv(ws: ClientConnection, wait: float = 20) -> dict:
+    return orjson.loads(await asyncio.wait_for(ws.recv(), wait))
 
 
-async def recv_until(ws: ClientConnection, type: str, timeout: float = 30) -> list[dict]:
+async def recv_until(ws: ClientConnection, type: str, wait: float = 30) -> list[dict]:
     """Every frame up to and including the first of `type`."""
     seen = []
     while True:
-        seen.append(await recv(ws, timeout))
+        seen.append(await recv(ws, wait))
         if seen[-1]["type"] == type:
             return seen
 
 
 @contextlib.asynccontextmanager
-async def running_client(tmp_path: Path, *, clock: Clock | None = None,
-                         limits: Limits = DEFAULT_LIMITS, agents_file: Path | None = None,
-                         kill_grace: float = 0.5, search: Any = None, **settings_kw):
+async def running_client(
+    tmp_path: Path,
+    *,
+    clock: Clock | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    agents_file: Path | None = None,
+    kill_grace: float = 0.5,
+    search: Any = None,
+    **settings_kw,
+):
     root = tmp_path / "root"
     workspace = root / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
     port = free_port()
     settings = ClientSettings(
-        state_dir=tmp_path / "state", allowed_roots=[root], port=port, dev=True,
-        agents_file=agents_file, limits=limits, kill_grace=kill_grace, sweep_interval=0.05,
+        state_dir=tmp_path / "state",
+        allowed_roots=[root],
+        port=port,
+        dev=True,
+        agents_file=agents_file,
+        limits=limits,
+        kill_grace=kill_grace,
+        sweep_interval=0.05,
         **settings_kw,
     )
     clock = clock or FakeClock()
@@ -125,8 +151,9 @@ async def running_client(tmp_path: Path, *, clock: Clock | None = None,
                 async with http.get(base + "/v1/health"):
                     break
             await asyncio.sleep(0.02)
-        running = RunningClient(base, services, clock, http, services.auth.issue().access_token,
-                                workspace)
+        running = RunningClient(
+            base, services, clock, http, services.auth.issue().access_token, workspace
+        )
         try:
             yield running
         finally:

@@ -1,0 +1,151 @@
+"""Fuzzy ranking of a view with frizbee (SIMD Smith-Waterman) — runs in the search thread.
+
+Rule 1: a file matches when the query is a subsequence of its `path`, ignoring case
+        (frizbee with `max_typos=0`, `casing="ignore"`); `total_count` counts those files.
+Rule 2: a file's score is its path score plus, when the query also matches its file name, its
+        name score — so `auth` puts `src/auth.ts` above `a/u/t/h.py`, and an exact or prefix
+        name match above scattered ones. Ties go to the shorter path.
+Rule 3: only the best `POOL` path matches and the best `POOL` name matches are scored in
+        Python. That is exact whenever the last result beats the best score a file outside
+        both pools could reach (its path ≤ the pool's last path score, its name ≤ the pool's
+        last name score); otherwise every match is scored (rare, slower).
+Rule 4: `match_score` is the score divided by the query's score against itself as both path
+        and name, capped at 1.0. `match_ranges` (A-29) are code points into `path`, `end`
+        exclusive, consecutive characters merged; frizbee reports UTF-8 byte offsets.
+        When the name matches, the highlighted characters are those in the name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from frizbee import Matcher
+
+from client.files.view import SearchView
+from client.files.walk import Cancelled
+
+POOL = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    position: int  # in the view
+    score: float  # 0.0–1.0
+    ranges: list[tuple[int, int]]
+
+
+def matcher(query: str, max_items: int | None = None) -> Matcher:
+    return Matcher(query, max_typos=0, casing="ignore", max_items=max_items)
+
+
+def _code_points(text: str, byte_offsets: list[int]) -> list[int]:
+    """UTF-8 byte offsets (any order, repeats allowed) → sorted code point offsets."""
+    if text.isascii():
+        return sorted(set(byte_offsets))
+    starts: dict[int, int] = {}
+    cursor = 0
+    for index, char in enumerate(text):
+        width = len(char.encode("utf-8"))
+        for byte in range(cursor, cursor + width):
+            starts[byte] = index
+        cursor += width
+    return sorted({starts[b] for b in byte_offsets if b in starts})
+
+
+def merge_ranges(offsets: list[int]) -> list[tuple[int, int]]:
+    """Sorted code point offsets → `(start, end)` runs, `end` exclusive."""
+    ranges: list[tuple[int, int]] = []
+    for offset in offsets:
+        if ranges and ranges[-1][1] == offset:
+            ranges[-1] = (ranges[-1][0], offset + 1)
+        else:
+            ranges.append((offset, offset + 1))
+    return ranges
+
+
+def highlight(m: Matcher, path: str, name: str, name_matched: bool) -> list[tuple[int, int]]:
+    if name_matched:
+        hit = m.match_one_indices(name, 0)
+        if hit is not None:
+            shift = len(path) - len(name)
+            in_name = merge_ranges(_code_points(name, hit.indices))
+            return [(start + shift, end + shift) for start, end in in_name]
+    hit = m.match_one_indices(path, 0)
+    return merge_ranges(_code_points(path, hit.indices)) if hit is not None else []
+
+
+def rank(
+    view: SearchView, query: str, limit: int, cancelled: Callable[[], bool]
+) -> tuple[list[Ranked], int]:
+    """The best `limit` files for `query` and how many files match in all (Rule 1)."""
+    m = matcher(query)
+    path_hits = m.match_list(view.paths)  # sorted: best score first, then view order
+    members, displays, dead = view.members, view.displays, view.dead
+    dead_hits = sum(1 for i in dead if m.match_one(displays[i], i) is not None)
+    total = len(path_hits) - dead_hits
+    if total <= 0:
+        return [], 0
+    if cancelled():
+        raise Cancelled
+
+    pool_size = POOL + len(dead)
+    name_hits = matcher(query, max_items=pool_size).match_list(view.names)
+    path_pool = path_hits[:pool_size]
+    scores: dict[int, list[int]] = {}  # position → [path score, name score]
+    for hit in path_pool:
+        if members[hit.index] is not None:
+            scores[hit.index] = [hit.score, -1]
+    for hit in name_hits:
+        if members[hit.index] is not None:
+            scores.setdefault(hit.index, [-1, 0])[1] = hit.score
+    for position, pair in scores.items():
+        if pair[0] < 0:
+            found = m.match_one(displays[position], position)
+            pair[0] = found.score if found is not None else 0
+        if pair[1] < 0:
+            entry = members[position]
+            found = m.match_one(entry.name, position) if entry is not None else None
+            pair[1] = found.score if found is not None else 0
+
+    # Rule 3: what could a file outside both pools reach?
+    if len(path_hits) <= pool_size:
+        ceiling = None  # every matching file is in the path pool
+    else:
+        last_name = name_hits[-1].score if len(name_hits) >= pool_size else 0
+        ceiling = path_pool[-1].score + last_name
+    own = m.match_one(query, 0)
+    perfect = 2 * own.score if own is not None and own.score > 0 else 1
+    order = sorted(scores, key=lambda p: (-sum(scores[p]), len(displays[p]), displays[p]))
+    chosen = [(p, *scores[p]) for p in order[:limit]]
+    if ceiling is not None and (len(chosen) < limit or sum(chosen[-1][1:]) < ceiling):
+        chosen = _score_everything(view, m, path_hits, limit)
+    return [_finish(view, m, perfect, *c) for c in chosen], total
+
+
+def _finish(
+    view: SearchView, m: Matcher, perfect: int, position: int, path_score: int, name_score: int
+) -> Ranked:
+    entry = view.members[position]
+    assert entry is not None
+    path = view.displays[position]
+    return Ranked(
+        position,
+        min(1.0, (path_score + name_score) / perfect),
+        highlight(m, path, entry.name, name_score > 0),
+    )
+
+
+def _score_everything(
+    view: SearchView, m: Matcher, path_hits: list, limit: int
+) -> list[tuple[int, int, int]]:
+    """Rule 3's slow path: score every matching file."""
+    members, displays = view.members, view.displays
+    names = {hit.index: hit.score for hit in m.match_list(view.names)}
+    combined = [
+        (hit.index, hit.score, names.get(hit.index, 0))
+        for hit in path_hits
+        if members[hit.index] is not None
+    ]
+    combined.sort(key=lambda c: (-(c[1] + c[2]), len(displays[c[0]]), displays[c[0]]))
+    return combined[:limit]
