@@ -35,6 +35,7 @@ class Call:
     headers: dict[str, str] = field(default_factory=dict)
     status: int = 200  # what the fake answered
     files: tuple[str, ...] = ()  # file names of a multipart upload, if any
+    response: Any = None  # the JSON the fake answered (None for an empty answer)
     at: float = field(default_factory=time.monotonic)
 
     def matches(self, method: str, path: str) -> bool:

@@ -154,6 +154,7 @@ class DiscordRest:
                 headers=dict(request.headers),
                 status=response.status,
                 files=files,
+                response=json.loads(response.body) if response.body else None,
             )
         )
         return response
