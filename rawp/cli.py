@@ -101,4 +101,8 @@ def not_ready(what: str):
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Under `python -m rawp.cli` this file is `__main__`, while command modules import
+    # `rawp.cli`: run that module's main so the CommandError they raise is the one it catches.
+    from rawp.cli import main as imported_main
+
+    sys.exit(imported_main())
