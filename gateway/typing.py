@@ -42,10 +42,16 @@ class TypingHeartbeat:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def start(self) -> None:
-        """Begin triggering now and then every `interval_s`; a second start is a no-op."""
-        if not self.running:
-            self._task = asyncio.create_task(self._run(), name="typing-heartbeat")
+    async def start(self) -> None:
+        """Trigger now, then every `interval_s`; a second start is a no-op.
+
+        The first trigger is awaited here, so typing shows before the caller renders anything
+        else, even when a whole turn arrives in one burst.
+        """
+        if self.running:
+            return
+        self._task = asyncio.create_task(self._run(), name="typing-heartbeat")
+        await self._beat()
 
     async def stop(self) -> None:
         """Stop at once; no trigger happens after this returns."""
@@ -60,14 +66,17 @@ class TypingHeartbeat:
 
     async def _run(self) -> None:
         while True:
-            # Decorations are best effort: a failed typing call must not end the heartbeat.
-            try:
-                await self._trigger()
-            except Exception:
-                log.warning("typing trigger failed", exc_info=True)
-            if self._on_tick is not None:
-                try:
-                    await self._on_tick()
-                except Exception:
-                    log.warning("typing tick failed", exc_info=True)
             await self._sleep(self._interval)
+            await self._beat()
+
+    async def _beat(self) -> None:
+        # Decorations are best effort: a failed typing call must not end the heartbeat.
+        try:
+            await self._trigger()
+        except Exception:
+            log.warning("typing trigger failed", exc_info=True)
+        if self._on_tick is not None:
+            try:
+                await self._on_tick()
+            except Exception:
+                log.warning("typing tick failed", exc_info=True)

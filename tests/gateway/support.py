@@ -64,3 +64,26 @@ def frame(type: str, payload: dict[str, Any], turn_id: str | None = "turn-1", **
 
 def dump_fixture(frames: list[Frame]) -> str:
     return "\n".join(json.dumps(f.to_dict(), ensure_ascii=False) for f in frames) + "\n"
+
+
+class Recorder:
+    """The frames a renderer sends back to the master (interaction responses)."""
+
+    def __init__(self) -> None:
+        self.frames: asyncio.Queue[Frame] = asyncio.Queue()
+
+    async def __call__(self, frame: Frame) -> None:
+        await self.frames.put(frame)
+
+    async def next(self) -> Frame:
+        # A bound, not a timing assertion: it only turns a hang into a failure.
+        return await asyncio.wait_for(self.frames.get(), 10)
+
+
+async def eventually(predicate, what: str = "condition") -> None:
+    """Wait for something a real thread does (the console's input reader); bounded, not timed."""
+    for _ in range(1000):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{what} never happened")

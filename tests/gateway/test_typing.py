@@ -29,7 +29,7 @@ async def test_typing_is_refreshed_before_it_expires_and_never_after_stop():
 
     beat = TypingHeartbeat(trigger, DISCORD_LIMITS.typing_refresh_s, sleep=sleep)
     start = clock.monotonic()
-    beat.start()
+    await beat.start()
     await sleep.advance(60)
     assert triggered[0] == start  # typing shows at once (G-NS-04)
     gaps = [b - a for a, b in itertools.pairwise(triggered)]
@@ -52,7 +52,7 @@ async def test_a_failing_trigger_does_not_end_the_heartbeat():
         raise OSError("platform down")
 
     beat = TypingHeartbeat(trigger, 4, sleep=sleep)
-    beat.start()
+    await beat.start()
     await sleep.advance(8)
     assert len(calls) == 3
     await beat.stop()
@@ -72,7 +72,7 @@ async def test_stop_from_its_own_tick_ends_it():
             await beat.stop()
 
     beat = TypingHeartbeat(trigger, 4, sleep=sleep, on_tick=on_tick)
-    beat.start()
+    await beat.start()
     await sleep.advance(20)
     await settle()
     assert len(ticks) == 2
@@ -88,8 +88,8 @@ async def test_start_twice_runs_one_heartbeat():
         calls.append(1)
 
     beat = TypingHeartbeat(trigger, 4, sleep=sleep)
-    beat.start()
-    beat.start()
+    await beat.start()
+    await beat.start()
     await sleep.advance(4)
     assert len(calls) == 2
     await beat.stop()

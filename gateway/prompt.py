@@ -1,0 +1,177 @@
+"""From what a user typed and picked to a `control.prompt.request` payload (DPS §6.1.1, §16).
+
+- Typed text is escaped exactly once, here at the edge that received it (K-08, F-ESC-01/02),
+  by `rawp.fileref.compose`; a file picked from autocomplete becomes a `<@file:ref_N|path>`
+  token with its `file_references` entry (§16.2.1, §16.4).
+- A message whose first word is `/name` of a command the agent published
+  (`agent.commands.publish`, cached per session: G-CMD-07/34) is sent with
+  `input_type: slash_command`; `prompt_text` keeps the leading `/` as typed.
+- Attachments are checked against `AttachmentLimits` before anything is sent, so a too-large
+  file is refused with a message the user can act on rather than a frame the master refuses.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from rawp.events import (
+    Attachment,
+    Command,
+    CommandsPublish,
+    FileCandidate,
+    FileReference,
+    PromptRequest,
+)
+from rawp.fileref import FileToken, Part, compose
+
+
+class PromptError(ValueError):
+    """A prompt that cannot be sent as it stands; the message is for the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class PickedFile:
+    """A file the user chose from the autocomplete (a `session.file.candidates` entry)."""
+
+    path: str
+    display_path: str | None = None
+    name: str | None = None
+    size_bytes: int | None = None
+    mime_type: str | None = None
+
+    @classmethod
+    def from_candidate(cls, candidate: FileCandidate) -> PickedFile:
+        return cls(
+            path=candidate.path,
+            display_path=candidate.path,
+            name=candidate.name,
+            size_bytes=candidate.size_bytes,
+            mime_type=candidate.mime_type,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentLimits:
+    """Decision (docs/gateway.md): the whole prompt frame must fit the default 1 MiB
+    `max_frame_size`, base64 included, with room left for the envelope and the text."""
+
+    max_count: int = 10
+    max_bytes_each: int = 512 * 1024
+    max_encoded_total: int = 1024 * 1024 - 64 * 1024
+
+
+@dataclass
+class PromptDraft:
+    """A prompt being put together: text, picked files and attachments, in the user's order."""
+
+    attachment_limits: AttachmentLimits = field(default_factory=AttachmentLimits)
+    parts: list[Part] = field(default_factory=list)
+    references: list[FileReference] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
+
+    def add_text(self, text: str) -> None:
+        self.parts.append(text)
+
+    def add_file(self, picked: PickedFile) -> FileToken:
+        """Insert a token for `picked`; the same path picked twice shares one reference."""
+        for ref in self.references:
+            if ref.path == picked.path:
+                token = FileToken(ref.ref_id, ref.display_path or ref.path)
+                break
+        else:
+            ref = FileReference(
+                ref_id=f"ref_{len(self.references)}",
+                path=picked.path,
+                display_path=picked.display_path or picked.path,
+                name=picked.name,
+                size_bytes=picked.size_bytes,
+                mime_type=picked.mime_type,
+            )
+            self.references.append(ref)
+            token = FileToken(ref.ref_id, ref.display_path or ref.path)
+        self.parts.append(token)
+        return token
+
+    def add_attachment(self, name: str, mime_type: str, data: bytes) -> None:
+        limits = self.attachment_limits
+        if len(self.attachments) >= limits.max_count:
+            raise PromptError(f"at most {limits.max_count} attachments fit in one prompt")
+        if len(data) > limits.max_bytes_each:
+            raise PromptError(
+                f"{name} is {len(data):,} bytes; an attachment may be at most "
+                f"{limits.max_bytes_each:,} bytes"
+            )
+        encoded = base64.b64encode(data).decode()
+        total = sum(len(a.data) for a in self.attachments) + len(encoded)
+        if total > limits.max_encoded_total:
+            raise PromptError(f"{name} does not fit: the attachments together are too large")
+        self.attachments.append(Attachment(name=name, mime_type=mime_type, data=encoded))
+
+    def build(self, input_type: str = "text") -> PromptRequest:
+        prompt_text = compose(self.parts)
+        if not prompt_text.strip() and not self.attachments:
+            raise PromptError("the prompt is empty")
+        # Only references whose token is still in the text are sent (§16.4).
+        used = {p.ref_id for p in self.parts if isinstance(p, FileToken)}
+        return PromptRequest(
+            prompt_text=prompt_text,
+            input_type=input_type,
+            file_references=[r for r in self.references if r.ref_id in used],
+            attachments=self.attachments or None,
+        )
+
+
+def text_prompt(text: str) -> PromptRequest:
+    draft = PromptDraft()
+    draft.add_text(text)
+    return draft.build()
+
+
+class CommandCache:
+    """The agent's slash commands for one session, replaced whole on each publish (G-CMD-34)."""
+
+    def __init__(self, commands: Iterable[Command] = ()) -> None:
+        self._by_name: dict[str, Command] = {c.name: c for c in commands}
+
+    def update(self, publish: CommandsPublish) -> None:
+        self._by_name = {c.name: c for c in publish.commands}
+
+    def get(self, name: str) -> Command | None:
+        return self._by_name.get(name)
+
+    def listing(self, prefix: str = "") -> list[Command]:
+        """Commands whose name starts with `prefix` (G-CMD-14), by category then name (G-CMD-16)."""
+        found = [c for c in self._by_name.values() if c.name.startswith(prefix)]
+        return sorted(found, key=lambda c: (c.category or "", c.name))
+
+    def describe(self, prefix: str = "") -> list[str]:
+        """`/name — description` lines (G-CMD-08), with `<param>` hints for required ones."""
+        lines = []
+        for c in self.listing(prefix):
+            hints = "".join(f" <{p.name}>" for p in c.parameters if p.required)
+            lines.append(f"/{c.name}{hints} — {c.description}".rstrip(" —"))
+        return lines
+
+    def match(self, text: str) -> tuple[Command, str] | None:
+        """`(command, arguments)` when `text` starts with `/name` of a published command.
+
+        Only a `/` at the very start counts (G-CMD-02/03): `path/to/file` or a URL never does,
+        and `/etc/hosts is odd` stays text unless the agent publishes an `etc/hosts` command.
+        """
+        if not text.startswith("/"):
+            return None
+        name, _, args = text[1:].partition(" ")
+        command = self._by_name.get(name)
+        return (command, args.strip()) if command else None
+
+
+def slash_prompt(command: Command, args: str = "") -> PromptRequest:
+    """`/name args` with `input_type: slash_command` (DPS §6.1.1, G-CMD-33)."""
+    missing = [p.name for p in command.parameters if p.required] if not args else []
+    if missing:
+        raise PromptError(f"/{command.name} needs " + ", ".join(f"<{m}>" for m in missing))
+    draft = PromptDraft()
+    draft.add_text(f"/{command.name} {args}".rstrip())
+    return draft.build(input_type="slash_command")

@@ -1,0 +1,420 @@
+"""The turn renderer: one session's DPS frames → messages on a ChatPlatform (old §8.3, K-16).
+
+Feed it every frame of the session, in order; it keeps one `Turn` at a time. Rules:
+
+1. Frames are de-duplicated by `message_id`, so a `session.history` replay after a reconnect
+   renders nothing twice (dps-profile §8). A replay with `dropped > 0` gets a gap notice.
+2. Typing runs from `session.turn.start` to `session.turn.end` (K-16), refreshed inside the
+   platform's expiry (gateway.typing); a fatal `agent.error` stops it at once (G-NS-09).
+3. Text is buffered per `content_index` and each block is sent, chunked to the platform limit,
+   when its `agent.text.done` arrives (G-NS-14/15); blocks whose `done` never came are sent at
+   turn end from their deltas.
+4. Thinking is not shown unless `show_thinking`; then it goes out in the platform's hidden
+   form. Redacted thinking is never sent, only a placeholder (A-36).
+5. Each finished tool is one compact line; tools of one `parallel_group_id` share one message
+   once all of them finished; diffs and task lists follow their line (gateway.views). A task
+   list or plan is edited in place when it changes (G-TASK-06).
+6. `agent.state.changed` and running tools only ever change the status line (A-41), never the
+   chat; after `interim_after_s` (30 s, G-NS-11/12) an interim status message names the
+   running tool, is edited as it changes, and is deleted when the turn ends.
+7. The user's message gets ⏳ at turn start and ✅, ❌ (error) or ⏹ (cancelled) at the end.
+8. `agent.interaction.request` becomes buttons (gateway.interactions).
+
+A frame whose `turn_id` names no known turn starts one (the gateway may have reconnected in
+the middle of a turn); a frame of a turn that already ended is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.chunker import split_markdown
+from gateway.interactions import InteractionFlow, SendFrame
+from gateway.platform import ChatPlatform, ConversationRef, MessageRef
+from gateway.prompt import CommandCache
+from gateway.turn import DONE, FAILED, STOPPED, WORKING, Turn
+from gateway.typing import Sleep, TypingHeartbeat
+from gateway.views import (
+    render_plan,
+    render_tasks,
+    result_detail,
+    result_line,
+    running_line,
+    task_list_of,
+)
+from rawp import events as ev
+from rawp.clock import SYSTEM_CLOCK, Clock
+from rawp.frames import Frame
+
+log = logging.getLogger(__name__)
+
+REDACTED_THINKING = "💭 _The model's thinking here is redacted._"
+STATE_LINES = {
+    "thinking": "💭 Thinking…",
+    "tool_calling": "🔧 Using tools…",
+    "awaiting_input": "⏸ Waiting for your answer…",
+    "error": "❌ Error",
+}
+STOP_NOTES = {
+    "max_tokens": "⚠️ The answer was cut off: the model reached its output limit.",
+    "max_turn_requests": "⚠️ The agent stopped: too many steps in one turn.",
+    "refusal": "⚠️ The model declined to answer.",
+}
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    show_thinking: bool = False
+    interim_after_s: float = 30.0
+    approver_ids: frozenset[str] = frozenset()  # may answer any approval (a configured role)
+    dedupe_window: int = 10_000  # message_ids remembered for replay de-duplication
+
+
+@dataclass(frozen=True)
+class PromptOrigin:
+    """The chat message a prompt came from, so its turn can react on it."""
+
+    message: MessageRef | None
+    user_id: str | None
+
+
+class SessionRenderer:
+    def __init__(
+        self,
+        platform: ChatPlatform,
+        conversation: ConversationRef,
+        session_id: str,
+        *,
+        send_frame: SendFrame,
+        options: RenderOptions | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.platform = platform
+        self.conversation = conversation
+        self.session_id = session_id
+        self.options = options or RenderOptions()
+        self.commands = CommandCache()
+        self.agent_state: str | None = None
+        self._clock = clock
+        self._sleep = sleep
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._turn: Turn | None = None
+        self._ended: deque[str] = deque(maxlen=256)
+        self._origins: dict[str, PromptOrigin] = {}
+        self._task_message: MessageRef | None = None
+        self._plan_message: MessageRef | None = None
+        self._status_lock = asyncio.Lock()
+        self._interactions = InteractionFlow(
+            platform,
+            conversation,
+            session_id,
+            send_frame,
+            approver_ids=self.options.approver_ids,
+            clock=clock,
+        )
+        self._handlers: dict[str, Callable[[Frame, Any, Turn | None], Awaitable[None]]] = {
+            "session.turn.start": self._on_turn_start,
+            "session.turn.end": self._on_turn_end,
+            "agent.text.delta": self._on_text_delta,
+            "agent.text.done": self._on_text_done,
+            "agent.thinking.delta": self._on_thinking_delta,
+            "agent.thinking.done": self._on_thinking_done,
+            "agent.state.changed": self._on_state,
+            "agent.error": self._on_error,
+            "agent.interaction.request": self._on_interaction,
+            "agent.plan.updated": self._on_plan,
+            "agent.commands.publish": self._on_commands,
+            "tool.invoke.request": self._on_tool_request,
+            "tool.invoke.result": self._on_tool_result,
+            "session.history": self._on_history,
+            "session.error": self._on_session_error,
+        }
+
+    # --- the public surface -----------------------------------------------------------------
+
+    @property
+    def turn(self) -> Turn | None:
+        return self._turn
+
+    def expect_prompt(
+        self, prompt_message_id: str, message: MessageRef | None, user_id: str | None
+    ) -> None:
+        """Remember which chat message sent the prompt frame `prompt_message_id`."""
+        self._origins[prompt_message_id] = PromptOrigin(message, user_id)
+
+    async def feed(self, frame: Frame) -> None:
+        if frame.message_id in self._seen:
+            return  # rule 1: already rendered (a replay)
+        self._seen[frame.message_id] = None
+        if len(self._seen) > self.options.dedupe_window:
+            self._seen.popitem(last=False)
+        handler = self._handlers.get(frame.type)
+        if handler is None or not frame.known:
+            return  # usage, capabilities, unknown types: nothing to show
+        turn = self._turn
+        if frame.turn_id is not None and frame.type != "session.turn.start":
+            if frame.turn_id in self._ended:
+                return  # a straggler of a finished turn
+            if turn is None or turn.turn_id != frame.turn_id:
+                turn = await self._start_turn(frame.turn_id, None)
+        await handler(frame, frame.payload, turn)
+
+    async def close(self) -> None:
+        """Stop typing and close open prompts (the session ended or the gateway stops)."""
+        if self._turn and self._turn.heartbeat:
+            await self._turn.heartbeat.stop()
+        await self._interactions.close_all()
+
+    # --- turn life cycle --------------------------------------------------------------------
+
+    async def _on_turn_start(self, frame: Frame, p: ev.TurnStart, _: Turn | None) -> None:
+        origin = self._origins.pop(p.prompt_message_id, None)
+        if self._turn and self._turn.turn_id == p.turn_id:
+            if origin and self._turn.user_message is None:  # started early by a stray frame
+                self._turn.user_message, self._turn.user_id = origin.message, origin.user_id
+                await self._react(origin.message, WORKING)
+            return
+        if p.turn_id in self._ended:
+            return
+        await self._start_turn(p.turn_id, origin)
+
+    async def _start_turn(self, turn_id: str, origin: PromptOrigin | None) -> Turn:
+        if self._turn is not None:  # its end never came: finish it before the next one
+            await self._end_turn(self._turn, "end_turn")
+        turn = Turn(turn_id, started_at=self._clock.monotonic())
+        if origin:
+            turn.user_message, turn.user_id = origin.message, origin.user_id
+        turn.heartbeat = TypingHeartbeat(
+            self._typing,
+            self.platform.limits.typing_refresh_s,
+            sleep=self._sleep,
+            on_tick=self._tick,
+        )
+        self._turn = turn
+        await turn.heartbeat.start()  # rule 2, G-NS-04
+        await self._react(turn.user_message, WORKING)
+        return turn
+
+    async def _on_turn_end(self, frame: Frame, p: ev.TurnEnd, turn: Turn | None) -> None:
+        if turn is not None:
+            await self._end_turn(turn, p.stop_reason)
+
+    async def _end_turn(self, turn: Turn, stop_reason: str) -> None:
+        self._turn = None
+        self._ended.append(turn.turn_id)
+        for text in turn.unsent_text():  # rule 3: the deltas stand in for a missing done
+            await self._send_text(text)
+        for group_id in list(turn.group_results):
+            await self._flush_group(turn, group_id)
+        if turn.heartbeat:
+            await turn.heartbeat.stop()
+        await self._interactions.close_turn(turn.turn_id)
+        async with self._status_lock:
+            await self._best_effort(self.platform.set_status(self.conversation, None))
+            if turn.status_message is not None:
+                await self._best_effort(self.platform.delete_message(turn.status_message))
+        if stop_reason in STOP_NOTES:
+            await self._send_text(STOP_NOTES[stop_reason])
+        if turn.user_message is not None:
+            await self._best_effort(self.platform.remove_reaction(turn.user_message, WORKING))
+            outcome = DONE
+            if stop_reason == "cancelled":
+                outcome = STOPPED
+            elif stop_reason == "error" or turn.failed:
+                outcome = FAILED
+            await self._react(turn.user_message, outcome)
+
+    # --- text and thinking ------------------------------------------------------------------
+
+    async def _on_text_delta(self, frame: Frame, p: ev.TextDelta, turn: Turn | None) -> None:
+        if turn is not None:
+            turn.text.setdefault(p.content_index, []).append(p.text)
+        else:
+            await self._send_text(p.text)  # outside any turn: nothing to wait for
+
+    async def _on_text_done(self, frame: Frame, p: ev.TextDone, turn: Turn | None) -> None:
+        if turn is None:
+            await self._send_text(p.text)
+            return
+        if p.content_index in turn.text_sent:
+            return
+        turn.text_sent.add(p.content_index)
+        await self._send_text(p.text or "".join(turn.text.get(p.content_index, [])))
+
+    async def _on_thinking_delta(self, frame: Frame, p: ev.ThinkingDelta, turn: Turn | None):
+        if turn is not None and self.options.show_thinking:
+            turn.thinking.setdefault(p.content_index, []).append(p.text)
+
+    async def _on_thinking_done(self, frame: Frame, p: ev.ThinkingDone, turn: Turn | None):
+        text = "".join(turn.thinking.pop(p.content_index, [])) if turn else ""
+        if not self.options.show_thinking:
+            return
+        if p.redacted:  # A-36: never sent, spoilered or not
+            await self._send_text(REDACTED_THINKING)
+        elif text.strip():
+            await self.platform.send_hidden(self.conversation, "💭 Thinking", text)
+
+    async def _send_text(self, text: str) -> None:
+        if not text.strip():
+            return
+        for chunk in split_markdown(text, self.platform.limits.max_message_length):
+            await self.platform.send_message(self.conversation, chunk)
+
+    # --- tools, tasks, plans ----------------------------------------------------------------
+
+    async def _on_tool_request(self, frame: Frame, p: ev.ToolInvokeRequest, turn: Turn | None):
+        if turn is None:
+            return
+        turn.requests[p.invocation_id] = p
+        turn.running[p.invocation_id] = p
+        await self._refresh_status(turn)
+
+    async def _on_tool_result(self, frame: Frame, p: ev.ToolInvokeResult, turn: Turn | None):
+        request = turn.running.pop(p.invocation_id, None) if turn else None
+        if turn is not None and request is None:
+            request = turn.requests.get(p.invocation_id)
+        tasks = task_list_of(p) if p.status == "success" else None
+        if tasks is not None:
+            self._task_message = await self._replace(self._task_message, render_tasks(tasks))
+        elif turn is not None and request is not None and request.parallel_group_id:
+            group_id = request.parallel_group_id
+            turn.group_results.setdefault(group_id, []).append(p)
+            if turn.group_complete(group_id):
+                await self._flush_group(turn, group_id)
+        else:
+            await self._send_text(_tool_view([(request, p)]))
+        if turn is not None:
+            await self._refresh_status(turn)
+
+    async def _flush_group(self, turn: Turn, group_id: str) -> None:
+        results = turn.group_results.pop(group_id, [])
+        if results:
+            await self._send_text(
+                _tool_view([(turn.requests.get(r.invocation_id), r) for r in results])
+            )
+
+    async def _on_plan(self, frame: Frame, p: ev.PlanUpdated, turn: Turn | None) -> None:
+        self._plan_message = await self._replace(self._plan_message, render_plan(p.entries))
+
+    async def _replace(self, message: MessageRef | None, text: str) -> MessageRef | None:
+        """Edit a list in place (G-TASK-06); a list too long for one message is resent."""
+        chunks = split_markdown(text, self.platform.limits.max_message_length)
+        if message is not None and len(chunks) == 1 and self.platform.limits.supports_edit:
+            await self.platform.edit_message(message, chunks[0])
+            return message
+        last = None
+        for chunk in chunks:
+            last = await self.platform.send_message(self.conversation, chunk)
+        return last if len(chunks) == 1 else None
+
+    # --- status line and interim status message ---------------------------------------------
+
+    async def _on_state(self, frame: Frame, p: ev.StateChanged, turn: Turn | None) -> None:
+        self.agent_state = p.current_state  # rule 6: never a chat message
+        if turn is not None:
+            await self._refresh_status(turn)
+
+    def _status_text(self, turn: Turn) -> str | None:
+        if self.agent_state == "awaiting_input":  # a tool waiting for approval is not running
+            return STATE_LINES["awaiting_input"]
+        if turn.running:
+            return running_line(list(turn.running.values()))
+        return STATE_LINES.get(self.agent_state or "")
+
+    async def _refresh_status(self, turn: Turn) -> None:
+        if turn.fatal or self._turn is not turn:
+            return
+        text = self._status_text(turn)
+        async with self._status_lock:
+            if text != turn.status_line:
+                turn.status_line = text
+                await self._best_effort(self.platform.set_status(self.conversation, text))
+            if turn.status_message is not None:
+                await self._show_interim(turn)
+
+    async def _tick(self) -> None:
+        """Each heartbeat: after `interim_after_s`, show the interim message (G-NS-11/12)."""
+        turn = self._turn
+        if turn is None or turn.fatal:
+            return
+        if self._clock.monotonic() - turn.started_at >= self.options.interim_after_s:
+            async with self._status_lock:
+                if self._turn is turn:  # the turn may have ended while this tick waited
+                    await self._show_interim(turn)
+
+    async def _show_interim(self, turn: Turn) -> None:
+        text = self._status_text(turn) or "⏳ Still working…"
+        if text == turn.status_message_text:
+            return
+        turn.status_message_text = text
+        if turn.status_message is not None and self.platform.limits.supports_edit:
+            await self._best_effort(self.platform.edit_message(turn.status_message, text))
+            return
+        if turn.status_message is not None:
+            await self._best_effort(self.platform.delete_message(turn.status_message))
+        turn.status_message = await self.platform.send_message(self.conversation, text)
+
+    async def _typing(self) -> None:
+        await self.platform.trigger_typing(self.conversation)
+
+    # --- errors, approvals, session events --------------------------------------------------
+
+    async def _on_error(self, frame: Frame, p: ev.AgentError, turn: Turn | None) -> None:
+        if p.severity == "warning":
+            await self._send_text(f"⚠️ {p.message}")
+            return
+        if turn is not None:
+            turn.failed = True
+            if p.severity == "fatal":  # G-NS-09: typing ends at once, the error replaces it
+                turn.fatal = True
+                if turn.heartbeat:
+                    await turn.heartbeat.stop()
+                async with self._status_lock:
+                    await self._best_effort(self.platform.set_status(self.conversation, None))
+        await self._send_text(f"❌ **{p.code}**: {p.message}")
+
+    async def _on_interaction(self, frame: Frame, p: ev.InteractionRequest, turn: Turn | None):
+        await self._interactions.open(frame, p, turn.user_id if turn else None)
+
+    async def _on_commands(self, frame: Frame, p: ev.CommandsPublish, _: Turn | None) -> None:
+        self.commands.update(p)  # G-CMD-07/34: cached, replaced whole on each publish
+
+    async def _on_history(self, frame: Frame, p: ev.History, _: Turn | None) -> None:
+        if p.dropped:
+            await self._send_text(
+                f"⚠️ {p.dropped} events were lost while the connection was down; "
+                "this answer may be incomplete."
+            )
+
+    async def _on_session_error(self, frame: Frame, p: ev.SessionError, _: Turn | None) -> None:
+        await self._send_text(f"❌ **{p.code}**: {p.message}")
+        origin = self._origins.pop(p.ref_message_id or "", None)
+        if origin is not None:  # the refused frame was a prompt: mark its message
+            await self._react(origin.message, FAILED)
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    async def _react(self, message: MessageRef | None, emoji: str) -> None:
+        if message is not None and self.platform.limits.supports_reactions:
+            await self._best_effort(self.platform.add_reaction(message, emoji))
+
+    @staticmethod
+    async def _best_effort(operation: Awaitable[Any]) -> None:
+        """Decorations (typing, status, reactions) must never stop the content."""
+        try:
+            await operation
+        except Exception:
+            log.warning("platform decoration failed", exc_info=True)
+
+
+def _tool_view(pairs: list[tuple[ev.ToolInvokeRequest | None, ev.ToolInvokeResult]]) -> str:
+    """Compact lines first, then each result's diff or other detail (rule 5)."""
+    lines = [result_line(request, result) for request, result in pairs]
+    details = [d for _, result in pairs if (d := result_detail(result))]
+    return "\n".join(lines + details)
