@@ -11,10 +11,11 @@ a bounded deadline that names what was seen instead is the whole point of them.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
 
 # How often wait_for_call looks at the log again. Small enough that tests stay fast, large enough
@@ -39,8 +40,20 @@ class Call:
     at: float = field(default_factory=time.monotonic)
 
     def matches(self, method: str, path: str) -> bool:
-        """`path` may be exact or a shell-style glob (`/channels/*/messages`)."""
-        return self.method == method.upper() and fnmatchcase(self.path, path)
+        """`path` may be exact or a glob: `*` within one path segment, `**` across segments."""
+        return self.method == method.upper() and path_matches(path, self.path)
+
+
+@lru_cache(maxsize=256)
+def _glob(pattern: str) -> re.Pattern[str]:
+    parts = re.split(r"(\*\*|\*)", pattern)
+    wildcard = {"**": ".*", "*": "[^/]*"}
+    return re.compile("".join(wildcard.get(p, re.escape(p)) for p in parts))
+
+
+def path_matches(pattern: str, path: str) -> bool:
+    """`/channels/*/messages` matches `/channels/1/messages` but not `.../messages/2`."""
+    return _glob(pattern).fullmatch(path) is not None
 
 
 class CallLog:
@@ -128,7 +141,7 @@ class RateLimitPlan:
     def take(self, method: str, path: str) -> _PlannedLimit | None:
         """Consume one planned 429 for this request, if any is left."""
         for plan in self._plans:
-            if plan.remaining > 0 and plan.method == method and fnmatchcase(path, plan.path):
+            if plan.remaining > 0 and plan.method == method and path_matches(plan.path, path):
                 plan.remaining -= 1
                 return plan
         return None

@@ -77,8 +77,9 @@ class DiscordGateway:
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
         await ws.prepare(request)
-        session = GatewaySession(ws, compress=request.query.get("compress") == "zlib-stream")
-        self.log.record(Call("WS", "CONNECT", None, query=dict(request.query)))
+        compress = request.query.get("compress") == "zlib-stream"
+        session = GatewaySession(ws, compress=compress)
+        self.log.record(Call("WS", "CONNECT", {"zlib_stream": compress}, query=dict(request.query)))
         await session.send(OP_HELLO, {"heartbeat_interval": HEARTBEAT_INTERVAL_MS})
         try:
             async for message in ws:
@@ -100,9 +101,10 @@ class DiscordGateway:
             if data.get("token") != self.world.bot_token:
                 await session.ws.close(code=4004, message=b"Authentication failed.")
                 return
-            await session.send(
-                OP_DISPATCH, self.world.ready(session.session_id, self.resume_url()), "READY"
-            )
+            ready = self.world.ready(session.session_id, self.resume_url())
+            if "shard" in data:  # a sharded client's READY echoes [shard_id, num_shards]
+                ready["shard"] = data["shard"]
+            await session.send(OP_DISPATCH, ready, "READY")
             self.sessions.append(session)
             session.identified.set()
             await session.send(OP_DISPATCH, self.world.guild_create(), "GUILD_CREATE")

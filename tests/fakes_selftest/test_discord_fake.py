@@ -28,6 +28,16 @@ class ApprovalView(discord.ui.View):
         await interaction.response.send_message(f"approved by {interaction.user.name}")
 
 
+class AskModal(discord.ui.Modal, title="Answer the agent"):
+    answer = discord.ui.TextInput(label="Answer", custom_id="rawp:answer")
+
+    def __init__(self) -> None:
+        super().__init__(custom_id="rawp:ask:turn-1")
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        await interaction.response.send_message(f"you said {self.answer.value}")
+
+
 def build_bot() -> commands.Bot:
     intents = discord.Intents.default()
     intents.message_content = True
@@ -44,6 +54,10 @@ def build_bot() -> commands.Bot:
     ) -> list[app_commands.Choice[str]]:
         matches = [f"src/{current}{n}.py" for n in range(40)]
         return [app_commands.Choice(name=path, value=path) for path in matches][:25]
+
+    @bot.tree.command(name="ask", description="Open a modal")
+    async def ask(interaction: discord.Interaction) -> None:
+        await interaction.response.send_modal(AskModal())
 
     @bot.event
     async def on_message(message: discord.Message) -> None:
@@ -90,7 +104,7 @@ async def test_bot_logs_in_connects_and_sees_the_guild(running):
     assert [r.name for r in alice.roles] == ["@everyone", "rawp-operator"]
     identify = fake.calls("WS", "IDENTIFY")[0]
     assert identify.body["token"] == fake.world.bot_token
-    assert [c.path for c in fake.log.find("GET", "/*")][:2] == [
+    assert [c.path for c in fake.log.find("GET", "/**")][:2] == [
         "/users/@me",
         "/oauth2/applications/@me",
     ]
@@ -99,17 +113,18 @@ async def test_bot_logs_in_connects_and_sees_the_guild(running):
 async def test_gateway_uses_zlib_stream_when_asked(running):
     fake, _ = running
     connect = fake.calls("WS", "CONNECT")[0]
-    assert connect.query["encoding"] == "json"
-    # discord.py asks for zlib-stream (zstd only with zstandard installed); it decoded our frames,
-    # or it would never have become ready.
-    assert connect.query["compress"] in ("zlib-stream", "zstd-stream")
+    assert connect.query["encoding"] == "json" and connect.query["v"] == "10"
+    # Without zstandard installed discord.py asks for zlib-stream; it became ready, so it
+    # inflated our compressed frames.
+    assert connect.query["compress"] == "zlib-stream"
+    assert connect.body == {"zlib_stream": True}
 
 
 async def test_app_command_sync_is_a_bulk_overwrite(running):
     fake, _ = running
     sync = await fake.wait_for_call("PUT", f"/applications/{fake.world.application_id}/commands")
-    [command] = sync.body
-    assert command["name"] == "prompt"
+    assert sorted(c["name"] for c in sync.body) == ["ask", "prompt"]
+    [command] = [c for c in sync.body if c["name"] == "prompt"]
     options = {o["name"]: o for o in command["options"]}
     assert options["file"]["autocomplete"] is True and options["text"]["required"] is True
 
@@ -170,6 +185,33 @@ async def test_button_click_reaches_the_persistent_view(running):
     assert answer.body["data"]["content"] == "approved by bob"
 
 
+async def test_modal_is_opened_and_its_submit_parsed(running):
+    fake, _ = running
+    await fake.wait_for_call("PUT", f"/applications/{fake.world.application_id}/commands")
+    invocation = await fake.inject_slash_command("ask")
+    opened = await fake.wait_for_interaction_answer(invocation)
+    assert opened.body["type"] == 9 and opened.body["data"]["custom_id"] == "rawp:ask:turn-1"
+    submit = await fake.inject_modal_submit("rawp:ask:turn-1", {"rawp:answer": "42"})
+    answer = await fake.wait_for_interaction_answer(submit)
+    assert answer.body["data"]["content"] == "you said 42"
+
+
+async def test_select_choice_reaches_the_bot(running):
+    fake, bot = running
+    chosen: list[list[str]] = []
+
+    @bot.listen("on_interaction")
+    async def on_choice(interaction: discord.Interaction) -> None:
+        if interaction.data.get("custom_id") == "rawp:node":
+            chosen.append(interaction.data["values"])
+            await interaction.response.defer()
+
+    message = fake.world.message(fake.world.channel_id, "pick a node")
+    interaction = await fake.inject_select("rawp:node", ["laptop"], message=message)
+    answer = await fake.wait_for_interaction_answer(interaction)
+    assert answer.body["type"] == 6 and chosen == [["laptop"]]
+
+
 async def test_deferred_answer_is_edited_and_followed_up(running):
     fake, bot = running
 
@@ -215,3 +257,27 @@ async def test_rate_limited_reply_is_delayed_not_lost(running):
     delivered = [c.body["content"] for c in fake.log.successful("POST", path)]
     assert delivered == ["echo: one", "echo: two"]
     assert fake.rate_limits.pending == 0
+
+
+async def test_sharded_client_finds_the_gateway_through_gateway_bot():
+    async with FakeDiscord() as fake:
+        # Only the REST base points at the fake: the gateway URL must come from GET /gateway/bot.
+        with discord_endpoints(fake.api_base_url, "ws://127.0.0.1:9/not-used"):
+            client = discord.AutoShardedClient(
+                intents=discord.Intents.default(), guild_ready_timeout=0.05
+            )
+            ready = asyncio.Event()
+
+            async def on_ready() -> None:
+                ready.set()
+
+            client.event(on_ready)
+            task = asyncio.create_task(client.start(fake.world.bot_token))
+            try:
+                await asyncio.wait_for(ready.wait(), 10)
+                assert fake.calls("GET", "/gateway/bot")[0].status == 200
+                assert fake.calls("WS", "IDENTIFY")[0].body["shard"] == [0, 1]
+            finally:
+                await client.close()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait_for(task, 5)
