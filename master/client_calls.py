@@ -18,9 +18,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
 
 from master.services.config_scopes import ConfigScopes
@@ -28,6 +27,9 @@ from master.storage import nodes as store
 from master.storage.db import Database
 from rawp.clock import Clock
 from rawp.errors import NotFound, RawpError
+
+if TYPE_CHECKING:
+    import aiohttp
 
 log = logging.getLogger("rawp.master.client_calls")
 
@@ -78,7 +80,7 @@ class ClientCaller:
         self._clock = clock
         self._unsynced_rate = unsynced_rate
         self._throttle = Throttle(clock, sleep)
-        self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
+        self._timeout_seconds = timeout_seconds
         self._http: aiohttp.ClientSession | None = None
         self._refresh_locks: dict[str, asyncio.Lock] = {}
 
@@ -88,8 +90,12 @@ class ClientCaller:
             self._http = None
 
     def _session(self) -> aiohttp.ClientSession:
+        # aiohttp is imported on first use: it is the slowest import of the master's start.
+        import aiohttp
+
         if self._http is None or self._http.closed:
-            self._http = aiohttp.ClientSession(timeout=self._timeout)
+            timeout = aiohttp.ClientTimeout(total=self._timeout_seconds)
+            self._http = aiohttp.ClientSession(timeout=timeout)
         return self._http
 
     async def call(
@@ -131,6 +137,8 @@ class ClientCaller:
     async def _send(
         self, node: store.Node, method: str, path: str, json: Any, access_token: str
     ) -> ClientReply:
+        import aiohttp
+
         url = f"{node.client_address}{path}"
         headers = {"Authorization": f"Bearer {access_token}"}
         try:
@@ -152,6 +160,8 @@ class ClientCaller:
 
     async def _refresh(self, node: store.Node, failed_token: str) -> store.ClientCredentials:
         """Renew the client credentials once, however many calls hit the 401 together."""
+        import aiohttp
+
         lock = self._refresh_locks.setdefault(node.id, asyncio.Lock())
         async with lock:
             current = (await self._node(node.id)).credentials
