@@ -32,6 +32,7 @@ from typing import Any
 
 from client.agents.base import Agent, Prompt, Reference
 from client.process import spawn, terminate_group
+from rawp.errors import FrameError
 from rawp.events import EVENTS, Direction, InteractionResponse, StopReason
 from rawp.fileref import FileToken, Part, to_literal
 
@@ -168,7 +169,7 @@ class ScriptAgent(Agent):
                 continue
             try:
                 await self.emit(event["type"], event.get("payload", {}))
-            except ValueError as exc:  # FrameError: the payload broke its schema
+            except FrameError as exc:  # the payload broke its schema
                 await self._warn(f"{self.spec.name} sent a bad {event['type']}: {exc}")
 
     async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:

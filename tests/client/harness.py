@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+import psutil
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 from websockets.asyncio.client import ClientConnection, connect
@@ -137,6 +138,7 @@ async def running_client(
         **settings_kw,
     )
     clock = clock or FakeClock()
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     app = create_app(settings, clock, search=search)
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
@@ -162,3 +164,6 @@ async def running_client(
                     await ws.close()
             stop.set()
             await asyncio.wait_for(server, 30)
+        # Shutting the client down ends every agent it started, and reaps it (no zombie).
+        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+        assert not left, f"processes left behind: {[p.cmdline() for p in left]}"

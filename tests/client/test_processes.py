@@ -1,0 +1,224 @@
+"""Agent processes (RAWP §5.2, §7.2): only listed agents run, each in its own process group,
+ended with SIGTERM then SIGKILL after 5 s; the script kind's plain and jsonl modes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from client.agents import AgentsFileError, load_agents
+from tests.client.harness import frame, recv, recv_until, running_client
+
+STUBBORN = """
+import json, os, signal, subprocess, sys, time
+marker = os.environ["MARKER"]
+def ignore(signum, frame):
+    open(marker, "a").write("SIGTERM ignored\\n")
+signal.signal(signal.SIGTERM, ignore)
+child = subprocess.Popen(["sleep", "600"])  # a grandchild in the same process group
+open(marker + ".pids", "w").write(f"{os.getpid()} {child.pid}")
+print(json.dumps({"type": "agent.text.delta", "payload": {"content_index": 0, "text": "up"}}),
+      flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+PLAIN = """
+import os, sys
+data = sys.stdin.read()
+print("args:", " ".join(sys.argv[1:]))
+print("stdin:", data)
+print("env:", os.environ["RAWP_PROMPT"], os.environ["RAWP_AGENT_NAME"])
+print("warning: something odd", file=sys.stderr, flush=True)
+sys.exit(3)
+"""
+
+BAD_JSONL = """
+import json
+print("this is not json", flush=True)
+print(json.dumps({"type": "session.turn.end", "payload": {}}), flush=True)
+print(json.dumps({"type": "agent.text.delta", "payload": {"text": 5}}), flush=True)
+print(json.dumps({"type": "agent.text.delta", "payload": {"content_index": 0, "text": "ok"}}),
+      flush=True)
+"""
+
+
+def not_running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def eventually_gone(pid: int) -> None:
+    for _ in range(500):
+        if not psutil.pid_exists(pid):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"pid {pid} is still there")
+
+
+def write_agents(tmp_path: Path, scripts: dict[str, tuple[str, str]], extra: str = "") -> Path:
+    lines = []
+    for name, (mode, source) in scripts.items():
+        script = tmp_path / f"{name}.py"
+        script.write_text(source)
+        lines.append(
+            f'[agents.{name}]\nkind = "script"\nmode = "{mode}"\n'
+            f'command = ["{sys.executable}", "{script}"]\n'
+            f'env = {{ MARKER = "{tmp_path}/marker" }}\n'
+        )
+    file = tmp_path / "agents.toml"
+    file.write_text("\n".join(lines) + extra)
+    return file
+
+
+async def test_a_child_ignoring_sigterm_is_killed_after_five_seconds(tmp_path):
+    agents = write_agents(tmp_path, {"stubborn": ("jsonl", STUBBORN)})
+    async with running_client(tmp_path, agents_file=agents, kill_grace=5.0) as client:
+        sid, ws = await client.start_session(agent="stubborn")
+        await recv(ws), await recv(ws)
+        await ws.send(frame("control.prompt.request", {"prompt_text": "go"}, sid))
+        await recv_until(ws, "agent.text.delta")
+        agent_pid, grandchild_pid = map(int, (tmp_path / "marker.pids").read_text().split())
+        assert os.getpgid(agent_pid) == agent_pid  # its own process group
+        assert os.getpgid(grandchild_pid) == agent_pid
+        started = time.monotonic()
+        status, _ = await client.request("DELETE", f"/v1/session/{sid}")
+        waited = time.monotonic() - started
+        assert status == 204
+        assert "SIGTERM ignored" in (tmp_path / "marker").read_text()
+        # C-SESS-06: the grace period was honoured before SIGKILL, and then it was over.
+        assert waited >= 4.9
+        assert not psutil.pid_exists(agent_pid)  # killed and reaped by the client
+        # The grandchild was reparented to init when its parent died; it is dead at once and
+        # reaped by init shortly after.
+        assert not_running(grandchild_pid)
+        await eventually_gone(grandchild_pid)
+        assert (await client.request("GET", "/v1/health"))[1]["status"] == "online"
+
+
+async def test_plain_mode_stdout_text_stderr_stream_exit_status(tmp_path):
+    agents = write_agents(tmp_path, {"plain": ("plain", PLAIN)})
+    async with running_client(tmp_path, agents_file=agents) as client:
+        (client.workspace / "-rf").write_text("a file with a hostile name")
+        (client.workspace / "b.txt").write_text("b")
+        sid, ws = await client.start_session(agent="plain")
+        await recv(ws), await recv(ws)
+        refs = [
+            {"ref_id": "a", "path": "-rf", "display_path": "-rf"},
+            {"ref_id": "b", "path": "b.txt", "display_path": "b.txt"},
+        ]
+        await ws.send(
+            frame(
+                "control.prompt.request",
+                {"prompt_text": "see <@file:a|-rf> and <@file:b|b.txt>", "file_references": refs},
+                sid,
+            )
+        )
+        frames = await recv_until(ws, "session.turn.end")
+    text = "".join(f["payload"]["text"] for f in frames if f["type"] == "agent.text.delta")
+    assert "args: ./-rf b.txt\n" in text  # paths as arguments, never as options
+    assert "stdin: see -rf and b.txt\n" in text
+    assert "env: see -rf and b.txt plain\n" in text
+    stream = [f for f in frames if f["type"] == "tool.invoke.stream"]
+    assert stream and stream[0]["payload"]["stream"] == "stderr"
+    assert stream[0]["payload"]["text"] == "warning: something odd\n"
+    error = next(f for f in frames if f["type"] == "agent.error")
+    assert error["payload"]["code"] == "AGENT_EXITED" and "status 3" in error["payload"]["message"]
+    assert frames[-1]["payload"]["stop_reason"] == "error"
+
+
+async def test_jsonl_lines_that_break_the_protocol_are_reported_not_fatal(tmp_path):
+    agents = write_agents(tmp_path, {"bad": ("jsonl", BAD_JSONL)})
+    async with running_client(tmp_path, agents_file=agents) as client:
+        sid, ws = await client.start_session(agent="bad")
+        await recv(ws), await recv(ws)
+        await ws.send(frame("control.prompt.request", {"prompt_text": "go"}, sid))
+        frames = await recv_until(ws, "session.turn.end")
+    warnings = [f["payload"] for f in frames if f["type"] == "agent.error"]
+    assert [w["code"] for w in warnings] == ["SCRIPT_PROTOCOL"] * 3
+    assert all(w["severity"] == "warning" for w in warnings)
+    assert "session.turn.end" in warnings[1]["message"]
+    assert [f["payload"]["text"] for f in frames if f["type"] == "agent.text.delta"] == ["ok"]
+    assert frames[-1]["payload"]["stop_reason"] == "end_turn"
+
+
+async def test_only_listed_active_agents_run(tmp_path):
+    agents = write_agents(
+        tmp_path,
+        {"plain": ("plain", PLAIN)},
+        extra=f'\n[agents.off]\nkind = "script"\ncommand = ["{sys.executable}"]\nactive = false\n',
+    )
+    async with running_client(tmp_path, agents_file=agents) as client:
+        _, body = await client.request("GET", "/v1/agents")
+        assert {a["name"]: a["is_active"] for a in body["agents"]} == {"plain": True, "off": False}
+        for name in ("off", "demo", sys.executable, "../plain"):
+            made = await client.init(agent=name)
+            assert (made["status"], made["body"]["error_code"]) == (403, "AGENT_NOT_ALLOWED")
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("not toml [", "not valid TOML"),
+        ("[other]\nx = 1\n", "no [agents.NAME] tables"),
+        ('[agents.a]\nkind = "rocket"\n', "kind must be one of"),
+        ('[agents.a]\nkind = "script"\n', "`command` must be"),
+        ('[agents.a]\nkind = "script"\ncommand = []\n', "`command` must be"),
+        ('[agents.a]\nkind = "script"\ncommand = ["x"]\nmode = "xml"\n', "`mode` must be"),
+        ('[agents.a]\nkind = "script"\ncommand = ["x"]\nenv = { A = 1 }\n', "`env` must be"),
+        ('[agents.a]\nkind = "script"\ncommand = ["x"]\n[[agents.a.tools]]\nnope = 1\n', "name"),
+    ],
+)
+def test_agents_file_errors_say_where_and_why(tmp_path, text, problem):
+    file = tmp_path / "agents.toml"
+    file.write_text(text)
+    with pytest.raises(AgentsFileError, match=re.escape(problem)):
+        load_agents(file)
+
+
+def test_agents_file_tools_are_never_direct(tmp_path):
+    file = tmp_path / "agents.toml"
+    file.write_text(
+        '[agents.a]\nkind = "script"\ncommand = "bin/run --fast"\n'
+        '[[agents.a.tools]]\nname = "Bash"\ncategory = "execute"\ndirect = true\n'
+    )
+    spec = load_agents(file)["a"]
+    assert spec.settings["command"] == "bin/run --fast"
+    assert [(t.name, t.direct) for t in spec.tools] == [("Bash", False)]
+
+
+def test_a_bad_agents_file_stops_rawp_client_with_a_message(tmp_path, processes):
+    file = tmp_path / "agents.toml"
+    file.write_text("not toml [")
+    proc = processes.rawp(
+        "client",
+        "--dev",
+        "--agents-file",
+        str(file),
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--port",
+        "0",
+    )
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert b"not valid TOML" in out and b"Traceback" not in out
+
+
+async def test_deleting_an_idle_session_is_immediate_and_leaves_nothing(tmp_path):
+    async with running_client(tmp_path) as client:
+        sid, ws = await client.start_session()
+        await recv(ws)
+        status, _ = await client.request("DELETE", f"/v1/session/{sid}")
+        assert status == 204
+        closed = await asyncio.wait_for(ws.wait_closed(), 10)
+        assert closed is None and ws.close_code is not None
