@@ -42,18 +42,19 @@ def head() -> int:
     return MIGRATIONS[-1][0]
 
 
-async def migrate(db: Database) -> list[int]:
-    """Bring the database to `head()`; return the migration numbers applied now."""
+async def migrate(db: Database, migrations: list[tuple[int, str, Step]] | None = None) -> list[int]:
+    """Bring the database to the last migration; return the numbers applied now."""
+    migrations = MIGRATIONS if migrations is None else migrations
     async with db.begin() as conn:
         exists = await conn.run_sync(lambda c: inspect(c).has_table("schema_version"))
         if not exists:
             await conn.run_sync(schema.metadata.create_all)
-            await _record(conn, MIGRATIONS)
-            log.info("created a new database schema at version %d", head())
-            return [number for number, _, _ in MIGRATIONS]
+            await _record(conn, migrations)
+            log.info("created a new database schema at version %d", migrations[-1][0])
+            return [number for number, _, _ in migrations]
         done = set((await conn.execute(select(schema.schema_version.c.version))).scalars())
     applied = []
-    for number, name, step in MIGRATIONS:
+    for number, name, step in migrations:
         if number in done:
             continue
         async with db.begin() as conn:
