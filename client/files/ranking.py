@@ -64,15 +64,58 @@ def merge_ranges(offsets: list[int]) -> list[tuple[int, int]]:
     return ranges
 
 
-def highlight(m: Matcher, path: str, name: str, name_matched: bool) -> list[tuple[int, int]]:
+def subsequence(text: str, query: str) -> list[int] | None:
+    """Code point offsets of `query` in `text` as a subsequence, ignoring case, in the shortest
+    window that ends earliest (fzf's v1 highlighting); None when it is not a subsequence."""
+    folded, wanted = [c.lower() for c in text], [c.lower() for c in query]
+    if not wanted:
+        return None
+    at, end = 0, -1
+    for i, char in enumerate(folded):
+        if char == wanted[at]:
+            at += 1
+            if at == len(wanted):
+                end = i
+                break
+    if end < 0:
+        return None
+    at, start = len(wanted) - 1, end
+    for i in range(end, -1, -1):
+        if folded[i] == wanted[at]:
+            at -= 1
+            if at < 0:
+                start = i
+                break
+    offsets, at = [], 0
+    for i in range(start, end + 1):
+        if at < len(wanted) and folded[i] == wanted[at]:
+            offsets.append(i)
+            at += 1
+    return offsets
+
+
+def _offsets(m: Matcher, text: str, query: str) -> list[int] | None:
+    """Where `query` matches `text`: frizbee's alignment when it covers the whole query.
+
+    frizbee's Smith-Waterman alignment is local: across a long gap it may leave some query
+    characters out (or report none), although `max_typos=0` guarantees they are all there.
+    Then the subsequence is found directly, so every query character is highlighted (A-29)."""
+    hit = m.match_one_indices(text, 0)
+    offsets = _code_points(text, hit.indices) if hit is not None else []
+    if len(offsets) == len(query):
+        return offsets
+    return subsequence(text, query) or offsets or None
+
+
+def highlight(
+    m: Matcher, query: str, path: str, name: str, name_matched: bool
+) -> list[tuple[int, int]]:
     if name_matched:
-        hit = m.match_one_indices(name, 0)
-        if hit is not None:
+        in_name = _offsets(m, name, query)
+        if in_name:
             shift = len(path) - len(name)
-            in_name = merge_ranges(_code_points(name, hit.indices))
-            return [(start + shift, end + shift) for start, end in in_name]
-    hit = m.match_one_indices(path, 0)
-    return merge_ranges(_code_points(path, hit.indices)) if hit is not None else []
+            return merge_ranges([offset + shift for offset in in_name])
+    return merge_ranges(_offsets(m, path, query) or [])
 
 
 def rank(
@@ -120,11 +163,17 @@ def rank(
     chosen = [(p, *scores[p]) for p in order[:limit]]
     if ceiling is not None and (len(chosen) < limit or sum(chosen[-1][1:]) < ceiling):
         chosen = _score_everything(view, m, path_hits, limit)
-    return [_finish(view, m, perfect, *c) for c in chosen], total
+    return [_finish(view, m, query, perfect, *c) for c in chosen], total
 
 
 def _finish(
-    view: SearchView, m: Matcher, perfect: int, position: int, path_score: int, name_score: int
+    view: SearchView,
+    m: Matcher,
+    query: str,
+    perfect: int,
+    position: int,
+    path_score: int,
+    name_score: int,
 ) -> Ranked:
     entry = view.members[position]
     assert entry is not None
@@ -132,7 +181,7 @@ def _finish(
     return Ranked(
         position,
         min(1.0, (path_score + name_score) / perfect),
-        highlight(m, path, entry.name, name_score > 0),
+        highlight(m, query, path, entry.name, name_score > 0),
     )
 
 

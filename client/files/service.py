@@ -35,8 +35,18 @@ MAX_RESULTS = 50  # DPS §16.1.1
 VIEW_CACHE = 8  # views kept: one per (workspace, scope, filters) in recent use
 
 # Python's built-in table only (not the machine's /etc/mime.types), so answers do not depend on
-# the host; TypeScript is left out because the table calls `.ts` an MPEG transport stream.
+# the host, plus IANA types it lacks before Python 3.13. TypeScript is left out: the table calls
+# `.ts` an MPEG transport stream, and TypeScript has no IANA type.
 _MIME = mimetypes.MimeTypes()
+for _extension, _type in {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+    ".mjs": "text/javascript",
+}.items():
+    _MIME.add_type(_type, _extension)
 _NOT_MIME = frozenset({".ts", ".tsx", ".mts", ".cts"})
 
 
