@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -96,6 +97,9 @@ class DiscordRest:
         self.messages: dict[str, dict[str, Any]] = {}
         self.commands: dict[str, list[dict[str, Any]]] = {}  # "global" or guild id → commands
         self.interactions: dict[str, dict[str, Any]] = {}  # token → INTERACTION_CREATE payload
+        self.interaction_created: dict[str, float] = {}  # token → monotonic time of injection
+        # Discord refuses a first answer later than 3 s after the interaction (10062).
+        self.interaction_deadline = 3.0
         self.answered: dict[str, dict[str, Any]] = {}  # token → callback body
         self.original: dict[str, str] = {}  # token → message id of the original response
         self._tasks: set[asyncio.Future] = set()
@@ -307,6 +311,9 @@ class DiscordRest:
         token = request.match_info["token"]
         interaction = self.interactions.get(token)
         if interaction is None or interaction["id"] != request.match_info["interaction"]:
+            return discord_error(404, "Unknown interaction", 10062)
+        created = self.interaction_created.get(token, time.monotonic())
+        if time.monotonic() - created > self.interaction_deadline:
             return discord_error(404, "Unknown interaction", 10062)
         if token in self.answered:
             return discord_error(400, "Interaction has already been acknowledged.", 40060)

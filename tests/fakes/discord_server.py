@@ -14,6 +14,7 @@ URLs: `api_base_url` (http://127.0.0.1:PORT/api/v10, what DISCORD_API_BASE_URL h
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -47,6 +48,7 @@ class FakeDiscord:
         self.rest = DiscordRest(
             self.world, self.log, self.rate_limits, self.gateway.dispatch, lambda: self.gateway_url
         )
+        self.attachments: dict[str, bytes] = {}  # attachment id → bytes served by the CDN route
         self._runner: web.AppRunner | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -55,6 +57,7 @@ class FakeDiscord:
         root = web.Application()
         root.router.add_get("/gateway", self.gateway.handle)
         root.router.add_get("/gateway/", self.gateway.handle)
+        root.router.add_get("/attachments/{channel}/{attachment}/{filename}", self._attachment)
         root.add_subapp(API_PREFIX, self.rest.application())
         self._runner = web.AppRunner(root, handle_signals=False)
         await self._runner.setup()
@@ -67,6 +70,14 @@ class FakeDiscord:
         await self.gateway.close_all()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _attachment(self, request: web.Request) -> web.Response:
+        """The CDN: attachment bytes for Attachment.read() (no auth, like Discord's CDN)."""
+        data = self.attachments.get(request.match_info["attachment"])
+        self.log.record(Call("GET", request.path, None, status=200 if data is not None else 404))
+        if data is None:
+            return web.Response(status=404, text="not found")
+        return web.Response(body=data, content_type="application/octet-stream")
 
     @property
     def base_url(self) -> str:
@@ -129,10 +140,20 @@ class FakeDiscord:
         *,
         author: dict[str, Any] | None = None,
         channel_id: str | None = None,
+        attachments: dict[str, bytes] | None = None,
         extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """A human's MESSAGE_CREATE (default: alice in the test channel); returns the payload."""
+        """A human's MESSAGE_CREATE (default: alice in the test channel); returns the payload.
+
+        `attachments` (file name → bytes) are served by the fake CDN at their `url`.
+        """
         channel_id = channel_id or self.world.channel_id
+        extra = dict(extra or {})
+        if attachments:
+            extra["attachments"] = [
+                self._attachment_payload(channel_id, name, data)
+                for name, data in attachments.items()
+            ]
         message = self.world.message(
             channel_id, content, author=author or self.world.alice, extra=extra
         )
@@ -140,9 +161,23 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_CREATE", message)
         return message
 
+    def _attachment_payload(self, channel_id: str, name: str, data: bytes) -> dict[str, Any]:
+        attachment_id = self.world.ids.next()
+        self.attachments[attachment_id] = data
+        url = f"{self.base_url}/attachments/{channel_id}/{attachment_id}/{name}"
+        return {
+            "id": attachment_id,
+            "filename": name,
+            "size": len(data),
+            "url": url,
+            "proxy_url": url,
+            "content_type": "application/octet-stream",
+        }
+
     async def _inject_interaction(self, kind: int, data: dict[str, Any], **kw) -> dict[str, Any]:
         interaction = self.world.interaction(kind, data, **kw)
         self.rest.interactions[interaction["token"]] = interaction
+        self.rest.interaction_created[interaction["token"]] = time.monotonic()
         await self.dispatch("INTERACTION_CREATE", interaction)
         return interaction
 

@@ -95,8 +95,12 @@ class SlackWorld:
         channel: str | None = None,
         thread_ts: str | None = None,
         event_type: str = "message",
+        files: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """A `message` (or `app_mention`) event from a human; `thread_ts` puts it in a thread."""
+        """A `message` (or `app_mention`) event from a human; `thread_ts` puts it in a thread.
+
+        `files` (from `FakeSlack.add_file`) makes it a `file_share` message, as Slack sends it.
+        """
         ts = self.next_ts()
         event: dict[str, Any] = {
             "type": event_type,
@@ -112,6 +116,10 @@ class SlackWorld:
             event["channel_type"] = "channel"
         if thread_ts is not None:
             event["thread_ts"] = thread_ts
+        if files:
+            event["files"] = files
+            if event_type == "message":
+                event["subtype"] = "file_share"
         return event
 
     def app_mention_event(self, text: str, **kw) -> dict[str, Any]:

@@ -11,6 +11,7 @@ requests into a Bolt app are built and signed with `tests.fakes.slack_signing.po
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from aiohttp import web
@@ -38,11 +39,13 @@ class FakeSlack:
         self.socket_mode = SlackSocketMode(
             self.log, self.web_api.tickets, lambda: self.world.app_id
         )
+        self.files: dict[str, bytes] = {}  # file id → bytes served at url_private_download
         self._runner: web.AppRunner | None = None
 
     async def __aenter__(self) -> FakeSlack:
         root = web.Application()
         root.router.add_get(SOCKET_MODE_PATH, self.socket_mode.handle)
+        root.router.add_get("/files-pri/{file_id}/{name}", self._file)
         root.add_subapp(API_PREFIX, self.web_api.application())
         self._runner = web.AppRunner(root, handle_signals=False)
         await self._runner.setup()
@@ -55,6 +58,34 @@ class FakeSlack:
         await self.socket_mode.close_all()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _file(self, request: web.Request) -> web.Response:
+        """url_private(_download): file bytes, only with the bot token, as on Slack."""
+        data = self.files.get(request.match_info["file_id"])
+        authorized = request.headers.get("Authorization") == f"Bearer {self.world.bot_token}"
+        status = 200 if data is not None and authorized else 404 if authorized else 403
+        self.log.record(Call("GET", request.path, None, status=status))
+        if status != 200:
+            return web.Response(status=status, text="no file for you")
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    def add_file(self, name: str, data: bytes, mimetype: str = "text/plain") -> dict[str, Any]:
+        """Store a file a user shared; returns the `files[]` entry for `message_event(files=)`."""
+        file_id = "F" + secrets.token_hex(5).upper()
+        self.files[file_id] = data
+        url = f"http://{self.host}:{self.port}/files-pri/{file_id}/{name}"
+        return {
+            "id": file_id,
+            "name": name,
+            "title": name,
+            "mimetype": mimetype,
+            "filetype": name.rsplit(".", 1)[-1] if "." in name else "text",
+            "size": len(data),
+            "url_private": url,
+            "url_private_download": url,
+            "mode": "hosted",
+            "is_external": False,
+        }
 
     @property
     def api_base_url(self) -> str:

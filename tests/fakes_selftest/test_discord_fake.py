@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 
 import aiohttp
 import discord
@@ -147,6 +148,68 @@ async def test_message_in_a_thread_is_answered_in_the_thread(running):
     await fake.inject_message("prompt in thread", channel_id=str(thread.id))
     reply = await fake.wait_for_call("POST", f"/channels/{thread.id}/messages")
     assert reply.body["content"] == "echo: prompt in thread"
+
+
+async def test_renderer_primitives_reach_the_fake_in_order(running):
+    fake, bot = running
+    received: asyncio.Future[discord.Message] = asyncio.get_running_loop().create_future()
+
+    @bot.listen("on_message")
+    async def keep(message: discord.Message) -> None:
+        if message.content == "run the tests" and not received.done():
+            received.set_result(message)
+
+    await fake.inject_message("run the tests", attachments={"notes.txt": b"hello"})
+    message = await asyncio.wait_for(received, 5)
+    assert await message.attachments[0].read() == b"hello"
+    await message.add_reaction("⏳")
+    async with message.channel.typing():
+        status = await message.channel.send("running tests…")
+    await status.edit(content="ran tests")
+    await message.remove_reaction("⏳", bot.user)
+    await message.add_reaction("✅")
+    await status.delete()
+    await message.channel.send(file=discord.File(io.BytesIO(b"log"), filename="output.log"))
+
+    channel, mid = f"/channels/{message.channel.id}", message.id
+    echo = f"echo: {message.content}"
+    seen = [
+        (c.method, c.path)
+        for c in fake.log
+        if c.method in ("POST", "PUT", "PATCH", "DELETE")
+        and c.path.startswith(channel)
+        and not (isinstance(c.body, dict) and c.body.get("content") == echo)
+    ]
+    assert seen == [
+        ("PUT", f"{channel}/messages/{mid}/reactions/⏳/@me"),
+        ("POST", f"{channel}/typing"),
+        ("POST", f"{channel}/messages"),
+        ("PATCH", f"{channel}/messages/{status.id}"),
+        ("DELETE", f"{channel}/messages/{mid}/reactions/⏳/@me"),
+        ("PUT", f"{channel}/messages/{mid}/reactions/✅/@me"),
+        ("DELETE", f"{channel}/messages/{status.id}"),
+        ("POST", f"{channel}/messages"),
+    ]
+    upload = fake.calls("POST", f"{channel}/messages")[-1]
+    assert upload.files == ("output.log",)
+
+
+async def test_message_over_2000_characters_is_refused_like_discord(running):
+    fake, bot = running
+    channel = bot.get_channel(int(fake.world.channel_id))
+    with pytest.raises(discord.HTTPException) as refused:
+        await channel.send("x" * 2001)
+    assert refused.value.status == 400
+
+
+async def test_late_interaction_answer_is_refused_like_discord(running):
+    fake, _ = running
+    fake.rest.interaction_deadline = -1.0  # every answer is "too late"
+    message = fake.world.message(fake.world.channel_id, "Allow?")
+    interaction = await fake.inject_button(APPROVE_ID, message=message)
+    path = f"/interactions/{interaction['id']}/{interaction['token']}/callback"
+    late = await fake.wait_for_call("POST", path)
+    assert late.status == 404 and late.response["code"] == 10062
 
 
 async def test_slash_command_interaction_is_answered(running):

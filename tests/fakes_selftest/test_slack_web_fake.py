@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import aiohttp
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
@@ -90,3 +91,16 @@ async def test_rate_limit_without_retry_handler_surfaces_the_429(slack):
         await client.reactions_add(channel=slack.world.channel_id, timestamp="1.1", name="x")
     assert limited.value.response.status_code == 429
     assert limited.value.response.headers["Retry-After"] in ("3", ["3"])
+
+
+async def test_shared_files_are_served_only_with_the_bot_token(slack):
+    file = slack.add_file("notes.txt", b"hello")
+    event = slack.world.message_event("see file", files=[file])
+    assert event["subtype"] == "file_share" and event["files"][0]["size"] == 5
+    url = file["url_private_download"]
+    async with aiohttp.ClientSession() as session:
+        bearer = {"Authorization": f"Bearer {slack.world.bot_token}"}
+        async with session.get(url, headers=bearer) as allowed:
+            assert allowed.status == 200 and await allowed.read() == b"hello"
+        async with session.get(url) as anonymous:
+            assert anonymous.status == 403
