@@ -7,6 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gateway.platform import (
+    ChatPlatform,
+    Choice,
+    ConversationRef,
+    MessageRef,
+    PlatformLimits,
+)
 from rawp.clock import FakeClock
 from rawp.frames import Frame, make_frame, parse_frame
 
@@ -87,3 +94,76 @@ async def eventually(predicate, what: str = "condition") -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"{what} never happened")
+
+
+class RecordingPlatform(ChatPlatform):
+    """A ChatPlatform that records every call: a fake at the platform seam, like a fake server.
+
+    Answers to interaction prompts are queued by the test with `answer()`; `None` stands for a
+    timeout. `fail` names operations that raise, to show decorations are best effort.
+    """
+
+    name = "recording"
+
+    def __init__(self, limits: PlatformLimits | None = None, fail: frozenset[str] = frozenset()):
+        self.limits = limits or PlatformLimits(max_message_length=2000, typing_expiry_s=10.0)
+        self.calls: list[tuple] = []
+        self.fail = fail
+        self._choices: asyncio.Queue[Choice | None] = asyncio.Queue()
+        self._count = 0
+
+    def _record(self, *call) -> None:
+        self.calls.append(call)
+        if call[0] in self.fail:
+            raise OSError(f"{call[0]} failed")
+
+    def _ref(self, conversation: ConversationRef) -> MessageRef:
+        self._count += 1
+        return MessageRef(conversation, f"r{self._count}")
+
+    def of(self, kind: str) -> list[tuple]:
+        return [c for c in self.calls if c[0] == kind]
+
+    def answer(self, choice: Choice | None) -> None:
+        self._choices.put_nowait(choice)
+
+    async def send_message(self, conversation, text):
+        ref = self._ref(conversation)
+        self._record("send", text, ref.message_id)
+        return ref
+
+    async def edit_message(self, message, text):
+        self._record("edit", message.message_id, text)
+
+    async def delete_message(self, message):
+        self._record("delete", message.message_id)
+
+    async def send_hidden(self, conversation, title, text):
+        self._record("hidden", title, text)
+
+    async def send_ephemeral(self, conversation, user_id, text):
+        self._record("ephemeral", user_id, text)
+
+    async def add_reaction(self, message, emoji):
+        self._record("react", message.message_id, emoji)
+
+    async def remove_reaction(self, message, emoji):
+        self._record("unreact", message.message_id, emoji)
+
+    async def trigger_typing(self, conversation):
+        self._record("typing")
+
+    async def set_status(self, conversation, text):
+        self._record("status", text)
+
+    async def send_interaction(self, conversation, prompt):
+        ref = self._ref(conversation)
+        self._record("interaction", prompt, ref.message_id)
+        return ref
+
+    async def wait_for_choice(self, message, timeout_s):
+        self._record("wait", message.message_id, timeout_s)
+        return await self._choices.get()
+
+    async def close_interaction(self, message, outcome):
+        self._record("close", message.message_id, outcome)
