@@ -27,7 +27,8 @@ from rawp.events import FileCandidate, PromptRequest
 FileSearch = Callable[[str], Awaitable[list[FileCandidate]]]
 Commands = Callable[[], CommandCache]
 
-_MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
+# `@query` at the line start or after a space; trailing punctuation is not part of the query.
+_MENTION = re.compile(r"(?:(?<=\s)|^)@(\S*[^\s,;:!?.)\]'\"])")
 MAX_SHOWN = 9  # candidates offered per @ (one digit to answer)
 
 
