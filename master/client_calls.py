@@ -108,7 +108,7 @@ class ClientCaller:
         session_id: str | None = None,
     ) -> ClientReply:
         """`method {client_address}{path}` as the node's client expects it; any status returns."""
-        node = await self._node(node_id)
+        node = await self.node(node_id)
         await self._throttle.wait(node_id, await self._rate(node_id, session_id))
         credentials = node.credentials
         if credentials.expires_at is not None and credentials.expires_at <= self._clock.now():
@@ -120,7 +120,8 @@ class ClientCaller:
             reply = await self._send(node, method, path, json, credentials.access_token)
         return reply
 
-    async def _node(self, node_id: str) -> store.Node:
+    async def node(self, node_id: str) -> store.Node:
+        """The active node with its credentials, or 404 NODE_NOT_FOUND."""
         async with self._db.connect() as conn:
             node = await store.get_node(conn, node_id)
         if node is None or not node.active or node.credentials is None:
@@ -164,7 +165,7 @@ class ClientCaller:
 
         lock = self._refresh_locks.setdefault(node.id, asyncio.Lock())
         async with lock:
-            current = (await self._node(node.id)).credentials
+            current = (await self.node(node.id)).credentials
             if current.access_token != failed_token:
                 return current  # another call refreshed while we waited
             url = f"{node.client_address}/v1/auth/refresh"

@@ -10,6 +10,7 @@ from master.services.config_scopes import ConfigScopes
 from master.services.keys import load_or_create_signing_key
 from master.services.pairing import PairingService
 from master.services.rate_limit import MemoryRateLimiter, RateLimiter
+from master.services.session_start import SessionStarter
 from master.services.sockets import NodeSockets
 from master.services.tokens import TokenService
 from master.settings import Settings
@@ -33,6 +34,7 @@ class Services:
     config: ConfigScopes
     sockets: NodeSockets
     client_calls: ClientCaller
+    sessions: SessionStarter
 
     async def close(self) -> None:
         await self.client_calls.close()
@@ -65,6 +67,7 @@ async def build_services(
         ttl_seconds=settings.pairing_token_ttl,
         dev=settings.dev,
     )
+    client_calls = ClientCaller(db, config, clock, unsynced_rate=settings.unsynced_client_rate)
     return Services(
         settings=settings,
         clock=clock,
@@ -75,5 +78,6 @@ async def build_services(
         pairing=pairing,
         config=config,
         sockets=sockets,
-        client_calls=ClientCaller(db, config, clock, unsynced_rate=settings.unsynced_client_rate),
+        client_calls=client_calls,
+        sessions=SessionStarter(config, client_calls),
     )

@@ -155,6 +155,13 @@ class ConfigScopes:
             row.pinned_limits, row.pinned_capabilities, row.limits_version, row.capabilities_version
         )
 
+    async def session_status(self, session_id: str) -> SessionState:
+        async with self._db.connect() as conn:
+            row = await store.get_session(conn, session_id)
+        if row is None:
+            raise NotFound(f"no session {session_id}", "SESSION_NOT_FOUND")
+        return SessionState(row.status)
+
     async def set_session_status(self, session_id: str, status: SessionState) -> None:
         async with self._db.begin() as conn:
             await store.set_session_status(conn, session_id, status, self._clock.now())

@@ -22,6 +22,7 @@ from master.services.rate_limit import Budget
 from master.settings import Settings
 from master.storage.schema import metadata
 from rawp.clock import FakeClock, iso
+from tests.master.fake_client import FakeClient
 
 ADMIN_URL = os.environ.get("RAWP_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 GENEROUS = Budget(per_second=1000.0, burst=1000)
@@ -157,6 +158,33 @@ async def master(settings, clock):
     async with app.test_app() as test_app:
         await _empty_tables(app.extensions[EXTENSION])
         yield Master(app, test_app.test_client(), clock)
+
+
+@pytest.fixture
+async def fake_client():
+    """A fake local client HTTP server on a loopback port (tests/master/fake_client.py)."""
+    fake = await FakeClient().serve()
+    yield fake
+    await fake.close()
+
+
+@pytest.fixture
+async def dev_master(make_master):
+    async with make_master(dev=True) as master:
+        yield master
+
+
+@pytest.fixture
+def sleeps(clock):
+    """A throttle sleep that records each wait and moves the fake clock instead of sleeping."""
+    recorded: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        recorded.append(round(seconds, 6))
+        clock.advance(seconds)
+
+    sleep.recorded = recorded
+    return sleep
 
 
 @pytest.fixture

@@ -1,8 +1,7 @@
 """The master calling a client (§3.4, §4.1, §4.1.8) against a fake client HTTP server.
 
-The fake client is a small aiohttp server on a loopback port, written here: it checks the
-Bearer token on every call, rotates its tokens on `POST /v1/auth/refresh`, and records what
-it saw. The master's real `ClientCaller` talks to it over real HTTP.
+The fake client (tests/master/fake_client.py) is a small aiohttp server on a loopback port;
+the master's real `ClientCaller` talks to it over real HTTP.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ import asyncio
 import logging
 
 import pytest
-from aiohttp import web
 
 from master.client_calls import ClientCaller, NodeCallError
 from master.storage import nodes as node_store
@@ -19,77 +17,6 @@ from rawp.clock import new_id
 from rawp.errors import NotFound
 from rawp.session_state import SessionState
 from tests.support import free_port
-
-
-class FakeClient:
-    def __init__(self) -> None:
-        self.valid_access = {"fresh-access-1"}  # "client-access" from pairing is already stale
-        self.refresh_token = "client-refresh"
-        self.generation = 1
-        self.seen: list[tuple[str, str]] = []  # (path, token or refresh token)
-        self.refusing_refresh = False
-        self.refresh_delay = 0.0
-        self.warning: str | None = None
-        self.forget_after_refresh = False
-
-    async def health(self, request: web.Request) -> web.Response:
-        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
-        self.seen.append((request.path, token))
-        if token not in self.valid_access:
-            return web.json_response(
-                {"error_code": "TOKEN_EXPIRED", "message": "expired"}, status=401
-            )
-        headers = {"Warning": self.warning} if self.warning else {}
-        return web.json_response({"status": "online"}, headers=headers)
-
-    async def refresh(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        self.seen.append((request.path, body.get("refresh_token")))
-        await asyncio.sleep(self.refresh_delay)
-        if self.refusing_refresh or body.get("refresh_token") != self.refresh_token:
-            return web.json_response({"error_code": "INVALID_TOKEN", "message": "no"}, status=401)
-        access = f"fresh-access-{self.generation}"
-        self.generation += 1
-        self.valid_access = set() if self.forget_after_refresh else {access}
-        self.refresh_token = f"client-refresh-{self.generation}"
-        return web.json_response(
-            {"access_token": access, "refresh_token": self.refresh_token, "expires_in": 3600}
-        )
-
-
-@pytest.fixture
-async def fake_client():
-    fake = FakeClient()
-    app = web.Application()
-    app.router.add_get("/v1/health", fake.health)
-    app.router.add_post("/v1/auth/refresh", fake.refresh)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    fake.address = f"http://127.0.0.1:{port}"
-    yield fake
-    await runner.cleanup()
-
-
-@pytest.fixture
-async def dev_master(make_master):
-    async with make_master(dev=True) as master:
-        yield master
-
-
-@pytest.fixture
-def sleeps(clock):
-    """The throttle's sleep: records each wait and moves the fake clock instead of sleeping."""
-    recorded: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        recorded.append(round(seconds, 6))
-        clock.advance(seconds)
-
-    sleep.recorded = recorded
-    return sleep
 
 
 @pytest.fixture
