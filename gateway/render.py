@@ -188,6 +188,8 @@ class SessionRenderer:
         if self._turn is not None:  # its end never came: finish it before the next one
             await self._end_turn(self._turn, "end_turn")
         turn = Turn(turn_id, started_at=self._clock.monotonic())
+        # Each turn gets its own task list and plan message, at the bottom where it is seen.
+        self._task_message = self._plan_message = None
         if origin:
             turn.user_message, turn.user_id = origin.message, origin.user_id
         turn.heartbeat = TypingHeartbeat(

@@ -252,3 +252,18 @@ async def test_state_changes_only_touch_the_status_line():
     statuses = [c[1] for c in s.platform.of("status")]
     assert statuses[:3] == ["💭 Thinking…", "🔧 Using tools…", None]
     assert set(statuses[3:]) <= {None}  # the turn end clears it again
+
+
+async def test_task_list_is_edited_within_a_turn_and_posted_afresh_in_the_next():
+    s = Setup()
+
+    def todo(turn: str, status: str):
+        tasks = {"tasks": [{"id": "1", "content": "Fix it", "status": status}]}
+        result = {"invocation_id": f"td-{status}", "tool_name": "TodoWrite",
+                  "status": "success", "output_type": "structured", "output": tasks}  # fmt: skip
+        return frame("tool.invoke.result", result, turn)
+
+    await s.feed(start("a"), todo("a", "pending"), todo("a", "in_progress"), end("a"))
+    await s.feed(start("b"), todo("b", "completed"), end("b"))
+    assert s.texts() == ["📋 Tasks (0/1 done)\n○ Fix it", "📋 Tasks (1/1 done)\n● ~~Fix it~~"]
+    assert s.platform.of("edit") == [("edit", "r1", "📋 Tasks (0/1 done)\n◐ **Fix it**")]
