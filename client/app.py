@@ -112,7 +112,7 @@ def create_app(
 ) -> Quart:
     app = Quart("rawp-client")
     svc = build_services(settings, clock, search)
-    app.config["RAWP_SERVICES"] = svc
+    app.config["client_services"] = svc
     for blueprint in (health, agents, fs, session, auth, stream):
         app.register_blueprint(blueprint)
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def services() -> Services:
-    return current_app.config["RAWP_SERVICES"]
+    return current_app.config["client_services"]
 
 
 def error_response(exc: RawpError) -> Response:

@@ -145,7 +145,7 @@ async def running_client(
     config.accesslog = None
     stop = asyncio.Event()
     server = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))
-    services: Services = app.config["RAWP_SERVICES"]
+    services: Services = app.config["client_services"]
     base = f"http://127.0.0.1:{port}"
     async with aiohttp.ClientSession() as http:
         for _ in range(200):
