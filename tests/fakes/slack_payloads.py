@@ -35,6 +35,9 @@ class SlackWorld:
     # Deprecated verification token Slack still puts in payloads; Bolt ignores it when signed.
     verification_token: str = field(default_factory=lambda: secrets.token_hex(12))
 
+    # Where response_url points; FakeSlack sets it to its own /response-url/ route on start.
+    response_url_base: str = "https://hooks.slack.invalid/"
+
     def __post_init__(self) -> None:
         self.alice = self.human("alice")
         self.bob = self.human("bob")
@@ -56,6 +59,10 @@ class SlackWorld:
             "deleted": False,
             "profile": {"display_name": name, "real_name": name.title()},
         }
+
+    def response_url(self) -> str:
+        """A fresh response_url (Bolt's `respond()` POSTs there)."""
+        return self.response_url_base + secrets.token_hex(8)
 
     def next_ts(self) -> str:
         """Message timestamps: unique, increasing, formatted like Slack's ("1712345678.000100")."""
@@ -170,7 +177,7 @@ class SlackWorld:
                 "channel": {"id": channel, "name": "rawp"},
                 "message": message,
                 "state": {"values": {}},
-                "response_url": "https://hooks.slack.invalid/actions/" + secrets.token_hex(8),
+                "response_url": self.response_url(),
                 "actions": [
                     {
                         "type": "button",
@@ -266,6 +273,6 @@ class SlackWorld:
             "text": text,
             "api_app_id": self.app_id,
             "is_enterprise_install": "false",
-            "response_url": "https://hooks.slack.invalid/commands/" + secrets.token_hex(8),
+            "response_url": self.response_url(),
             "trigger_id": f"{int(time.time())}.{secrets.randbelow(10**12)}.{secrets.token_hex(16)}",
         }

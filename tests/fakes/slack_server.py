@@ -11,6 +11,7 @@ requests into a Bolt app are built and signed with `tests.fakes.slack_signing.po
 
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
@@ -46,18 +47,30 @@ class FakeSlack:
         root = web.Application()
         root.router.add_get(SOCKET_MODE_PATH, self.socket_mode.handle)
         root.router.add_get("/files-pri/{file_id}/{name}", self._file)
+        root.router.add_post("/response-url/{hook}", self._response_url)
         root.add_subapp(API_PREFIX, self.web_api.application())
         self._runner = web.AppRunner(root, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, 0)
         await site.start()
         self.port = self._runner.addresses[0][1]
+        self.world.response_url_base = f"http://{self.host}:{self.port}/response-url/"
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.socket_mode.close_all()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        """A response_url POST (Bolt's `respond()`): recorded as POST /response-url/<id>."""
+        raw = await request.read()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        self.log.record(Call("POST", request.path, body, headers=dict(request.headers)))
+        return web.Response(text="ok")
 
     async def _file(self, request: web.Request) -> web.Response:
         """url_private(_download): file bytes, only with the bot token, as on Slack."""

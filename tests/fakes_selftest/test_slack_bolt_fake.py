@@ -55,6 +55,13 @@ def build_app(fake: FakeSlack) -> AsyncApp:
     async def rawp_command(ack, command):
         await ack(text=f"nodes for {command['user_name']}")
 
+    @app.action("deny")
+    async def deny(ack, respond):
+        await ack()
+        await respond(
+            text="only the person who started the turn can answer", replace_original=False
+        )
+
     return app
 
 
@@ -103,6 +110,16 @@ async def test_signed_button_click_is_acked_and_handled(bolt_http):
     update = await fake.wait_for_call("chat.update")
     assert update.body["ts"] == posted["ts"]
     assert update.body["text"] == f"approved by <@{fake.world.alice['id']}>"
+
+
+async def test_respond_reaches_the_response_url(bolt_http):
+    fake, url = bolt_http
+    message = {"type": "message", "text": "Allow?", "ts": fake.world.next_ts()}
+    payload = fake.world.block_actions("deny", "no", message=message, user=fake.world.bob)
+    assert (await fake.post_interactive_to(url, payload)).status == 200
+    hook = await fake.log.wait_for_call("POST", "/response-url/*")
+    assert hook.path == "/response-url/" + payload["response_url"].rsplit("/", 1)[1]
+    assert hook.body["text"] == "only the person who started the turn can answer"
 
 
 async def test_block_suggestion_is_answered_with_options(bolt_http):
