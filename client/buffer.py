@@ -6,8 +6,10 @@ Rules:
    reattach can replay what the master missed even when the socket died with frames in flight.
 2. The bytes kept never exceed the pinned `max_buffer_size` (X-SEC-03). Frames already written
    to a socket are the first to go when room is needed; they are history, not a loss.
-3. When unsent frames must go: `RING` evicts the oldest, `DROP` discards the new frame. Each
-   unsent frame lost is counted in `dropped` until the next attach reads and resets it.
+3. While detached, when unsent frames must go: `RING` evicts the oldest, `DROP` discards the
+   new frame and every later one until the next attach (one gap, at the end). Each unsent
+   frame lost is counted in `dropped` until the next attach reads and resets it. While a
+   socket is attached the frame is sent anyway, so room is made by evicting the oldest.
 4. `replay_after(last_message_id)` returns the frames after that id in their original order;
    with no id, or an id no longer held, it returns every unsent frame (the master's cursor
    is before anything we still hold).
@@ -35,20 +37,30 @@ class FrameBuffer:
         self.frames: deque[BufferedFrame] = deque()
         self.bytes = 0
         self.dropped = 0  # unsent frames lost since the last attach (rule 3)
+        self.dropping = False
 
-    def add(self, message_id: str, text: str) -> BufferedFrame | None:
-        """Keep one frame; None when DROP discarded it."""
+    def add(self, message_id: str, text: str, *, live: bool = False) -> BufferedFrame | None:
+        """Keep one frame; None when DROP discarded it.
+
+        `live` means a socket is attached and will send the frame anyway: room is made by
+        evicting the oldest frames whatever the policy, and nothing counts as dropped, because
+        the buffer only has to hold what a reattach may need.
+        """
         size = len(text.encode())
         self._evict_sent(size)
+        # Once DROP discards, it discards until the next attach: the edge sees one gap at the
+        # end, never a hole in the middle of what it is given.
+        full = self.dropping or self.bytes + size > self.max_bytes
+        if self.policy == "DROP" and not live and full:
+            self.dropping = True
+            self.dropped += 1
+            return None
         while self.bytes + size > self.max_bytes and self.frames:
-            if self.policy == "DROP":
-                self.dropped += 1
-                return None
             oldest = self.frames.popleft()
             self.bytes -= oldest.size
-            self.dropped += 0 if oldest.sent else 1
-        if size > self.max_bytes:  # cannot happen with max_frame_size ≤ max_buffer_size
-            self.dropped += 1
+            self.dropped += 0 if oldest.sent or live else 1
+        if size > self.max_bytes:  # cannot happen with max_frame_size <= max_buffer_size
+            self.dropped += 0 if live else 1
             return None
         entry = BufferedFrame(message_id, text, size)
         self.frames.append(entry)
@@ -68,6 +80,7 @@ class FrameBuffer:
 
     def take_dropped(self) -> int:
         dropped, self.dropped = self.dropped, 0
+        self.dropping = False
         return dropped
 
     def clear(self) -> None:

@@ -157,9 +157,10 @@ class Session:
     def _enqueue(self, piece: tuple[str, str]) -> None:
         if self.state == SessionState.TERMINATED:
             return
-        entry = self.buffer.add(*piece)
-        if entry is not None and self.outbox is not None:
-            self.outbox.put(entry)
+        live = self.outbox is not None
+        entry = self.buffer.add(*piece, live=live)
+        if self.outbox is not None:
+            self.outbox.put(entry if entry is not None else piece[1])
 
     def greeting(self) -> list[str]:
         frames = [
