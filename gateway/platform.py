@@ -69,11 +69,14 @@ class PlatformLimits:
         return max(1.0, self.typing_expiry_s * 0.4)
 
 
-DISCORD_LIMITS = PlatformLimits(max_message_length=2000, typing_expiry_s=10.0, max_buttons=25)
-# Slack: `text` may hold 40,000 characters, a section block 3,000 (A-35; docs/gateway.md).
-SLACK_LIMITS = PlatformLimits(
-    max_message_length=40_000, max_block_length=3_000, typing_expiry_s=120.0, max_buttons=25
-)
+# Keyed by platform name: a constant spelled like an environment variable would read as one.
+PLATFORM_LIMITS = {
+    "discord": PlatformLimits(max_message_length=2000, typing_expiry_s=10.0, max_buttons=25),
+    # Slack: `text` may hold 40,000 characters, a section block 3,000 (A-35; docs/gateway.md).
+    "slack": PlatformLimits(
+        max_message_length=40_000, max_block_length=3_000, typing_expiry_s=120.0, max_buttons=25
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)

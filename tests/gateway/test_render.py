@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gateway.interactions import TIMED_OUT, TURN_ENDED
-from gateway.platform import SLACK_LIMITS, Choice, ConversationRef, MessageRef, PlatformLimits
+from gateway.platform import PLATFORM_LIMITS, Choice, ConversationRef, MessageRef, PlatformLimits
 from gateway.render import RenderOptions, SessionRenderer
 from rawp.clock import FakeClock
 from tests.gateway.support import ManualSleep, Recorder, RecordingPlatform, frame, settle
@@ -223,7 +223,7 @@ async def test_commands_are_cached_and_replaced_on_republish():
 
 
 async def test_slack_limits_chunk_at_forty_thousand():
-    s = Setup(RecordingPlatform(SLACK_LIMITS))
+    s = Setup(RecordingPlatform(PLATFORM_LIMITS["slack"]))
     long = ("paragraph " * 500 + "\n\n") * 10  # about 50,000 characters
     await s.feed(start(), done(0, long), end())
     assert len(s.texts()) == 2

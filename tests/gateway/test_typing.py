@@ -6,16 +6,17 @@ import itertools
 
 import pytest
 
-from gateway.platform import DISCORD_LIMITS, SLACK_LIMITS, PlatformLimits
+from gateway.platform import PLATFORM_LIMITS, PlatformLimits
 from gateway.typing import TypingHeartbeat
 from rawp.clock import FakeClock
 from tests.gateway.support import ManualSleep, settle
 
 
 def test_refresh_interval_is_shorter_than_the_expiry():
-    assert 3 <= DISCORD_LIMITS.typing_refresh_s <= 5  # issue 10: every 3–5 s on Discord
-    assert DISCORD_LIMITS.typing_refresh_s < DISCORD_LIMITS.typing_expiry_s
-    assert SLACK_LIMITS.typing_refresh_s < SLACK_LIMITS.typing_expiry_s
+    discord, slack = PLATFORM_LIMITS["discord"], PLATFORM_LIMITS["slack"]
+    assert 3 <= discord.typing_refresh_s <= 5  # issue 10: every 3–5 s on Discord
+    assert discord.typing_refresh_s < discord.typing_expiry_s
+    assert slack.typing_refresh_s < slack.typing_expiry_s
     assert PlatformLimits(max_message_length=100).typing_refresh_s == 5.0
 
 
@@ -27,14 +28,14 @@ async def test_typing_is_refreshed_before_it_expires_and_never_after_stop():
     async def trigger():
         triggered.append(clock.monotonic())
 
-    beat = TypingHeartbeat(trigger, DISCORD_LIMITS.typing_refresh_s, sleep=sleep)
+    beat = TypingHeartbeat(trigger, PLATFORM_LIMITS["discord"].typing_refresh_s, sleep=sleep)
     start = clock.monotonic()
     await beat.start()
     await sleep.advance(60)
     assert triggered[0] == start  # typing shows at once (G-NS-04)
     gaps = [b - a for a, b in itertools.pairwise(triggered)]
     assert len(triggered) == 16  # 0, 4, …, 60
-    assert all(gap < DISCORD_LIMITS.typing_expiry_s for gap in gaps)
+    assert all(gap < PLATFORM_LIMITS["discord"].typing_expiry_s for gap in gaps)
     await beat.stop()
     assert not beat.running
     count = len(triggered)
