@@ -39,6 +39,17 @@ OP_NAMES = {
 HEARTBEAT_INTERVAL_MS = 41250
 
 
+def _decode(message) -> dict[str, Any] | None:
+    """A client frame as a JSON object, or None when it is not one."""
+    if message.type != WSMsgType.TEXT:
+        return None
+    try:
+        frame = json.loads(message.data)
+    except ValueError:
+        return None
+    return frame if isinstance(frame, dict) else None
+
+
 class GatewaySession:
     """One connected client: its websocket, its sequence number and its compressor."""
 
@@ -83,10 +94,14 @@ class DiscordGateway:
         await session.send(OP_HELLO, {"heartbeat_interval": HEARTBEAT_INTERVAL_MS})
         try:
             async for message in ws:
-                if message.type == WSMsgType.TEXT:
-                    await self._receive(session, json.loads(message.data))
-                elif message.type == WSMsgType.ERROR:
+                if message.type == WSMsgType.ERROR:
                     break
+                frame = _decode(message)
+                if frame is None:  # Discord closes with 4002 on a payload it cannot decode
+                    self.log.record(Call("WS", "INVALID", str(message.data)[:200], status=4002))
+                    await ws.close(code=4002, message=b"Error while decoding payload.")
+                    break
+                await self._receive(session, frame)
         finally:
             if session in self.sessions:
                 self.sessions.remove(session)
@@ -94,7 +109,16 @@ class DiscordGateway:
 
     async def _receive(self, session: GatewaySession, frame: dict[str, Any]) -> None:
         op, data = frame.get("op"), frame.get("d")
-        self.log.record(Call("WS", OP_NAMES.get(op, f"OP_{op}"), data))
+        known = op in OP_NAMES and op != OP_DISPATCH
+        self.log.record(
+            Call("WS", OP_NAMES.get(op, f"OP_{op}"), data, status=200 if known else 4001)
+        )
+        if not known:  # Discord closes with 4001 on an opcode it does not accept from clients
+            await session.ws.close(code=4001, message=b"Unknown opcode.")
+            return
+        if op in (OP_IDENTIFY, OP_RESUME, OP_REQUEST_MEMBERS) and not isinstance(data, dict):
+            await session.ws.close(code=4002, message=b"Error while decoding payload.")
+            return
         if op == OP_HEARTBEAT:
             await session.send(OP_HEARTBEAT_ACK, None)
         elif op == OP_IDENTIFY:

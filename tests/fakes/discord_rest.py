@@ -57,24 +57,75 @@ def rate_limited(retry_after: float, is_global: bool, path: str) -> web.Response
     return json_response(body, status=429, headers=headers)
 
 
-async def read_body(request: web.Request) -> tuple[Any, tuple[str, ...]]:
-    """JSON body, or the `payload_json` part plus file names of a multipart upload."""
+class DiscordRefusal(Exception):
+    """An error answer with Discord's JSON error body `{"message", "code"}`."""
+
+    def __init__(self, status: int, message: str, code: int = 0) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
+
+
+INVALID_JSON = (400, "The request body contains invalid JSON.", 50109)
+INVALID_FORM_BODY = (400, "Invalid Form Body", 50035)
+
+
+def _json(raw: bytes | str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise DiscordRefusal(*INVALID_JSON) from exc
+
+
+async def read_body(request: web.Request) -> tuple[Any, tuple[str, ...], bytes]:
+    """JSON body, or the `payload_json` part plus file names of a multipart upload.
+
+    Returns (parsed body, file names, raw bytes); raises DiscordRefusal on invalid JSON, after
+    the raw bytes were read, so the refused request is still recorded.
+    """
     if request.content_type.startswith("multipart/"):
-        body, files = None, []
+        payload_json, files = None, []
         async for part in await request.multipart():
             if part.name == "payload_json":
-                body = json.loads(await part.text())
+                payload_json = await part.text()
             elif part.filename:
                 files.append(part.filename)
                 await part.read()
-        return body, tuple(files)
+        return (_json(payload_json) if payload_json else None), tuple(files), b""
     raw = await request.read()
-    if not raw:
-        return None, ()
-    try:
-        return json.loads(raw), ()
-    except ValueError:
-        return raw.decode("utf-8", "replace"), ()
+    return (_json(raw) if raw else None), (), raw
+
+
+def body_object(request: web.Request) -> dict[str, Any]:
+    """The JSON object a route needs; an array or a scalar is an invalid form body."""
+    body = request[BODY]
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise DiscordRefusal(*INVALID_FORM_BODY)
+    return body
+
+
+MESSAGE_FIELD_TYPES = {
+    "content": str,
+    "embeds": list,
+    "components": list,
+    "message_reference": dict,
+    "flags": int,
+}
+
+
+def check_message_body(body: dict[str, Any]) -> str:
+    """Refuse what Discord refuses (wrong types, content over 2,000); return the content."""
+    wrong = [
+        key
+        for key, kind in MESSAGE_FIELD_TYPES.items()
+        if body.get(key) is not None and not isinstance(body[key], kind)
+    ]
+    content = body.get("content") or ""
+    # 2,000 characters is Discord's hard limit: the adapter must chunk before sending.
+    if wrong or len(content) > 2000:
+        raise DiscordRefusal(*INVALID_FORM_BODY)
+    return content
 
 
 class DiscordRest:
@@ -137,18 +188,26 @@ class DiscordRest:
     @web.middleware
     async def _record(self, request: web.Request, handler) -> web.StreamResponse:
         path = request.path.removeprefix(API_PREFIX)
-        body, files = await read_body(request)
+        body, files, refusal = None, (), None
+        try:
+            body, files, _ = await read_body(request)
+        except DiscordRefusal as invalid:
+            refusal, body = invalid, (await request.read()).decode("utf-8", "replace")
         request[BODY] = body
         planned = self.limits.take(request.method, path)
         if planned is not None:
             response = rate_limited(planned.retry_after, planned.is_global, path)
         elif not self._authorized(request, path):
             response = discord_error(401, "401: Unauthorized")
+        elif refusal is not None:
+            response = discord_error(refusal.status, refusal.message, refusal.code)
         else:
             try:
                 response = await handler(request)
-            except web.HTTPException as refusal:  # unknown route, wrong method, invalid body
-                response = discord_error(refusal.status, refusal.text or refusal.reason)
+            except DiscordRefusal as refused:
+                response = discord_error(refused.status, refused.message, refused.code)
+            except web.HTTPException as refused:  # unknown route or method
+                response = discord_error(refused.status, refused.text or refused.reason)
         self.log.record(
             Call(
                 method=request.method,
@@ -185,7 +244,10 @@ class DiscordRest:
         scope = request.match_info.get("guild", "global")
         if request.method == "PUT":  # bulk overwrite, what CommandTree.sync() sends
             stored = []
-            for command in request[BODY] or []:
+            commands = request[BODY]
+            if not isinstance(commands, list) or not all(isinstance(c, dict) for c in commands):
+                raise DiscordRefusal(*INVALID_FORM_BODY)
+            for command in commands:
                 stored.append(
                     {
                         "type": 1,
@@ -217,13 +279,11 @@ class DiscordRest:
         channel = self._channel(request)
         if channel is None:
             return discord_error(404, "Unknown Channel", 10003)
-        message = self._store_message(channel["id"], request[BODY] or {})
+        message = self._store_message(channel["id"], body_object(request))
         return json_response(message)
 
     def _store_message(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        content = body.get("content") or ""
-        if len(content) > 2000:  # Discord's hard limit; the adapter must chunk before sending
-            raise web.HTTPBadRequest(text="Invalid Form Body: content longer than 2000")
+        content = check_message_body(body)
         extra = {k: body[k] for k in ("embeds", "components", "flags") if k in body}
         if "message_reference" in body:
             extra["message_reference"] = {**body["message_reference"], "type": 0}
@@ -255,9 +315,10 @@ class DiscordRest:
         message = self._message(request)
         if message is None:
             return discord_error(404, "Unknown Message", 10008)
-        return json_response(self._apply_edit(message, request[BODY] or {}))
+        return json_response(self._apply_edit(message, body_object(request)))
 
     def _apply_edit(self, message: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        check_message_body(body)
         for key in ("content", "embeds", "components", "flags"):
             if key in body and body[key] is not None:
                 message[key] = body[key]
@@ -295,7 +356,7 @@ class DiscordRest:
         return await self._create_thread(request, thread_id=self.world.ids.next())
 
     async def _create_thread(self, request: web.Request, thread_id: str) -> web.Response:
-        body = request[BODY] or {}
+        body = body_object(request)
         thread = self.world.new_thread(
             request.match_info["channel"],
             self.world.application_id,
@@ -317,9 +378,11 @@ class DiscordRest:
             return discord_error(404, "Unknown interaction", 10062)
         if token in self.answered:
             return discord_error(400, "Interaction has already been acknowledged.", 40060)
-        body = request[BODY] or {}
-        self.answered[token] = body
+        body = body_object(request)
         kind, data = body.get("type"), body.get("data") or {}
+        if not isinstance(kind, int) or not isinstance(data, dict):
+            raise DiscordRefusal(*INVALID_FORM_BODY)
+        self.answered[token] = body
         message = None
         if kind in (CALLBACK_CHANNEL_MESSAGE, CALLBACK_DEFERRED_CHANNEL_MESSAGE):
             message = self._store_message(interaction["channel_id"], data)
@@ -350,7 +413,7 @@ class DiscordRest:
         interaction = self._interaction_for(request)
         if interaction is None:
             return discord_error(404, "Unknown Webhook", 10015)
-        message = self._store_message(interaction["channel_id"], request[BODY] or {})
+        message = self._store_message(interaction["channel_id"], body_object(request))
         return json_response(message)
 
     async def webhook_message(self, request: web.Request) -> web.Response:
@@ -366,5 +429,5 @@ class DiscordRest:
             del self.messages[message["id"]]
             return web.Response(status=204)
         if request.method == "PATCH":
-            message = self._apply_edit(message, request[BODY] or {})
+            message = self._apply_edit(message, body_object(request))
         return json_response(message)

@@ -60,6 +60,14 @@ async def read_arguments(request: web.Request) -> dict[str, Any]:
     return args
 
 
+def _block_text(block: dict[str, Any]) -> str:
+    """The text of a section-like block (`{"text": {"type": "mrkdwn", "text": ...}}`)."""
+    text = block.get("text")
+    if isinstance(text, dict):
+        text = text.get("text")
+    return text if isinstance(text, str) else ""
+
+
 class SlackWebApi:
     """Handlers and the workspace state they keep (messages, reactions, views)."""
 
@@ -168,21 +176,22 @@ class SlackWebApi:
 
     def _channel(self, args: dict[str, Any], key: str = "channel") -> str:
         channel = args.get(key)
-        if not channel:
+        if not channel or not isinstance(channel, str):
             raise SlackRefusal("channel_not_found")
         return channel
 
     def _check_content(self, args: dict[str, Any]) -> None:
-        blocks = args.get("blocks") or []
+        blocks = args.get("blocks")
+        blocks = [] if blocks is None else blocks
+        if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+            raise SlackRefusal("invalid_blocks_format")
+        if not isinstance(args.get("text") or "", str):
+            raise SlackRefusal("invalid_arguments")
         if not args.get("text") and not blocks and not args.get("attachments"):
             raise SlackRefusal("no_text")
         if len(args.get("text") or "") > MAX_MESSAGE_TEXT:
             raise SlackRefusal("msg_too_long")
-        too_long = [
-            i
-            for i, block in enumerate(blocks)
-            if len(((block.get("text") or {}).get("text")) or "") > MAX_SECTION_TEXT
-        ]
+        too_long = [i for i, b in enumerate(blocks) if len(_block_text(b)) > MAX_SECTION_TEXT]
         if len(blocks) > MAX_BLOCKS_PER_MESSAGE or too_long:
             detail = [f"[ERROR] block {i}: text longer than 3000" for i in too_long]
             raise SlackRefusal("invalid_blocks", response_metadata={"messages": detail})
