@@ -130,7 +130,8 @@ def _choose_end(text: str, start: int, state: Fence | None, budget: int) -> int:
         line = text[cursor:line_end]
         after = fence_after_line(state, line.rstrip("\n"))
         body_len = line_end - start
-        if body_len + len(_suffix_for(after, text[start:line_end])) > budget:
+        closing = 0 if after is None else len(after.close()) + (0 if line.endswith("\n") else 1)
+        if body_len + closing > budget:
             break
         if line_end == len(text):
             return line_end
