@@ -134,6 +134,18 @@ class FakeDiscord:
         """Send a raw gateway DISPATCH to the connected client(s)."""
         await self.gateway.dispatch(event, data)
 
+    async def add_thread(self, name: str, parent_id: str | None = None) -> dict[str, Any]:
+        """A thread in the guild (as after an earlier run): in every later GUILD_CREATE, and
+        announced with THREAD_CREATE to clients connected now."""
+        thread = self.world.new_thread(
+            parent_id or self.world.channel_id,
+            self.world.application_id,
+            name,
+            self.world.ids.next(),
+        )
+        await self.dispatch("THREAD_CREATE", {**thread, "newly_created": True})
+        return thread
+
     async def inject_message(
         self,
         content: str,

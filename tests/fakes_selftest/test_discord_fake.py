@@ -74,25 +74,32 @@ def build_bot() -> commands.Bot:
     return bot
 
 
+@contextlib.asynccontextmanager
+async def started_bot(fake: FakeDiscord):
+    """A real bot logged in to `fake` and past on_ready; closed on exit."""
+    bot = build_bot()
+    ready = asyncio.Event()
+
+    async def on_ready() -> None:
+        ready.set()
+
+    bot.add_listener(on_ready)
+    task = asyncio.create_task(bot.start(fake.world.bot_token))
+    try:
+        await asyncio.wait_for(ready.wait(), 10)
+        yield bot
+    finally:
+        await bot.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 5)
+
+
 @pytest.fixture
 async def running():
     async with FakeDiscord() as fake:
         with discord_endpoints(fake):
-            bot = build_bot()
-            ready = asyncio.Event()
-
-            async def on_ready() -> None:
-                ready.set()
-
-            bot.add_listener(on_ready)
-            task = asyncio.create_task(bot.start(fake.world.bot_token))
-            try:
-                await asyncio.wait_for(ready.wait(), 10)
+            async with started_bot(fake) as bot:
                 yield fake, bot
-            finally:
-                await bot.close()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.wait_for(task, 5)
 
 
 async def test_bot_logs_in_connects_and_sees_the_guild(running):
@@ -344,3 +351,23 @@ async def test_sharded_client_finds_the_gateway_through_gateway_bot():
                 await client.close()
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait_for(task, 5)
+
+
+async def test_threads_and_buttons_survive_a_bot_restart():
+    async with FakeDiscord() as fake:
+        with discord_endpoints(fake):
+            thread = await fake.add_thread("session 7")
+            async with started_bot(fake) as bot:
+                assert isinstance(bot.get_channel(int(thread["id"])), discord.Thread)
+                approval = await bot.get_channel(int(thread["id"])).send(
+                    "Allow?", view=ApprovalView()
+                )
+            async with started_bot(fake) as restarted:
+                again = restarted.get_channel(int(thread["id"]))
+                assert isinstance(again, discord.Thread) and again.name == "session 7"
+                message = fake.rest.messages[str(approval.id)]
+                assert message["components"][0]["components"][0]["custom_id"] == APPROVE_ID
+                click = await fake.inject_button(APPROVE_ID, message=message)
+                answer = await fake.wait_for_interaction_answer(click)
+                assert answer.body["data"]["content"] == "approved by alice"
+            assert len(fake.calls("WS", "IDENTIFY")) == 2
