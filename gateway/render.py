@@ -223,7 +223,7 @@ class SessionRenderer:
                 await self._best_effort(self.platform.delete_message(turn.status_message))
         if stop_reason in STOP_NOTES:
             await self._send_text(STOP_NOTES[stop_reason])
-        if turn.user_message is not None:
+        if turn.user_message is not None and self.platform.limits.supports_reactions:
             await self._best_effort(self.platform.remove_reaction(turn.user_message, WORKING))
             outcome = DONE
             if stop_reason == "cancelled":
@@ -235,10 +235,10 @@ class SessionRenderer:
     # --- text and thinking ------------------------------------------------------------------
 
     async def _on_text_delta(self, frame: Frame, p: ev.TextDelta, turn: Turn | None) -> None:
+        # Outside a turn (no turn_id: against dps-profile §1) a delta is not shown on its own;
+        # the block's `done` carries the whole text.
         if turn is not None:
             turn.text.setdefault(p.content_index, []).append(p.text)
-        else:
-            await self._send_text(p.text)  # outside any turn: nothing to wait for
 
     async def _on_text_done(self, frame: Frame, p: ev.TextDone, turn: Turn | None) -> None:
         if turn is None:

@@ -173,7 +173,7 @@ async def test_no_reactions_where_the_platform_has_none():
     limits = PlatformLimits(max_message_length=2000, supports_reactions=False)
     s = Setup(RecordingPlatform(limits))
     await s.feed(start(), done(0, "x"), end())
-    assert not s.platform.of("react")
+    assert not s.platform.of("react") and not s.platform.of("unreact")
 
 
 async def test_a_turn_joined_midway_starts_implicitly_and_stragglers_are_dropped():
@@ -267,3 +267,9 @@ async def test_task_list_is_edited_within_a_turn_and_posted_afresh_in_the_next()
     await s.feed(start("b"), todo("b", "completed"), end("b"))
     assert s.texts() == ["📋 Tasks (0/1 done)\n○ Fix it", "📋 Tasks (1/1 done)\n● ~~Fix it~~"]
     assert s.platform.of("edit") == [("edit", "r1", "📋 Tasks (0/1 done)\n◐ **Fix it**")]
+
+
+async def test_text_outside_a_turn_is_sent_from_its_done_only():
+    s = Setup()
+    await s.feed(delta(0, "half", turn=None), done(0, "whole", turn=None))
+    assert s.texts() == ["whole"]
