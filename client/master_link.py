@@ -128,6 +128,11 @@ class MasterLink:
         except MasterLinkError as exc:
             log.warning("config sync with the master failed: %s", exc)
             raise
+        log.info(
+            "config synced with the master: limits v%d, capabilities v%d",
+            self.versions["limits"],
+            self.versions["capabilities"],
+        )
 
     async def change_limits(self, limits: Limits, reason: str | None = None) -> None:
         if limits == self.limits:
