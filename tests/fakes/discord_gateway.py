@@ -57,7 +57,6 @@ class GatewaySession:
         self.ws = ws
         self.sequence = 0
         self.session_id = secrets.token_hex(16)
-        self.identified = asyncio.Event()
         self._compressor = zlib.compressobj() if compress else None
         self._send_lock = asyncio.Lock()
 
@@ -129,14 +128,12 @@ class DiscordGateway:
             if "shard" in data:  # a sharded client's READY echoes [shard_id, num_shards]
                 ready["shard"] = data["shard"]
             await session.send(OP_DISPATCH, ready, "READY")
-            self.sessions.append(session)
-            session.identified.set()
             await session.send(OP_DISPATCH, self.world.guild_create(), "GUILD_CREATE")
+            self.sessions.append(session)  # from now on, injected events reach this client
         elif op == OP_RESUME:
             session.session_id = data.get("session_id") or session.session_id
-            self.sessions.append(session)
-            session.identified.set()
             await session.send(OP_DISPATCH, {}, "RESUMED")
+            self.sessions.append(session)
         elif op == OP_REQUEST_MEMBERS:
             await session.send(
                 OP_DISPATCH, self.world.members_chunk(data.get("nonce")), "GUILD_MEMBERS_CHUNK"

@@ -1,11 +1,13 @@
 """`FakeDiscord`: the fake REST API and gateway on one loopback port, as an async context manager.
 
-    async with FakeDiscord() as discord_fake, discord_endpoints(discord_fake):
-        bot = commands.Bot(command_prefix="!", intents=..., guild_ready_timeout=0.05)
-        task = asyncio.create_task(bot.start(discord_fake.world.bot_token))
-        await discord_fake.wait_for_ready_client()
-        sent = await discord_fake.inject_message("hello")
-        reply = await discord_fake.wait_for_call("POST", f"/channels/{sent['channel_id']}/messages")
+    async with FakeDiscord() as discord_fake:
+        with discord_endpoints(discord_fake):
+            bot = commands.Bot(command_prefix="!", intents=..., guild_ready_timeout=0.05)
+            task = asyncio.create_task(bot.start(discord_fake.world.bot_token))
+            await discord_fake.wait_for_ready_client()
+            sent = await discord_fake.inject_message("hello")
+            path = f"/channels/{sent['channel_id']}/messages"
+            reply = await discord_fake.wait_for_call("POST", path)
 
 URLs: `api_base_url` (http://127.0.0.1:PORT/api/v10, what DISCORD_API_BASE_URL holds) and
 `gateway_url` (ws://127.0.0.1:PORT/gateway, what DISCORD_GATEWAY_URL holds).
@@ -116,7 +118,8 @@ class FakeDiscord:
         )
 
     async def wait_for_ready_client(self, timeout: float = 10.0) -> None:  # noqa: ASYNC109
-        """Wait until a client identified and asked for nothing more (READY + GUILD_CREATE sent)."""
+        """Wait until a client identified and got READY and GUILD_CREATE; injected events
+        arrive after those. (discord.py fires on_ready `guild_ready_timeout` seconds later.)"""
         await self.gateway.wait_for_session(timeout)
 
     async def wait_for_interaction_answer(
@@ -132,6 +135,12 @@ class FakeDiscord:
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
         """Send a raw gateway DISPATCH to the connected client(s)."""
+        await self.gateway.dispatch(event, data)
+
+    async def _inject(self, event: str, data: dict[str, Any]) -> None:
+        # An injected event nobody receives would only show up as a puzzling timeout later.
+        if not self.gateway.sessions:
+            raise RuntimeError(f"cannot inject {event}: no client is connected to the fake gateway")
         await self.gateway.dispatch(event, data)
 
     async def add_thread(self, name: str, parent_id: str | None = None) -> dict[str, Any]:
@@ -170,7 +179,7 @@ class FakeDiscord:
             channel_id, content, author=author or self.world.alice, extra=extra
         )
         self.rest.messages[message["id"]] = message
-        await self.dispatch("MESSAGE_CREATE", message)
+        await self._inject("MESSAGE_CREATE", message)
         return message
 
     def _attachment_payload(self, channel_id: str, name: str, data: bytes) -> dict[str, Any]:
@@ -190,7 +199,7 @@ class FakeDiscord:
         interaction = self.world.interaction(kind, data, **kw)
         self.rest.interactions[interaction["token"]] = interaction
         self.rest.interaction_created[interaction["token"]] = time.monotonic()
-        await self.dispatch("INTERACTION_CREATE", interaction)
+        await self._inject("INTERACTION_CREATE", interaction)
         return interaction
 
     def _command_data(self, name: str, options: Iterable[dict[str, Any]]) -> dict[str, Any]:
