@@ -22,6 +22,8 @@ API_PREFIX = "/api/v10"
 BODY = web.RequestKey("body", object)  # the request body the middleware parsed and recorded
 Dispatch = Callable[[str, dict[str, Any]], Awaitable[None]]
 
+EPHEMERAL = 1 << 6  # message flag: only the invoking user sees it
+
 # Interaction callback types (discord/types/interactions.py InteractionResponseType).
 CALLBACK_CHANNEL_MESSAGE = 4
 CALLBACK_DEFERRED_CHANNEL_MESSAGE = 5
@@ -241,6 +243,8 @@ class DiscordRest:
         return json_response({"url": self.gateway_url(), "shards": 1, "session_start_limit": limit})
 
     async def app_commands(self, request: web.Request) -> web.Response:
+        if request.match_info["app"] != self.world.application_id:
+            raise DiscordRefusal(404, "Unknown Application", 10002)
         scope = request.match_info.get("guild", "global")
         if request.method == "PUT":  # bulk overwrite, what CommandTree.sync() sends
             stored = []
@@ -284,12 +288,13 @@ class DiscordRest:
 
     def _store_message(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
         content = check_message_body(body)
-        extra = {k: body[k] for k in ("embeds", "components", "flags") if k in body}
-        if "message_reference" in body:
+        extra = {k: body[k] for k in ("embeds", "components", "flags") if body.get(k) is not None}
+        if body.get("message_reference"):
             extra["message_reference"] = {**body["message_reference"], "type": 0}
         message = self.world.message(channel_id, content, extra=extra)
         self.messages[message["id"]] = message
-        if self.echo_own_messages:
+        # Discord dispatches MESSAGE_CREATE for the bot's own messages, but never for ephemerals.
+        if self.echo_own_messages and not (message["flags"] & EPHEMERAL):
             self._later(self.dispatch("MESSAGE_CREATE", message))
         return message
 
@@ -348,6 +353,8 @@ class DiscordRest:
         if message is None:
             return discord_error(404, "Unknown Message", 10008)
         # A thread started from a message takes the message's id, as on Discord.
+        if message["id"] in self.world.channels:
+            return discord_error(400, "A thread has already been created for this message", 160004)
         return await self._create_thread(request, thread_id=message["id"])
 
     async def thread_without_message(self, request: web.Request) -> web.Response:
@@ -356,12 +363,11 @@ class DiscordRest:
         return await self._create_thread(request, thread_id=self.world.ids.next())
 
     async def _create_thread(self, request: web.Request, thread_id: str) -> web.Response:
-        body = body_object(request)
+        name = body_object(request).get("name")
+        if not isinstance(name, str) or not 1 <= len(name) <= 100:
+            raise DiscordRefusal(*INVALID_FORM_BODY)
         thread = self.world.new_thread(
-            request.match_info["channel"],
-            self.world.application_id,
-            body.get("name", "thread"),
-            thread_id,
+            request.match_info["channel"], self.world.application_id, name, thread_id
         )
         await self.dispatch("THREAD_CREATE", {**thread, "newly_created": True})
         return json_response(thread)
@@ -398,7 +404,7 @@ class DiscordRest:
                 "type": interaction["type"],
                 "response_message_id": message["id"] if message else None,
                 "response_message_loading": kind == CALLBACK_DEFERRED_CHANNEL_MESSAGE,
-                "response_message_ephemeral": bool((data.get("flags") or 0) & 64),
+                "response_message_ephemeral": bool((data.get("flags") or 0) & EPHEMERAL),
             },
             "resource": {"type": kind, **({"message": message} if message else {})},
         }

@@ -152,6 +152,9 @@ async def test_message_in_a_thread_is_answered_in_the_thread(running):
     starter = await channel.send("session started")
     thread = await starter.create_thread(name="session 1")
     assert thread.id == starter.id  # a thread started from a message takes its id
+    with pytest.raises(discord.HTTPException) as again:
+        await starter.create_thread(name="session 1 again")
+    assert again.value.code == 160004
     await fake.inject_message("prompt in thread", channel_id=str(thread.id))
     reply = await fake.wait_for_call("POST", f"/channels/{thread.id}/messages")
     assert reply.body["content"] == "echo: prompt in thread"
