@@ -40,7 +40,10 @@ class Call:
     at: float = field(default_factory=time.monotonic)
 
     def matches(self, method: str, path: str) -> bool:
-        """`path` may be exact or a glob: `*` within one path segment, `**` across segments."""
+        """`path` may be exact or a glob: `*` within one path segment, `**` across segments.
+        `method` "*" matches any HTTP verb (not websocket frames)."""
+        if method == "*":
+            return self.method != "WS" and path_matches(path, self.path)
         return self.method == method.upper() and path_matches(path, self.path)
 
 
@@ -141,7 +144,8 @@ class RateLimitPlan:
     def take(self, method: str, path: str) -> _PlannedLimit | None:
         """Consume one planned 429 for this request, if any is left."""
         for plan in self._plans:
-            if plan.remaining > 0 and plan.method == method and path_matches(plan.path, path):
+            same_method = plan.method in ("*", method)
+            if plan.remaining > 0 and same_method and path_matches(plan.path, path):
                 plan.remaining -= 1
                 return plan
         return None

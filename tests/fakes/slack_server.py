@@ -117,21 +117,21 @@ class FakeSlack:
         timeout: float = 5.0,  # noqa: ASYNC109
         **kw: Any,
     ) -> Call:
-        """Wait for a Web API call, e.g. "chat.postMessage" (glob patterns allowed)."""
-        return await self.log.wait_for_call("POST", api_method, timeout, **kw)
+        """Wait for a Web API call, e.g. "chat.postMessage" (glob patterns allowed), any verb."""
+        return await self.log.wait_for_call("*", api_method, timeout, **kw)
 
     def calls(self, api_method: str) -> list[Call]:
-        return self.log.find("POST", api_method)
+        return self.log.find("*", api_method)
 
     def ok_calls(self, api_method: str) -> list[Call]:
         """Calls Slack answered with ok: true (rate-limited and refused attempts excluded)."""
         return self.log.find(
-            "POST", api_method, where=lambda c: isinstance(c.response, dict) and c.response["ok"]
+            "*", api_method, where=lambda c: isinstance(c.response, dict) and c.response["ok"]
         )
 
     def rate_limit(self, api_method: str, *, times: int = 1, retry_after: int = 1) -> None:
         """Answer the next `times` calls to `api_method` with 429 and Retry-After (seconds)."""
-        self.rate_limits.add("POST", api_method, times=times, retry_after=retry_after)
+        self.rate_limits.add("*", api_method, times=times, retry_after=retry_after)
 
     # --- Socket Mode --------------------------------------------------------------------------
 

@@ -118,7 +118,7 @@ class SlackWebApi:
         else:
             answer = None
         token = self._token(request, args)
-        planned = self.limits.take("POST", method)
+        planned = self.limits.take(request.method, method)
         status, headers = 200, {}
         if planned is not None:
             status = 429
@@ -128,7 +128,7 @@ class SlackWebApi:
             answer = self._answer(method, token, args)
         self.log.record(
             Call(
-                method="POST",
+                method=request.method,  # slack_sdk uses GET for a few read methods
                 path=method,
                 body=args,
                 query=dict(request.query),

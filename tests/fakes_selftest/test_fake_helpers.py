@@ -71,3 +71,10 @@ def test_interactive_body_is_a_form_with_the_payload_json(payload):
     assert request.headers["Content-Type"] == "application/x-www-form-urlencoded"
     [encoded] = parse_qs(request.body.decode(), keep_blank_values=True)["payload"]
     assert json.loads(encoded) == payload
+
+
+def test_any_verb_matches_http_calls_but_not_websocket_frames():
+    assert Call("GET", "conversations.replies", None).matches("*", "conversations.*")
+    assert Call("POST", "chat.postMessage", None).matches("*", "chat.postMessage")
+    assert not Call("WS", "ack", None).matches("*", "ack")
+    assert not Call("GET", "users.info", None).matches("POST", "users.info")
