@@ -24,6 +24,7 @@ from client.api.stream import stream
 from client.auth import ClientAuth
 from client.master_link import MasterLink
 from client.paths import PathGuard
+from client.rate_limit import RateLimiter
 from client.sessions import SessionManager
 from client.settings import ClientSettings
 from client.state import StateDir
@@ -66,6 +67,7 @@ class Services:
     sessions: SessionManager
     link: MasterLink
     search: Any
+    rate: RateLimiter
     started: float
     tasks: set[asyncio.Task] = field(default_factory=set)
 
@@ -103,6 +105,7 @@ def build_services(
         sessions=sessions,
         link=link,
         search=search if search is not None else default_search(settings),
+        rate=RateLimiter(settings.limits.rate_limit, clock),
         started=clock.monotonic(),
     )
 

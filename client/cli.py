@@ -73,6 +73,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="when the buffer is full: RING drops the oldest frames, DROP the newest",
     )
     parser.add_argument(
+        "--rate-limit",
+        type=int,
+        default=int(env("RAWP_CLIENT_RATE_LIMIT", "50")),
+        help="HTTP requests per second the client accepts from its master (default 50)",
+    )
+    parser.add_argument(
         "--kill-grace",
         type=float,
         default=float(env("RAWP_CLIENT_KILL_GRACE", "5")),
@@ -122,7 +128,7 @@ def build_settings(args: argparse.Namespace):
     ]
     try:
         limits = Limits(
-            rate_limit=50,
+            rate_limit=args.rate_limit,
             max_frame_size=args.max_frame_size,
             reattach_window=args.reattach_window,
             max_buffer_size=args.max_buffer_size,

@@ -126,6 +126,8 @@ class Session:
         limit = self.limits.max_frame_size
         if frame_size(text) <= limit:
             return [(frame.message_id, text)]
+        if type == "session.file.candidates":
+            return self._fewer_candidates(payload, build, limit, turn_id)
         field = SPLITTABLE.get(type) or SHORTENABLE.get(type)
         value = payload.get(field) if field else None
         if not isinstance(value, str):
@@ -139,6 +141,17 @@ class Session:
         else:
             pieces = [build({**payload, field: shorten(value, budget)})]
         return [(f.message_id, dump_frame(f)) for f in pieces]
+
+    def _fewer_candidates(self, payload: dict[str, Any], build, limit: int, turn_id) -> list:
+        """Candidates that do not fit one frame are cut from the end, reported `truncated`."""
+        candidates = list(payload.get("candidates", []))
+        while candidates:
+            candidates.pop()
+            frame = build({**payload, "candidates": candidates, "truncated": True})
+            text = dump_frame(frame)
+            if frame_size(text) <= limit:
+                return [(frame.message_id, text)]
+        return self._too_large("session.file.candidates", limit + 1, turn_id)
 
     def _too_large(self, type: str, size: int, turn_id: str | None) -> list[Any]:
         frame = make_frame(

@@ -28,7 +28,9 @@ def error_response(exc: RawpError) -> Response:
 
 async def require_master() -> None:
     """C-AUTH-03: every master→client call carries a client access token we signed."""
-    services().auth.check(request.headers.get("Authorization"))
+    svc = services()
+    svc.auth.check(request.headers.get("Authorization"))
+    svc.rate.take()  # §4.1.5 rate_limit, counted only for authenticated calls
 
 
 async def body() -> dict:

@@ -116,12 +116,14 @@ async def running_client(
     tmp_path: Path,
     *,
     clock: Clock | None = None,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: Limits | None = None,
     agents_file: Path | None = None,
     kill_grace: float = 0.5,
     search: Any = None,
     **settings_kw,
 ):
+    # Tests make many calls at one FakeClock instant; the rate-limit test pins its own.
+    limits = limits or DEFAULT_LIMITS.model_copy(update={"rate_limit": 10_000})
     root = tmp_path / "root"
     workspace = root / "ws"
     workspace.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rawp.clock import new_id, new_secret
+from rawp.config import DEFAULT_LIMITS
 from rawp.tokens import SigningKey
 from tests.client.harness import running_client
 
@@ -221,3 +222,15 @@ async def test_tickets_never_show_up_in_a_reattach_body(client):
     ticket = new_secret()
     made = await client.init(ticket=ticket)
     assert ticket not in str(made["body"])
+
+
+async def test_the_rate_limit_answers_429_with_retry_after(tmp_path):
+    limits = DEFAULT_LIMITS.model_copy(update={"rate_limit": 3})
+    async with running_client(tmp_path, limits=limits) as client:
+        for _ in range(3):
+            assert (await client.request("GET", "/v1/health"))[0] == 200
+        async with client.http.get(client.base + "/v1/health", headers=client.auth) as resp:
+            assert resp.status == 429 and resp.headers["Retry-After"] == "1"
+            assert (await resp.json())["error_code"] == "RATE_LIMITED"
+        client.clock.advance(1)
+        assert (await client.request("GET", "/v1/health"))[0] == 200

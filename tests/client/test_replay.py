@@ -175,3 +175,17 @@ async def test_reattach_window_zero_terminates_with_the_socket(tmp_path, monkeyp
         await eventually(lambda: client.services.sessions.count == 0, "removed")
         made = await client.init(session_id=sid, reattach=True)
         assert made["status"] == 404
+
+
+async def test_a_reattach_takes_over_a_socket_the_client_still_thinks_alive(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAWP_DEMO_PAUSE", "0")
+    async with running_client(tmp_path) as client:
+        sid, old = await client.start_session()
+        await recv(old), await recv(old)
+        await old.send(frame("control.prompt.request", {"prompt_text": "hi"}, sid))
+        seen = await recv_until(old, "session.turn.end")
+        new, history = await reattach(client, sid, seen[-1]["message_id"])
+        assert history["replayed"] == 0 and history["dropped"] == 0
+        await asyncio.wait_for(old.wait_closed(), 10)  # the old socket was let go
+        await new.send(frame("control.prompt.request", {"prompt_text": "again"}, sid))
+        assert (await recv(new))["type"] == "session.turn.start"

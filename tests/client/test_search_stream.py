@@ -7,6 +7,7 @@ import orjson
 import pytest
 
 from rawp.clock import new_id
+from rawp.config import DEFAULT_LIMITS
 from tests.client.harness import frame, recv, running_client
 
 
@@ -89,3 +90,18 @@ async def test_a_cancelled_query_never_gets_candidates(session):
         if reply["payload"].get("query_id") == last["query_id"]:
             break
     assert reply["payload"]["candidates"][0]["path"] == "README.md"
+
+
+async def test_candidates_are_cut_to_the_pinned_frame_size(tmp_path):
+    limits = DEFAULT_LIMITS.model_copy(update={"max_frame_size": 1024})
+    async with running_client(tmp_path, limits=limits) as client:
+        make_workspace(client.workspace)
+        sid, ws = await client.start_session()
+        await recv(ws), await recv(ws)
+        _, payload = await search(ws, sid, {"query": "module", "max_results": 50})
+        raw = await ws.recv()
+        assert len(raw.encode()) <= 1024
+        reply = orjson.loads(raw)
+        assert reply["payload"]["query_id"] == payload["query_id"]
+        assert 0 < len(reply["payload"]["candidates"]) < 50
+        assert reply["payload"]["truncated"] is True
