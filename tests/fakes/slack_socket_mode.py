@@ -69,7 +69,7 @@ class SlackSocketMode:
     async def push(
         self, envelope_type: str, payload: dict[str, Any], *, accepts_response_payload=None
     ) -> str:
-        """Send one envelope to every connected client; returns its envelope_id."""
+        """Send one envelope to the newest connection; returns its envelope_id."""
         if envelope_type not in ENVELOPE_TYPES:
             raise ValueError(f"envelope type must be one of {ENVELOPE_TYPES}")
         if accepts_response_payload is None:  # Slack lets commands/interactions answer in the ack
@@ -83,10 +83,12 @@ class SlackSocketMode:
             "retry_attempt": 0,
             "retry_reason": "",
         }
-        if not self.connections:
+        live = [ws for ws in self.connections if not ws.closed]
+        if not live:
             raise RuntimeError("no Socket Mode client is connected to the fake Slack")
-        for ws in list(self.connections):
-            await ws.send_str(json.dumps(envelope))
+        # Slack delivers each envelope over one of the app's connections; the newest here, so
+        # an envelope pushed after a reconnect does not go to the connection being replaced.
+        await live[-1].send_str(json.dumps(envelope))
         return envelope_id
 
     async def disconnect(self, reason: str = "refresh_requested") -> None:

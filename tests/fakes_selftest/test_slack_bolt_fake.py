@@ -197,3 +197,22 @@ async def test_bolt_socket_mode_handler_answers_a_slash_command_in_the_ack():
             assert reply.body["thread_ts"] == mention["ts"]
         finally:
             await handler.close_async()
+
+
+async def test_socket_mode_reconnects_when_slack_asks():
+    async with FakeSlack() as fake:
+        app = build_app(fake)
+        web_client = AsyncWebClient(base_url=fake.api_base_url)
+        handler = AsyncSocketModeHandler(app, fake.world.app_token, web_client=web_client)
+        await handler.connect_async()
+        try:
+            await fake.wait_for_socket_client()
+            await fake.socket_mode.disconnect("refresh_requested")
+            await fake.log.wait_for_call("WS", "CONNECT", 10, count=2)
+            await fake.wait_for_socket_client()
+            assert len(fake.calls("apps.connections.open")) == 2  # a fresh ticket each time
+            envelope_id = await fake.push_slash_command(fake.world.slash_command("/rawp"))
+            ack = await fake.wait_for_ack(envelope_id)
+            assert ack.body["payload"]["text"] == "nodes for alice"
+        finally:
+            await handler.close_async()
