@@ -107,6 +107,7 @@ class SessionRenderer:
         self._turn: Turn | None = None
         self._ended: deque[str] = deque(maxlen=256)
         self._origins: dict[str, PromptOrigin] = {}
+        self._finished: dict[str, asyncio.Future[str]] = {}  # prompt message_id → stop_reason
         self._task_message: MessageRef | None = None
         self._plan_message: MessageRef | None = None
         self._status_lock = asyncio.Lock()
@@ -144,9 +145,22 @@ class SessionRenderer:
 
     def expect_prompt(
         self, prompt_message_id: str, message: MessageRef | None, user_id: str | None
-    ) -> None:
-        """Remember which chat message sent the prompt frame `prompt_message_id`."""
+    ) -> asyncio.Future[str]:
+        """Remember which chat message sent the prompt frame `prompt_message_id`.
+
+        The future resolves when that prompt's turn has been rendered to its end, with the
+        turn's `stop_reason` ("rejected" when a `session.error` refused the prompt, "closed"
+        when the renderer closed first): a console reads its next line only after it.
+        """
         self._origins[prompt_message_id] = PromptOrigin(message, user_id)
+        future = asyncio.get_running_loop().create_future()
+        self._finished[prompt_message_id] = future
+        return future
+
+    def _resolve(self, prompt_message_id: str | None, outcome: str) -> None:
+        future = self._finished.pop(prompt_message_id or "", None)
+        if future is not None and not future.done():
+            future.set_result(outcome)
 
     async def feed(self, frame: Frame) -> None:
         if frame.message_id in self._seen:
@@ -170,19 +184,23 @@ class SessionRenderer:
         if self._turn and self._turn.heartbeat:
             await self._turn.heartbeat.stop()
         await self._interactions.close_all()
+        for prompt_message_id in list(self._finished):
+            self._resolve(prompt_message_id, "closed")
 
     # --- turn life cycle --------------------------------------------------------------------
 
     async def _on_turn_start(self, frame: Frame, p: ev.TurnStart, _: Turn | None) -> None:
         origin = self._origins.pop(p.prompt_message_id, None)
         if self._turn and self._turn.turn_id == p.turn_id:
+            self._turn.prompt_message_id = p.prompt_message_id
             if origin and self._turn.user_message is None:  # started early by a stray frame
                 self._turn.user_message, self._turn.user_id = origin.message, origin.user_id
                 await self._react(origin.message, WORKING)
             return
         if p.turn_id in self._ended:
             return
-        await self._start_turn(p.turn_id, origin)
+        turn = await self._start_turn(p.turn_id, origin)
+        turn.prompt_message_id = p.prompt_message_id
 
     async def _start_turn(self, turn_id: str, origin: PromptOrigin | None) -> Turn:
         if self._turn is not None:  # its end never came: finish it before the next one
@@ -231,6 +249,7 @@ class SessionRenderer:
             elif stop_reason == "error" or turn.failed:
                 outcome = FAILED
             await self._react(turn.user_message, outcome)
+        self._resolve(turn.prompt_message_id, stop_reason)
 
     # --- text and thinking ------------------------------------------------------------------
 
@@ -399,6 +418,7 @@ class SessionRenderer:
         origin = self._origins.pop(p.ref_message_id or "", None)
         if origin is not None:  # the refused frame was a prompt: mark its message
             await self._react(origin.message, FAILED)
+            self._resolve(p.ref_message_id, "rejected")
 
     # --- helpers ----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ class Turn:
     started_at: float  # monotonic seconds, for the 30-second interim status (G-NS-11)
     user_message: MessageRef | None = None
     user_id: str | None = None
+    prompt_message_id: str | None = None
     heartbeat: TypingHeartbeat | None = None
 
     # content_index → text so far; a block is sent once, when its `done` arrives (K-16)

@@ -1,5 +1,6 @@
 """The console chat platform (used by `rawp up`): a terminal that behaves like a chat app."""
 
+from adapters.console.chat import run_chat
 from adapters.console.composer import ConsoleComposer, ConsolePrompt
 from adapters.console.lines import LineReader
 from adapters.console.platform import CONSOLE_LIMITS, ConsoleMessage, ConsolePlatform
@@ -11,4 +12,5 @@ __all__ = [
     "ConsolePlatform",
     "ConsolePrompt",
     "LineReader",
+    "run_chat",
 ]

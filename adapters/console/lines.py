@@ -25,16 +25,24 @@ class LineReader:
         self._started = True
         loop = asyncio.get_running_loop()
 
+        def hand_over(line: str | None) -> bool:
+            try:
+                loop.call_soon_threadsafe(self._queue.put_nowait, line)
+            except RuntimeError:  # the loop has closed: nobody is listening any more
+                return False
+            return True
+
         def pump() -> None:
             while True:
                 try:
                     line = self._stream.readline()
-                except (OSError, ValueError):
+                except (OSError, ValueError):  # the stream was closed under us
                     line = ""
                 if not line:
-                    loop.call_soon_threadsafe(self._queue.put_nowait, None)
+                    hand_over(None)
                     return
-                loop.call_soon_threadsafe(self._queue.put_nowait, line.rstrip("\r\n"))
+                if not hand_over(line.rstrip("\r\n")):
+                    return
 
         threading.Thread(target=pump, name="console-input", daemon=True).start()
 

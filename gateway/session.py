@@ -1,0 +1,65 @@
+"""One chat conversation bound to one RAWP session: prompts out, frames in, rendered.
+
+The master connection (Edge WSS, not built yet) provides a `FrameLink` per session; this
+module only needs its two operations, so an in-memory link stands in for it in tests and the
+console can run against anything that speaks frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from gateway.platform import MessageRef
+from gateway.render import SessionRenderer
+from rawp.events import PromptCancel, PromptRequest
+from rawp.frames import Frame, make_frame
+
+
+class FrameLink(Protocol):
+    """A session's frames in both directions (the edge WebSocket, §9.4)."""
+
+    async def send(self, frame: Frame) -> None: ...
+
+    async def receive(self) -> Frame | None:
+        """The next frame for this session; None once the link is closed for good."""
+        ...
+
+
+class ChatSession:
+    def __init__(self, renderer: SessionRenderer, link: FrameLink) -> None:
+        self.renderer = renderer
+        self.link = link
+
+    @property
+    def session_id(self) -> str:
+        return self.renderer.session_id
+
+    async def send_prompt(
+        self,
+        request: PromptRequest,
+        *,
+        message: MessageRef | None = None,
+        user_id: str | None = None,
+    ) -> asyncio.Future[str]:
+        """Send a prompt; the future resolves with its turn's `stop_reason` once rendered."""
+        frame = make_frame("control.prompt.request", request, session_id=self.session_id)
+        # Registered before sending, so a fast `session.turn.start` always finds its message.
+        finished = self.renderer.expect_prompt(frame.message_id, message, user_id)
+        await self.link.send(frame)
+        return finished
+
+    async def cancel(self, turn_id: str | None = None) -> None:
+        """Stop the running turn (`control.prompt.cancel`; DPS §6)."""
+        frame = make_frame(
+            "control.prompt.cancel", PromptCancel(turn_id=turn_id), session_id=self.session_id
+        )
+        await self.link.send(frame)
+
+    async def pump(self) -> None:
+        """Render every frame the link delivers until it closes."""
+        try:
+            while (frame := await self.link.receive()) is not None:
+                await self.renderer.feed(frame)
+        finally:
+            await self.renderer.close()
