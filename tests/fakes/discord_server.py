@@ -40,10 +40,12 @@ from .discord_rest import API_PREFIX, DiscordRest
 class FakeDiscord:
     """A fake Discord on 127.0.0.1: REST under /api/v10, gateway websocket at /gateway."""
 
-    def __init__(self, world: DiscordWorld | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, world: DiscordWorld | None = None, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.world = world or DiscordWorld()
         self.host = host
-        self.port = 0
+        self.port = port  # 0: a free port, read back after start
         self.log = CallLog()
         self.rate_limits = RateLimitPlan()
         self.gateway = DiscordGateway(self.world, self.log, lambda: self.gateway_url)
@@ -63,7 +65,7 @@ class FakeDiscord:
         root.add_subapp(API_PREFIX, self.rest.application())
         self._runner = web.AppRunner(root, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
+        site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
         self.port = self._runner.addresses[0][1]
         return self

@@ -30,10 +30,12 @@ SOCKET_MODE_PATH = "/socket-mode/link"
 class FakeSlack:
     """A fake Slack on 127.0.0.1: Web API under /api/, Socket Mode at /socket-mode/link."""
 
-    def __init__(self, world: SlackWorld | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, world: SlackWorld | None = None, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.world = world or SlackWorld()
         self.host = host
-        self.port = 0
+        self.port = port  # 0: a free port, read back after start
         self.log = CallLog()
         self.rate_limits = RateLimitPlan()
         self.web_api = SlackWebApi(self.world, self.log, self.rate_limits, lambda: self.socket_url)
@@ -51,7 +53,7 @@ class FakeSlack:
         root.add_subapp(API_PREFIX, self.web_api.application())
         self._runner = web.AppRunner(root, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
+        site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
         self.port = self._runner.addresses[0][1]
         self.world.response_url_base = f"http://{self.host}:{self.port}/response-url/"
