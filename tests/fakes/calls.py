@@ -27,10 +27,11 @@ POLL_INTERVAL = 0.01
 class Call:
     """One request seen by a fake server (or one frame seen by a fake websocket)."""
 
-    method: str  # "GET", "POST", ... ; "WS" for a websocket frame received from the client
-    path: (
-        str  # route path without the API prefix, e.g. "/channels/1/messages" or "chat.postMessage"
-    )
+    # "GET", "POST", ...; "WS" for a websocket frame received from the client.
+    method: str
+    # The route without the API prefix ("/channels/1/messages"), a Slack method name
+    # ("chat.postMessage"), or for "WS" the frame kind ("IDENTIFY", "ack", "CONNECT").
+    path: str
     body: Any  # parsed JSON, a form dict, or None
     query: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import secrets
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -88,7 +89,7 @@ class FakeSlack:
         """Store a file a user shared; returns the `files[]` entry for `message_event(files=)`."""
         file_id = "F" + secrets.token_hex(5).upper()
         self.files[file_id] = data
-        url = f"http://{self.host}:{self.port}/files-pri/{file_id}/{name}"
+        url = f"http://{self.host}:{self.port}/files-pri/{file_id}/{quote(name)}"
         return {
             "id": file_id,
             "name": name,
