@@ -276,12 +276,18 @@ class Session:
 
     # --- the end -----------------------------------------------------------------------------
 
-    async def terminate(self) -> None:
-        """Rule 4: end the agent's process group, drop buffers and the socket (C-SESS-06)."""
+    def terminate(self) -> bool:
+        """Rule 4, the instant part: TERMINATED now, socket told to close. False if already."""
         if self.state == SessionState.TERMINATED:
-            await self.closed.wait()
-            return
+            return False
         self.state = next_state(self.state, SessionEvent.TERMINATE)
+        if self.outbox is not None:
+            self.outbox.put(CLOSE)
+            self.outbox = None
+        return True
+
+    async def shutdown(self) -> None:
+        """Rule 4, the slow part: end the agent's process group (C-SESS-06), drop buffers."""
         try:
             if self.agent is not None:
                 await self.agent.close()
@@ -290,8 +296,5 @@ class Session:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await self._worker
         finally:
-            if self.outbox is not None:
-                self.outbox.put(CLOSE)
-                self.outbox = None
             self.buffer.clear()
             self.closed.set()

@@ -73,6 +73,7 @@ class SessionManager:
         self.pinned = pinned
         self.sessions: dict[str, Session] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
+        self._ending: dict[str, asyncio.Task] = {}
 
     @property
     def count(self) -> int:
@@ -157,14 +158,24 @@ class SessionManager:
             raise NotFound("no such session", "SESSION_NOT_FOUND")
         await self.terminate(session)
 
+    def end(self, session: Session) -> asyncio.Task:
+        """Terminate at once (out of the table, health drops), end the agent in a task."""
+        task = self._ending.get(session.id)
+        if task is not None:
+            return task
+        session.terminate()
+        self.sessions.pop(session.id, None)
+        self._ended[session.id] = None
+        while len(self._ended) > TOMBSTONES:
+            self._ended.popitem(last=False)
+        task = asyncio.create_task(session.shutdown(), name=f"end-{session.id}")
+        self._ending[session.id] = task
+        task.add_done_callback(lambda _t: self._ending.pop(session.id, None))
+        return task
+
     async def terminate(self, session: Session) -> None:
-        try:
-            await session.terminate()
-        finally:
-            self.sessions.pop(session.id, None)
-            self._ended[session.id] = None
-            while len(self._ended) > TOMBSTONES:
-                self._ended.popitem(last=False)
+        """End a session and wait until its agent is gone (DELETE answers after this)."""
+        await self.end(session)
 
     async def sweep(self) -> None:
         self.tickets.sweep()
@@ -178,7 +189,7 @@ class SessionManager:
             )
             if unused or expired:
                 log.info("session %s ends: %s", session.id, "ticket unused" if unused else "window")
-                await self.terminate(session)
+                self.end(session)  # the agent's SIGTERM grace must not hold up the caller
 
     async def sweep_forever(self, interval: float) -> None:
         while True:
@@ -189,4 +200,6 @@ class SessionManager:
                 log.exception("session sweep failed")
 
     async def close(self) -> None:
-        await asyncio.gather(*(self.terminate(s) for s in list(self.sessions.values())))
+        for session in list(self.sessions.values()):
+            self.end(session)
+        await asyncio.gather(*list(self._ending.values()), return_exceptions=True)

@@ -36,4 +36,4 @@ async def ws_stream():
         await handler.serve(outbox)
     finally:
         if session.detach(outbox):  # reattach_window 0: the session ends with its socket
-            svc.spawn(svc.sessions.terminate(session))
+            svc.sessions.end(session)
