@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, request
 
@@ -22,7 +24,8 @@ class RefreshRequest(BaseModel):
 async def pairing_note():
     """A person who opens the pairing URL learns what to do with it; the token stays unused."""
     await limit_by_address()
-    url = request.url
+    token = request.args.get("token", "")
+    url = f"{services().settings.base_url}{PAIR_PATH}?token={quote(token)}"
     return {
         "message": "This is a RAWP pairing URL. On the machine you want to pair, run: "
         f"rawp client pair '{url}'",

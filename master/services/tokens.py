@@ -21,6 +21,7 @@ from rawp.errors import Unauthorized
 from rawp.tokens import SigningKey, bearer, fingerprint, verify
 
 NODE_TOKEN_KIND = "node"
+LAST_SEEN_GRANULARITY = timedelta(seconds=60)
 
 
 class TokenService:
@@ -96,4 +97,9 @@ class TokenService:
             raise Unauthorized("the token names no known node", "INVALID_TOKEN")
         if not node.active:
             raise Unauthorized("this node has been unregistered", "TOKEN_REVOKED")
+        now = self._clock.now()
+        if node.last_seen_at is None or now - node.last_seen_at >= LAST_SEEN_GRANULARITY:
+            # K-09 needs "when did we last hear from it"; a write per minute is plenty.
+            async with self._db.begin() as conn:
+                await store.touch_node(conn, node.id, now)
         return node

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from master.services.addresses import normalize_client_address
 from master.storage.schema import nodes, pairing_tokens
+from rawp.errors import BadRequest
 from rawp.tokens import fingerprint, verify
 
 
@@ -94,6 +96,7 @@ async def test_get_on_the_pairing_url_explains_and_does_not_burn_the_token(maste
     assert response.status_code == 200
     note = await response.get_json()
     assert "rawp client pair" in note["message"]
+    assert note["command"] == f"rawp client pair '{ticket.url}'"
     ok = await master.client.post("/v1/auth/pair", json=master.pair_body(ticket.token))
     assert ok.status_code == 200
 
@@ -120,60 +123,83 @@ LOOPBACK = [
 
 
 @pytest.mark.parametrize("address", REFUSED_ALWAYS + LOOPBACK + ["http://node.example:8701"])
-async def test_refused_addresses_without_dev(master, address):
+def test_refused_addresses_without_dev(address):
+    with pytest.raises(BadRequest) as info:
+        normalize_client_address(address, dev=False)
+    assert info.value.error_code == "INVALID_CLIENT_ADDRESS"
+
+
+@pytest.mark.parametrize("address", [*LOOPBACK, "http://127.0.0.1:8701", "http://node.example"])
+def test_dev_allows_http_and_loopback(address):
+    assert normalize_client_address(address, dev=True).startswith(("http://", "https://"))
+
+
+@pytest.mark.parametrize("address", REFUSED_ALWAYS)
+def test_dev_still_refuses_link_local_and_malformed(address):
+    with pytest.raises(BadRequest):
+        normalize_client_address(address, dev=True)
+
+
+@pytest.mark.parametrize(
+    ("address", "normalized"),
+    [
+        ("https://Node.Example:8701/", "https://node.example:8701"),
+        ("https://10.0.0.5", "https://10.0.0.5"),
+        ("https://172.16.3.4:443", "https://172.16.3.4:443"),
+        ("https://192.168.1.20:8701", "https://192.168.1.20:8701"),
+        ("https://[FD00::5]:8701", "https://[fd00::5]:8701"),
+    ],
+)
+def test_private_and_public_addresses_are_accepted(address, normalized):
+    assert normalize_client_address(address, dev=False) == normalized
+
+
+async def test_refused_address_over_http_keeps_the_token(master):
     token = await master.pairing_token()
-    response = await master.client.post("/v1/auth/pair", json=master.pair_body(token, address))
-    assert response.status_code == 400, address
-    body = await response.get_json()
-    assert body["error_code"] == "INVALID_CLIENT_ADDRESS"
-    # The refused address did not cost the token: a corrected request succeeds.
+    for address in ("https://127.0.0.1:8701", "https://169.254.1.1", "http://node.example"):
+        response = await master.client.post("/v1/auth/pair", json=master.pair_body(token, address))
+        assert response.status_code == 400, address
+        assert (await response.get_json())["error_code"] == "INVALID_CLIENT_ADDRESS"
+    # The refused addresses did not cost the token: a corrected request succeeds.
     fixed = await master.client.post("/v1/auth/pair", json=master.pair_body(token))
     assert fixed.status_code == 200
 
 
-@pytest.mark.parametrize(
-    "address", ["https://10.0.0.5", "https://172.16.3.4:443", "https://[fd00::5]:8701"]
-)
-async def test_private_addresses_are_accepted(master, address):
-    body = await master.pair(address=address)
-    assert body["node_id"]
-
-
-@pytest.mark.parametrize("address", [*LOOPBACK, "http://127.0.0.1:8701", "http://node.example"])
-async def test_dev_allows_http_and_loopback(make_master, address):
+async def test_dev_master_pairs_loopback_and_http_but_not_link_local(make_master):
     async with make_master(dev=True) as master:
-        body = await master.pair(address=address)
-        assert body["node_id"]
-
-
-@pytest.mark.parametrize("address", REFUSED_ALWAYS)
-async def test_dev_still_refuses_link_local_and_malformed(make_master, address):
-    async with make_master(dev=True) as master:
+        for address in ("http://127.0.0.1:8701", "https://localhost:8701", "http://[::1]:1"):
+            assert (await master.pair(address=address))["node_id"]
         token = await master.pairing_token()
-        response = await master.client.post("/v1/auth/pair", json=master.pair_body(token, address))
+        link_local = master.pair_body(token, "http://169.254.0.9:8701")
+        response = await master.client.post("/v1/auth/pair", json=link_local)
         assert response.status_code == 400
-        assert (await response.get_json())["error_code"] == "INVALID_CLIENT_ADDRESS"
 
 
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"device_name": ""},
-        {"device_name": "x" * 101},
-        {"device_name": 7},
-        {"client_credentials": {"access_token": "a", "refresh_token": "r"}},
-        {"client_credentials": {"access_token": "a", "refresh_token": "r", "expires_in": "60"}},
-        {"client_credentials": "not an object"},
-        {"client_address": None},
-    ],
-)
-async def test_bad_pair_bodies_are_400(master, change):
+BAD_CHANGES = [
+    {"device_name": ""},
+    {"device_name": "x" * 101},
+    {"device_name": 7},
+    {"client_credentials": {"access_token": "a", "refresh_token": "r"}},
+    {"client_credentials": {"access_token": "a", "refresh_token": "r", "expires_in": "60"}},
+    {"client_credentials": {"access_token": "a", "refresh_token": "r", "expires_in": 0}},
+    {"client_credentials": "not an object"},
+    {"client_address": None},
+    {"pairing_token": ["list"]},
+]
+
+
+async def test_bad_pair_bodies_are_400(master):
     token = await master.pairing_token()
-    response = await master.client.post("/v1/auth/pair", json={**master.pair_body(token), **change})
-    assert response.status_code == 400
-    body = await response.get_json()
-    assert body["error_code"] == "INVALID_REQUEST"
-    assert body["message"]
+    for change in BAD_CHANGES:
+        body = {**master.pair_body(token), **change}
+        response = await master.client.post("/v1/auth/pair", json=body)
+        assert response.status_code == 400, change
+        result = await response.get_json()
+        assert result["error_code"] == "INVALID_REQUEST", change
+        assert result["message"]
+    # None of them used the token up.
+    ok = await master.client.post("/v1/auth/pair", json=master.pair_body(token))
+    assert ok.status_code == 200
 
 
 async def test_missing_fields_are_named(master):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from sqlalchemy import select
 
 from master.storage.config import get_session
+from master.storage.db import utc
 from master.storage.schema import nodes, refresh_tokens
 from rawp.session_state import SessionState
 from rawp.tokens import SigningKey, fingerprint
@@ -160,3 +163,15 @@ async def test_unregister_revokes_every_token_and_closes_sockets(master):
         assert (await get_session(conn, session_id)).status == SessionState.TERMINATED.value
     # The other node is untouched.
     assert (await master.put(other, "limits", master.limits_body(1))).status_code == 200
+
+
+async def test_authenticated_calls_record_when_the_node_was_last_seen(master):
+    node = await master.pair()
+    paired_at = master.clock.now()
+    master.clock.advance(30)
+    await master.put(node, "limits", master.limits_body(1))
+    master.clock.advance(60)
+    await master.put(node, "limits", master.limits_body(2))
+    async with master.services.db.connect() as conn:
+        seen = (await conn.execute(select(nodes.c.last_seen_at))).scalar_one()
+    assert utc(seen) == paired_at + timedelta(seconds=90)
