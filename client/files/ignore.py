@@ -79,6 +79,10 @@ class IgnoreRules:
         else:
             self._rules[dir_rel] = rules
 
+    def drop_dir(self, dir_rel: str) -> None:
+        """The directory has no `.gitignore` (any more)."""
+        self._rules.pop(dir_rel, None)
+
     def forget_below(self, dir_rel: str) -> None:
         """Drop the rules of `dir_rel` and of every directory under it (before a re-walk)."""
         prefix = dir_rel + "/" if dir_rel else ""

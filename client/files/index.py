@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from client.files.ignore import IgnoreRules
-from client.files.walk import SKIPPED_DIRS, FileEntry, stat_entry, walk
+from client.files.walk import SKIPPED_DIRS, Stamp, stat_entry, walk
 from client.files.watcher import TreeWatcher
 
 log = logging.getLogger(__name__)
@@ -33,17 +33,18 @@ ADD, REMOVE, MODIFY = "add", "remove", "modify"
 
 @dataclass(slots=True)
 class ChangeLog:
-    """Changes since `epoch` began; a view remembers (epoch, position) and replays the rest."""
+    """Changes since `epoch` began, as (kind, root-relative path); a view remembers
+    (epoch, position) and replays the rest."""
 
     epoch: int
-    items: list[tuple[str, FileEntry]] = field(default_factory=list)
+    items: list[tuple[str, str]] = field(default_factory=list)
 
 
 class RootIndex:
     def __init__(self, root: str, *, respect_gitignore: bool, watch: bool = True) -> None:
         self.root = root
         self.rules = IgnoreRules(root, enabled=respect_gitignore)
-        self.entries: dict[str, FileEntry] = {}
+        self.entries: dict[str, Stamp] = {}  # root-relative POSIX path → size, mtime
         self.log = ChangeLog(epoch=0)
         self._watch = watch
         self._watcher: TreeWatcher | None = None
@@ -62,6 +63,17 @@ class RootIndex:
         await asyncio.shield(self._built)
         if not self.watching and time.monotonic() - self._walked_at > REWALK_INTERVAL_S:
             self._spawn(self._rewalk(""))
+
+    async def settled(self) -> None:
+        """Wait until the index is built, its watch is in place (or has failed) and no
+        background re-walk runs — for benchmarks and tests that need a quiet index."""
+        await self.ready()
+        if self._watcher is not None:
+            await _first(self._watcher.ready, self._watcher.stopped)
+        while self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        async with self._maintenance:
+            pass
 
     @property
     def watching(self) -> bool:
@@ -101,11 +113,7 @@ class RootIndex:
 
     async def _rewalk_when_watching(self) -> None:
         assert self._watcher is not None
-        ready = asyncio.create_task(self._watcher.ready.wait())
-        stopped = asyncio.create_task(self._watcher.stopped.wait())
-        await asyncio.wait({ready, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        ready.cancel()
-        stopped.cancel()
+        await _first(self._watcher.ready, self._watcher.stopped)
         if self._watcher.ready.is_set():
             await self._rewalk("")
 
@@ -114,24 +122,20 @@ class RootIndex:
     def _reset_log(self) -> None:
         self.log = ChangeLog(epoch=self.log.epoch + 1)
 
-    def _record(self, kind: str, entry: FileEntry) -> None:
+    def _record(self, kind: str, rel: str) -> None:
         if len(self.log.items) >= LOG_LIMIT:
             self._reset_log()
-        self.log.items.append((kind, entry))
+        self.log.items.append((kind, rel))
 
-    def _put(self, entry: FileEntry) -> None:
-        known = self.entries.get(entry.rel)
-        if known is None:
-            self.entries[entry.rel] = entry
-            self._record(ADD, entry)
-        elif (known.size, known.mtime_ns) != (entry.size, entry.mtime_ns):
-            known.size, known.mtime_ns = entry.size, entry.mtime_ns
-            self._record(MODIFY, known)
+    def _put(self, rel: str, stamp: Stamp) -> None:
+        known = self.entries.get(rel)
+        if known != stamp:
+            self.entries[rel] = stamp
+            self._record(ADD if known is None else MODIFY, rel)
 
     def _drop(self, rel: str) -> None:
-        entry = self.entries.pop(rel, None)
-        if entry is not None:
-            self._record(REMOVE, entry)
+        if self.entries.pop(rel, None) is not None:
+            self._record(REMOVE, rel)
 
     async def _rewalk(self, dir_rel: str) -> None:
         """Walk `dir_rel` again and make the index below it agree with the disk."""
@@ -140,10 +144,10 @@ class RootIndex:
             fresh, stale = await asyncio.to_thread(self._walk_subtree, dir_rel)
             for rel in stale:
                 self._drop(rel)
-            for entry in fresh.values():
-                self._put(entry)
+            for rel, stamp in fresh.items():
+                self._put(rel, stamp)
 
-    def _walk_subtree(self, dir_rel: str) -> tuple[dict[str, FileEntry], list[str]]:
+    def _walk_subtree(self, dir_rel: str) -> tuple[dict[str, Stamp], list[str]]:
         # Worker thread; the loop does not change `entries` while `_maintenance` is held.
         self.rules.forget_below(dir_rel)
         parent_hidden = bool(dir_rel) and self.rules.ignored(dir_rel, True)
@@ -159,17 +163,17 @@ class RootIndex:
             puts, drops, rewalks = await asyncio.to_thread(self._resolve, changes)
             for rel in drops:
                 self._drop(rel)
-            for entry in puts:
-                self._put(entry)
+            for rel, stamp in puts:
+                self._put(rel, stamp)
         for dir_rel in rewalks:
             await self._rewalk(dir_rel)
 
     def _resolve(
         self, changes: list[tuple[str, str]]
-    ) -> tuple[list[FileEntry], list[str], list[str]]:
+    ) -> tuple[list[tuple[str, Stamp]], list[str], list[str]]:
         """Worker thread: what the changed paths are now (Rule 3)."""
         prefix = self.root.rstrip("/") + "/"
-        puts: list[FileEntry] = []
+        puts: list[tuple[str, Stamp]] = []
         drops: list[str] = []
         gone_dirs: set[str] = set()
         rewalks: set[str] = set()
@@ -194,11 +198,20 @@ class RootIndex:
             elif self.rules.ignored(rel, False):
                 drops.append(rel)
             else:
-                assert isinstance(now, FileEntry)
-                puts.append(now)
+                assert isinstance(now, Stamp)
+                puts.append((rel, now))
         if gone_dirs:
             drops.extend(rel for rel in self.entries if _under_any(rel, gone_dirs))
         return puts, drops, _outermost(rewalks)
+
+
+async def _first(*events: asyncio.Event) -> None:
+    waits = [asyncio.create_task(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
 def _under_any(rel: str, dirs: set[str]) -> bool:

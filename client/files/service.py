@@ -27,7 +27,7 @@ from client.files.index import RootIndex
 from client.files.ranking import Ranked, rank
 from client.files.scope import Part, normalise_roots, resolve_scope
 from client.files.view import SearchView, ViewKey, normalise_extensions
-from client.files.walk import FileEntry
+from client.files.walk import Stamp
 from rawp.clock import iso
 from rawp.events import FileCandidate, FileCandidates, FileSearch, MatchRange
 
@@ -103,6 +103,13 @@ class FileSearchService:
             truncated=total > len(candidates),
         )
 
+    async def settled(self, workspace: Path, scope: str = "workspace") -> None:
+        """Wait until the indexes a search from `workspace` uses are built and watched, with
+        no background re-walk running (benchmarks and tests; searches never need it)."""
+        _, parts = await asyncio.to_thread(self._scope, scope, workspace)
+        for part in parts:
+            await self._index(part.root).settled()
+
     async def close(self) -> None:
         """Stop the watchers and the search thread."""
         self._closed = True
@@ -131,7 +138,7 @@ class FileSearchService:
         return view
 
 
-Found = tuple[Ranked | None, FileEntry, str]  # (ranking or None for recency, entry, path)
+Found = tuple[Ranked | None, Stamp, str]  # (ranking, or None for recency; size+mtime; path)
 
 
 def _run(
@@ -141,10 +148,14 @@ def _run(
     read here, in the only thread that changes the view."""
     view.sync(cancel.is_set)
     if not query:
-        positions = view.most_recent(limit)
-        return [(None, view.members[p], view.displays[p]) for p in positions], view.live_count
-    ranked, total = rank(view, query, limit, cancel.is_set)
-    return [(r, view.members[r.position], view.displays[r.position]) for r in ranked], total
+        found = [(None, p) for p in view.most_recent(limit)]
+        total = view.live_count
+    else:
+        ranked, total = rank(view, query, limit, cancel.is_set)
+        found = [(r, r.position) for r in ranked]
+    # A file deleted after the last sync has no stamp any more: it is left out.
+    stamped = [(r, view.stamp(p), view.displays[p]) for r, p in found]
+    return [(r, stamp, path) for r, stamp, path in stamped if stamp is not None], total
 
 
 def _mime_type(name: str) -> str | None:
@@ -154,7 +165,7 @@ def _mime_type(name: str) -> str | None:
     return _MIME.guess_type(name, strict=False)[0]
 
 
-def _candidate(item: Ranked | None, entry: FileEntry, path: str) -> FileCandidate:
+def _candidate(item: Ranked | None, stamp: Stamp, path: str) -> FileCandidate:
     directory, _, name = path.rpartition("/")
     extension = os.path.splitext(name)[1]
     return FileCandidate(
@@ -163,8 +174,8 @@ def _candidate(item: Ranked | None, entry: FileEntry, path: str) -> FileCandidat
         directory=directory,
         extension=extension or None,
         mime_type=_mime_type(name),
-        size_bytes=entry.size,
-        modified_at=iso(datetime.fromtimestamp(entry.mtime_ns / 1e9, UTC)),
+        size_bytes=stamp.size,
+        modified_at=iso(datetime.fromtimestamp(stamp.mtime_ns / 1e9, UTC)),
         match_score=item.score if item is not None else None,
         match_ranges=[MatchRange(start=s, end=e) for s, e in item.ranges]
         if item is not None

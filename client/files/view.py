@@ -9,12 +9,15 @@ Rule 2: it follows its indexes by replaying their change logs; a new index epoch
         log overflow) means a rebuild from a snapshot of the index.
 Rule 3: a removed file leaves a tombstone (`members[i] = None`) because a `Haystacks` cannot
         drop an item; the ranking skips tombstones, and the view is compacted once they pile up.
+Rule 4: members are plain strings (root-relative paths) and small ints (which part), never
+        objects, so 100,000 of them cost a full garbage collection nothing (see walk.Stamp).
 """
 
 from __future__ import annotations
 
 import heapq
 import os
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,7 +26,7 @@ from frizbee import Haystacks
 from client.files.ignore import GitignorePatterns
 from client.files.index import ADD, MODIFY, REMOVE, RootIndex
 from client.files.scope import Part
-from client.files.walk import Cancelled, FileEntry
+from client.files.walk import Cancelled, Stamp
 
 RECENT_LIMIT = 50
 CHECK_EVERY = 4096  # items between two looks at the cancel flag
@@ -58,11 +61,10 @@ class _Membership:
             self.ws_prefix = "" if ws_rel == "." else ws_rel + "/"
         self._dir_display: dict[str, str] = {}
 
-    def admits(self, entry: FileEntry) -> bool:
-        rel = entry.rel
+    def admits(self, rel: str) -> bool:
         if not rel.startswith(self.base_prefix):
             return False
-        if self.extensions and not entry.name.lower().endswith(self.extensions):
+        if self.extensions and not rel.rpartition("/")[2].lower().endswith(self.extensions):
             return False
         return not (
             self.excludes is not None and self.excludes.decide(rel[len(self.base_prefix) :])
@@ -91,18 +93,30 @@ class SearchView:
         self._indexes = list(indexes)
         excludes = GitignorePatterns(key.excludes) if key.excludes else None
         self._membership = [_Membership(key, part, excludes) for part in key.parts]
-        self.members: list[FileEntry | None] = []
-        self.displays: list[str] = []
+        self.members: list[str | None] = []  # root-relative path, None for a tombstone
+        self.part_of = array("H")  # which part (and so which index) each member comes from
+        self.displays: list[str] = []  # the candidate `path`
         self.paths = Haystacks()
         self.names = Haystacks()
         self.dead: list[int] = []
-        self._slot: dict[int, int] = {}  # id(entry) → position
+        self._slot: dict[tuple[int, str], int] = {}  # (part, path) → position
         self._positions: list[tuple[int, int]] | None = None  # per part: (epoch, log position)
         self._recent: list[int] | None = None
 
     @property
     def live_count(self) -> int:
         return len(self.members) - len(self.dead)
+
+    def name(self, position: int) -> str:
+        rel = self.members[position]
+        return rel.rpartition("/")[2] if rel is not None else ""
+
+    def stamp(self, position: int) -> Stamp | None:
+        """Size and mtime now (None if the file went since the last sync)."""
+        rel = self.members[position]
+        if rel is None:
+            return None
+        return self._indexes[self.part_of[position]].entries.get(rel)
 
     # --- keeping up with the indexes (search thread only) ------------------------------------
 
@@ -116,63 +130,70 @@ class SearchView:
         positions = []
         for part_no, (log, (epoch, position)) in enumerate(zip(logs, self._positions, strict=True)):
             items = log.items[position:]  # one slice: atomic while the loop appends
-            for kind, entry in items:
-                self._apply(part_no, kind, entry)
+            for kind, rel in items:
+                self._apply(part_no, kind, rel)
             positions.append((epoch, position + len(items)))
         self._positions = positions
         if len(self.dead) > max(1024, len(self.members) // 8):
             self._compact()
 
-    def _apply(self, part_no: int, kind: str, entry: FileEntry) -> None:
+    def _apply(self, part_no: int, kind: str, rel: str) -> None:
         self._recent = None
         if kind == ADD:
             # present already: an ADD replayed after a rebuild (see `_rebuild`)
-            if id(entry) not in self._slot and self._membership[part_no].admits(entry):
-                self._add(part_no, entry)
+            if (part_no, rel) not in self._slot and self._membership[part_no].admits(rel):
+                self._add(part_no, rel)
         elif kind == REMOVE:
-            slot = self._slot.pop(id(entry), None)
+            slot = self._slot.pop((part_no, rel), None)
             if slot is not None:
                 self.members[slot] = None
                 self.dead.append(slot)
         elif kind != MODIFY:
             raise ValueError(f"unknown change {kind!r}")
 
-    def _add(self, part_no: int, entry: FileEntry) -> None:
-        self._slot[id(entry)] = len(self.members)
-        self.members.append(entry)
-        display = self._membership[part_no].display(entry.rel)
+    def _add(self, part_no: int, rel: str) -> None:
+        self._slot[part_no, rel] = len(self.members)
+        self.members.append(rel)
+        self.part_of.append(part_no)
+        display = self._membership[part_no].display(rel)
         self.displays.append(display)
         self.paths.append(display)
-        self.names.append(entry.name)
+        self.names.append(rel.rpartition("/")[2])
 
     def _rebuild(self, cancelled: Callable[[], bool]) -> None:
         # Log positions first, snapshot second: a change landing in between is replayed once
         # more on the next sync, which `_apply` tolerates.
         positions = [(index.log.epoch, len(index.log.items)) for index in self._indexes]
-        members: list[FileEntry | None] = []
+        members: list[str | None] = []
+        part_of = array("H")
         displays: list[str] = []
         for part_no, index in enumerate(self._indexes):
             membership = self._membership[part_no]
-            snapshot = list(index.entries.values())  # one C call: atomic under the GIL
-            for count, entry in enumerate(snapshot):
+            snapshot = list(index.entries)  # one C call: atomic under the GIL
+            for count, rel in enumerate(snapshot):
                 if count % CHECK_EVERY == 0 and cancelled():
                     raise Cancelled
-                if membership.admits(entry):
-                    members.append(entry)
-                    displays.append(membership.display(entry.rel))
-        self._install(members, displays)
+                if membership.admits(rel):
+                    members.append(rel)
+                    part_of.append(part_no)
+                    displays.append(membership.display(rel))
+        self._install(members, part_of, displays)
         self._positions = positions
 
     def _compact(self) -> None:
-        keep = [i for i, entry in enumerate(self.members) if entry is not None]
-        self._install([self.members[i] for i in keep], [self.displays[i] for i in keep])
+        keep = [i for i, rel in enumerate(self.members) if rel is not None]
+        self._install(
+            [self.members[i] for i in keep],
+            array("H", (self.part_of[i] for i in keep)),
+            [self.displays[i] for i in keep],
+        )
 
-    def _install(self, members: list[FileEntry | None], displays: list[str]) -> None:
-        names = [entry.name for entry in members if entry is not None]
-        self.members, self.displays = members, displays
+    def _install(self, members: list[str | None], part_of: array, displays: list[str]) -> None:
+        names = [rel.rpartition("/")[2] for rel in members if rel is not None]
+        self.members, self.part_of, self.displays = members, part_of, displays
         self.paths, self.names = Haystacks(displays), Haystacks(names)
         self.dead = []
-        self._slot = {id(entry): i for i, entry in enumerate(members)}
+        self._slot = {(part_of[i], rel): i for i, rel in enumerate(members) if rel is not None}
         self._recent = None
 
     # --- the empty query ---------------------------------------------------------------------
@@ -180,11 +201,14 @@ class SearchView:
     def most_recent(self, limit: int) -> list[int]:
         """Positions of the most recently modified files, newest first (F-SRCH-03)."""
         if self._recent is None:
-            members = self.members
-            live = (i for i, entry in enumerate(members) if entry is not None)
-            self._recent = heapq.nlargest(
-                RECENT_LIMIT,
-                live,
-                key=lambda i: (members[i].mtime_ns, -len(self.displays[i])),  # type: ignore[union-attr]
-            )
+            tables = [index.entries for index in self._indexes]
+            members, part_of, displays = self.members, self.part_of, self.displays
+            unknown = Stamp(0, 0)
+
+            def newest_first(i: int) -> tuple[int, int]:
+                stamp = tables[part_of[i]].get(members[i], unknown)  # type: ignore[arg-type]
+                return stamp.mtime_ns, -len(displays[i])
+
+            live = (i for i, rel in enumerate(members) if rel is not None)
+            self._recent = heapq.nlargest(RECENT_LIMIT, live, key=newest_first)
         return self._recent[:limit]
