@@ -176,11 +176,30 @@ class Session:
             self.outbox.put(entry if entry is not None else piece[1])
 
     def greeting(self) -> list[str]:
-        frames = [
-            make_frame("session.capabilities", capabilities_payload(), session_id=self.id),
-            make_frame("tool.catalog.publish", {"tools": self.catalog}, session_id=self.id),
+        """`session.capabilities` and `tool.catalog.publish`, each within `max_frame_size`.
+
+        At the smallest frame sizes the optional `events` list is left out of the
+        capabilities, and tool descriptions, then tools from the end, out of the catalog.
+        """
+        caps = capabilities_payload().model_dump(mode="json", exclude_none=True)
+        tools = [dict(tool) for tool in self.catalog]
+        shrink_caps = [lambda: caps.pop("events", None)]
+        shrink_tools = [lambda: [t.pop("description", None) for t in tools]] + [
+            tools.pop for _ in range(len(tools))
         ]
-        return [dump_frame(f) for f in frames]
+        return [
+            self._shrunk("session.capabilities", caps, shrink_caps),
+            self._shrunk("tool.catalog.publish", {"tools": tools}, shrink_tools),
+        ]
+
+    def _shrunk(self, type: str, payload: dict[str, Any], steps: list) -> str:
+        text = dump_frame(make_frame(type, payload, session_id=self.id, clock=self.clock))
+        for step in steps:
+            if frame_size(text) <= self.limits.max_frame_size:
+                break
+            step()
+            text = dump_frame(make_frame(type, payload, session_id=self.id, clock=self.clock))
+        return text
 
     # --- attach / detach ---------------------------------------------------------------------
 

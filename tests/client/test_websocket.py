@@ -179,7 +179,12 @@ async def test_long_answers_are_split_to_the_pinned_frame_size(tmp_path, monkeyp
     monkeypatch.setenv("RAWP_DEMO_PAUSE", "0")
     limits = DEFAULT_LIMITS.model_copy(update={"max_frame_size": 1024})
     async with running_client(tmp_path, limits=limits) as client:
-        sid, ws = await greeted(client)
+        sid, ws = await client.start_session()
+        greeting = [await ws.recv(), await ws.recv()]
+        assert all(len(r.encode()) <= 1024 for r in greeting)
+        caps, catalog = (orjson.loads(r) for r in greeting)
+        assert caps["type"] == "session.capabilities" and "file_reference" in caps["payload"]
+        assert catalog["type"] == "tool.catalog.publish" and catalog["payload"]["tools"]
         await ws.send(frame("control.prompt.request", {"prompt_text": "a long answer please"}, sid))
         raw_frames = []
         while True:
@@ -303,3 +308,14 @@ async def test_unsupported_controls_and_foreign_session_frames(client):
     assert (await recv(ws))["payload"]["code"] == "UNSUPPORTED_CONTROL"
     await ws.send(frame("control.prompt.request", {"prompt_text": "x"}, new_id()))
     assert (await recv(ws))["payload"]["code"] == "SESSION_MISMATCH"
+
+
+async def test_an_unmapped_token_reaches_the_agent_as_written(client):
+    sid, ws = await greeted(client)
+    await ws.send(
+        frame("control.prompt.request", {"prompt_text": "look at <@file:ref_9|x.py>"}, sid)
+    )
+    frames = await recv_until(ws, "session.turn.end")
+    done = next(f for f in frames if f["type"] == "agent.text.done")["payload"]["text"]
+    assert 'You said: "look at <@file:ref_9|x.py>"' in done  # F-TOK-05/06: literal, kept
+    assert "No files were referenced." in done
