@@ -199,7 +199,10 @@ class DiscordWorld:
             "features": [],
             "channels": channels,
             "threads": threads,
-            "members": list(self.members.values()),
+            # As on Discord without the presence intent: only the bot's own member comes with
+            # GUILD_CREATE; the others arrive by chunking (op 8, needs the members intent) or
+            # with each message and interaction.
+            "members": [self.members[self.application_id]],
             "presences": [],
             "voice_states": [],
             "stage_instances": [],

@@ -39,10 +39,10 @@ class AskModal(discord.ui.Modal, title="Answer the agent"):
         await interaction.response.send_message(f"you said {self.answer.value}")
 
 
-def build_bot() -> commands.Bot:
+def build_bot(members_intent: bool = True) -> commands.Bot:
     intents = discord.Intents.default()
     intents.message_content = True
-    intents.members = True
+    intents.members = members_intent
     bot = commands.Bot(command_prefix="!", intents=intents, guild_ready_timeout=0.05)
 
     @bot.tree.command(name="prompt", description="Send a prompt")
@@ -75,9 +75,9 @@ def build_bot() -> commands.Bot:
 
 
 @contextlib.asynccontextmanager
-async def started_bot(fake: FakeDiscord):
+async def started_bot(fake: FakeDiscord, members_intent: bool = True):
     """A real bot logged in to `fake` and past on_ready; closed on exit."""
-    bot = build_bot()
+    bot = build_bot(members_intent)
     ready = asyncio.Event()
 
     async def on_ready() -> None:
@@ -112,6 +112,9 @@ async def test_bot_logs_in_connects_and_sees_the_guild(running):
     assert [r.name for r in alice.roles] == ["@everyone", "rawp-operator"]
     identify = fake.calls("WS", "IDENTIFY")[0]
     assert identify.body["token"] == fake.world.bot_token
+    # With the members intent discord.py chunks the guild (op 8) before on_ready.
+    chunk_request = fake.calls("WS", "REQUEST_GUILD_MEMBERS")[0]
+    assert str(chunk_request.body["guild_id"]) == fake.world.guild_id
     assert [c.path for c in fake.log.find("GET", "/**")][:2] == [
         "/users/@me",
         "/oauth2/applications/@me",
@@ -374,3 +377,23 @@ async def test_threads_and_buttons_survive_a_bot_restart():
                 answer = await fake.wait_for_interaction_answer(click)
                 assert answer.body["data"]["content"] == "approved by alice"
             assert len(fake.calls("WS", "IDENTIFY")) == 2
+
+
+async def test_without_the_members_intent_members_come_with_their_messages():
+    async with FakeDiscord() as fake:
+        with discord_endpoints(fake):
+            async with started_bot(fake, members_intent=False) as bot:
+                guild = bot.get_guild(int(fake.world.guild_id))
+                assert guild.get_member(int(fake.world.alice["id"])) is None  # not chunked
+                assert fake.calls("WS", "REQUEST_GUILD_MEMBERS") == []
+                seen: asyncio.Future[discord.Message] = asyncio.get_running_loop().create_future()
+
+                @bot.listen("on_message")
+                async def keep(message: discord.Message) -> None:
+                    if not seen.done():
+                        seen.set_result(message)
+
+                await fake.inject_message("who am I")
+                author = (await asyncio.wait_for(seen, 5)).author
+                assert isinstance(author, discord.Member)
+                assert [r.name for r in author.roles] == ["@everyone", "rawp-operator"]
