@@ -91,6 +91,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pair.add_argument("--name", help="device name shown to you in chat (default: host name)")
     _common(pair, argparse.SUPPRESS)
     pair.set_defaults(handler=run_pair)
+    unpair = sub.add_parser("unpair", help="leave the master's network (RAWP §3.5)")
+    _common(unpair, argparse.SUPPRESS)
+    unpair.set_defaults(handler=run_unpair)
     parser.set_defaults(handler=run_serve)
 
 
@@ -217,4 +220,27 @@ def run_pair(args: argparse.Namespace) -> int:
     except MasterLinkError as exc:
         raise CommandError(str(exc)) from None
     print(f"paired as {name!r} (node {answer.get('node_id', '?')}); run `rawp client` to serve")
+    return 0
+
+
+def run_unpair(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from client.master_link import MasterLink, MasterLinkError
+    from client.state import StateDir
+
+    settings = build_settings(args)
+
+    async def unpair() -> None:
+        link = MasterLink(StateDir.open(settings.state_dir), settings)
+        try:
+            await link.unpair()
+        finally:
+            await link.close()
+
+    try:
+        asyncio.run(unpair())
+    except MasterLinkError as exc:
+        raise CommandError(str(exc)) from None
+    print("unpaired: this machine has left the master's network")
     return 0

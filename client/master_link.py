@@ -117,6 +117,17 @@ class MasterLink:
         creds.server_credentials = answer["server_credentials"]
         self.state.save()
 
+    async def unpair(self) -> None:
+        """§3.5 (C-AUTH-04): leave the network; the master answers 204 and forgets us."""
+        status, answer, _ = await self.call("DELETE", "/v1/nodes/self")
+        if status not in (204, 404):  # 404: the master already forgot this node
+            raise MasterLinkError(f"unpairing refused ({status}): {_message(answer)}")
+        creds = self.state.credentials
+        creds.master_url = creds.node_id = creds.access_token = creds.refresh_token = None
+        creds.server_credentials = None
+        creds.client_refresh_fingerprint = None  # the master's tokens for us die too
+        self.state.save()
+
     # --- config scopes -----------------------------------------------------------------------
 
     async def sync_on_start(self) -> None:

@@ -55,6 +55,7 @@ class FakeMaster:
         app.router.add_post("/v1/auth/pair", self._pair)
         app.router.add_post("/v1/auth/refresh", self._refresh)
         app.router.add_put("/v1/nodes/config/{scope}", self._put)
+        app.router.add_delete("/v1/nodes/self", self._unpair)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
@@ -89,6 +90,15 @@ class FakeMaster:
         if body.get("refresh_token") != self.refresh_token:
             return web.json_response({"error_code": "INVALID_REFRESH_TOKEN", "message": "no"}, 401)
         return web.json_response(self.tokens())
+
+    async def _unpair(self, request: web.Request) -> web.Response:
+        token = request.headers.get("Authorization")
+        self.received.append(("DELETE", request.path, None, token))
+        try:
+            verify(bearer(token), self.key, kind="node")
+        except Exception:
+            return web.json_response({"error_code": "INVALID_TOKEN", "message": "no"}, 401)
+        return web.Response(status=204)
 
     async def _put(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -251,3 +251,18 @@ async def test_a_second_401_is_an_error_not_a_loop(master, tmp_path):
         assert len([1 for _, p, _, _ in master.received if p == "/v1/auth/refresh"]) == 1
     finally:
         await link.close()
+
+
+async def test_unpair_deletes_the_node_and_forgets_the_credentials(master, tmp_path):
+    link = await paired_link(master, tmp_path)
+    try:
+        token = link.state.credentials.access_token
+        await link.unpair()
+        assert master.received[-1][:2] == ("DELETE", "/v1/nodes/self")
+        assert master.received[-1][3] == f"Bearer {token}"
+        saved = json.loads((tmp_path / "state" / "credentials.json").read_text())
+        assert saved["access_token"] is None and saved["client_refresh_fingerprint"] is None
+        with pytest.raises(MasterLinkError, match="not paired"):
+            await link.unpair()
+    finally:
+        await link.close()

@@ -71,3 +71,14 @@ def test_pair_with_the_real_master_then_restart_and_sync_again(tmp_path, process
     )
     log = read_until(client, "config synced with the master")
     assert "limits v1, capabilities v1" in log and "failed" not in log
+
+    client.terminate()
+    client.wait(timeout=30)
+
+    # §3.5: leaving the network; afterwards there is nothing left to leave.
+    leave = processes.rawp("client", "unpair", "--dev", "--state-dir", str(client_dir))
+    out, _ = leave.communicate(timeout=60)
+    assert leave.returncode == 0 and b"unpaired" in out, out
+    again = processes.rawp("client", "unpair", "--dev", "--state-dir", str(client_dir))
+    out, _ = again.communicate(timeout=60)
+    assert again.returncode == 2 and b"not paired" in out
