@@ -35,6 +35,7 @@ OP_NAMES = {
     6: "RESUME",
     8: "REQUEST_GUILD_MEMBERS",
 }
+INTENT_CONTENT = 1 << 15  # MESSAGE_CONTENT (privileged)
 # Heartbeat interval announced in HELLO. Long, so heartbeats never race a short test.
 HEARTBEAT_INTERVAL_MS = 41250
 
@@ -57,6 +58,7 @@ class GatewaySession:
         self.ws = ws
         self.sequence = 0
         self.session_id = secrets.token_hex(16)
+        self.intents = 0  # from IDENTIFY
         self._compressor = zlib.compressobj() if compress else None
         self._send_lock = asyncio.Lock()
 
@@ -124,6 +126,7 @@ class DiscordGateway:
             if data.get("token") != self.world.bot_token:
                 await session.ws.close(code=4004, message=b"Authentication failed.")
                 return
+            session.intents = data.get("intents") or 0
             ready = self.world.ready(session.session_id, self.resume_url())
             if "shard" in data:  # a sharded client's READY echoes [shard_id, num_shards]
                 ready["shard"] = data["shard"]
@@ -143,7 +146,18 @@ class DiscordGateway:
         """Send one DISPATCH to every identified session (no-op when none is connected)."""
         for session in list(self.sessions):
             if not session.ws.closed:
-                await session.send(OP_DISPATCH, data, event)
+                await session.send(OP_DISPATCH, self._as_seen_by(session, event, data), event)
+
+    def _as_seen_by(self, session: GatewaySession, event: str, data: dict[str, Any]) -> dict:
+        """Without the MESSAGE_CONTENT intent Discord blanks a message's content, embeds,
+        attachments and components, unless the message is the bot's own or mentions it."""
+        if event not in ("MESSAGE_CREATE", "MESSAGE_UPDATE") or session.intents & INTENT_CONTENT:
+            return data
+        bot_id = self.world.application_id
+        mentioned = any(user.get("id") == bot_id for user in data.get("mentions", []))
+        if data.get("author", {}).get("id") == bot_id or mentioned:
+            return data
+        return {**data, "content": "", "embeds": [], "attachments": [], "components": []}
 
     async def wait_for_session(self, timeout: float = 10.0) -> GatewaySession:  # noqa: ASYNC109
         """Wait until a client has identified (or resumed)."""

@@ -39,9 +39,9 @@ class AskModal(discord.ui.Modal, title="Answer the agent"):
         await interaction.response.send_message(f"you said {self.answer.value}")
 
 
-def build_bot(members_intent: bool = True) -> commands.Bot:
+def build_bot(members_intent: bool = True, content_intent: bool = True) -> commands.Bot:
     intents = discord.Intents.default()
-    intents.message_content = True
+    intents.message_content = content_intent
     intents.members = members_intent
     bot = commands.Bot(command_prefix="!", intents=intents, guild_ready_timeout=0.05)
 
@@ -75,9 +75,9 @@ def build_bot(members_intent: bool = True) -> commands.Bot:
 
 
 @contextlib.asynccontextmanager
-async def started_bot(fake: FakeDiscord, members_intent: bool = True):
+async def started_bot(fake: FakeDiscord, members_intent: bool = True, content_intent: bool = True):
     """A real bot logged in to `fake` and past on_ready; closed on exit."""
-    bot = build_bot(members_intent)
+    bot = build_bot(members_intent, content_intent)
     ready = asyncio.Event()
 
     async def on_ready() -> None:
@@ -379,10 +379,10 @@ async def test_threads_and_buttons_survive_a_bot_restart():
             assert len(fake.calls("WS", "IDENTIFY")) == 2
 
 
-async def test_without_the_members_intent_members_come_with_their_messages():
+async def test_without_privileged_intents_members_come_with_messages_and_content_is_hidden():
     async with FakeDiscord() as fake:
         with discord_endpoints(fake):
-            async with started_bot(fake, members_intent=False) as bot:
+            async with started_bot(fake, members_intent=False, content_intent=False) as bot:
                 guild = bot.get_guild(int(fake.world.guild_id))
                 assert guild.get_member(int(fake.world.alice["id"])) is None  # not chunked
                 assert fake.calls("WS", "REQUEST_GUILD_MEMBERS") == []
@@ -394,6 +394,8 @@ async def test_without_the_members_intent_members_come_with_their_messages():
                         seen.set_result(message)
 
                 await fake.inject_message("who am I")
-                author = (await asyncio.wait_for(seen, 5)).author
-                assert isinstance(author, discord.Member)
-                assert [r.name for r in author.roles] == ["@everyone", "rawp-operator"]
+                message = await asyncio.wait_for(seen, 5)
+                assert isinstance(message.author, discord.Member)
+                assert [r.name for r in message.author.roles] == ["@everyone", "rawp-operator"]
+                # ...and without the message-content intent the content is blanked, as on Discord
+                assert message.content == ""
