@@ -128,8 +128,8 @@ def _check_reason(body: dict[str, Any]) -> None:
         raise BadRequest("reason: must be a string when given", "INVALID_REQUEST")
 
 
-def _limit_rules(prefix: str) -> list[tuple[str, Callable[[Any], str | None], str, str]]:
-    """(field, check → failed constraint or None, reason, code) for each §4.1.5 row."""
+def _limit_rules() -> list[tuple[str, Callable[[Any], str | None], str, str]]:
+    """(limit name, check → failed constraint or None, reason, code) for each §4.1.5 row."""
 
     def positive(value: Any) -> str | None:
         return None if _is_int(value) and value > 0 else "POSITIVE_INTEGER"
@@ -148,27 +148,27 @@ def _limit_rules(prefix: str) -> list[tuple[str, Callable[[Any], str | None], st
         return None if value in ("RING", "DROP") and isinstance(value, str) else "ENUM:RING|DROP"
 
     return [
-        (f"{prefix}rate_limit", positive, "MUST be a positive integer", "INVALID_RATE_LIMIT"),
+        ("rate_limit", positive, "MUST be a positive integer", "INVALID_RATE_LIMIT"),
         (
-            f"{prefix}max_frame_size",
+            "max_frame_size",
             frame,
             "MUST be an integer of at least 1024",
             "FRAME_SIZE_TOO_SMALL",
         ),
         (
-            f"{prefix}reattach_window",
+            "reattach_window",
             window,
             "MUST be an integer of at least 0",
             "INVALID_REATTACH_WINDOW",
         ),
         (
-            f"{prefix}max_buffer_size",
+            "max_buffer_size",
             positive,
             "MUST be a positive integer",
             "BUFFER_SMALLER_THAN_FRAME",
         ),
         (
-            f"{prefix}buffer_overflow_policy",
+            "buffer_overflow_policy",
             policy,
             'MUST be "RING" or "DROP"',
             "INVALID_OVERFLOW_POLICY",
@@ -177,10 +177,10 @@ def _limit_rules(prefix: str) -> list[tuple[str, Callable[[Any], str | None], st
 
 
 def _check_limits(limits: dict[str, Any], prefix: str, errors: list[FieldError]) -> None:
-    for (path, check, reason, code), name in zip(_limit_rules(prefix), LIMIT_FIELDS, strict=True):
+    for name, check, reason, code in _limit_rules():
         failed = check(limits[name])
         if failed:
-            errors.append(FieldError(path, failed, reason, code))
+            errors.append(FieldError(f"{prefix}{name}", failed, reason, code))
     frame, buffer = limits["max_frame_size"], limits["max_buffer_size"]
     if _is_int(frame) and _is_int(buffer) and frame >= 1024 and 0 < buffer < frame:
         errors.append(

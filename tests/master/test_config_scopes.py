@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -237,3 +238,15 @@ async def test_legacy_warning_even_on_a_wrong_method(master):
 async def test_no_warning_on_the_new_endpoints(master, node):
     response = await master.put(node, "limits", master.limits_body(1))
     assert "Warning" not in response.headers
+
+
+async def test_racing_updates_leave_the_highest_version(master, node):
+    await master.put(node, "limits", master.limits_body(1))
+    versions = [4, 2, 6, 3, 5]
+    responses = await asyncio.gather(
+        *(master.put(node, "limits", master.limits_body(v, rate_limit=v)) for v in versions)
+    )
+    assert {r.status_code for r in responses} <= {200, 409}
+    assert responses[versions.index(6)].status_code == 200  # the newest can never lose
+    held = await master.services.config.snapshots(node["node_id"])
+    assert (held["limits"].version, held["limits"].snapshot["rate_limit"]) == (6, 6)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from master.services.addresses import normalize_client_address
@@ -216,3 +220,34 @@ async def test_unknown_keys_are_ignored(master):
     body["client_credentials"]["also_new"] = True
     response = await master.client.post("/v1/auth/pair", json=body)
     assert response.status_code == 200
+
+
+@given(st.text(max_size=60), st.booleans())
+def test_any_address_text_is_accepted_normalized_or_refused_cleanly(text, dev):
+    try:
+        normalized = normalize_client_address(text, dev=dev)
+    except BadRequest as exc:
+        assert exc.error_code == "INVALID_CLIENT_ADDRESS"
+        return
+    assert normalized.startswith("https://" if not dev else ("https://", "http://"))
+    assert normalize_client_address(normalized, dev=dev) == normalized  # idempotent
+
+
+octet = st.integers(min_value=0, max_value=255)
+
+
+@given(st.sampled_from(["127", "169.254"]), st.lists(octet, min_size=3, max_size=3))
+def test_loopback_and_link_local_ranges_are_always_refused(prefix, octets):
+    host = ".".join([prefix, *map(str, octets)][: 4 if prefix == "127" else 3])
+    with pytest.raises(BadRequest):
+        normalize_client_address(f"https://{host}:8701", dev=False)
+
+
+async def test_racing_pairs_with_one_token_create_one_node(master):
+    token = await master.pairing_token()
+    responses = await asyncio.gather(
+        *(master.client.post("/v1/auth/pair", json=master.pair_body(token)) for _ in range(4))
+    )
+    assert sorted(r.status_code for r in responses) == [200, 401, 401, 401]
+    async with master.services.db.connect() as conn:
+        assert len((await conn.execute(select(nodes.c.id))).all()) == 1
