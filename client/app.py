@@ -22,7 +22,7 @@ from client.api.common import error_response
 from client.api.routes import agents, auth, fs, health, session
 from client.api.stream import stream
 from client.auth import ClientAuth
-from client.master_link import MasterLink
+from client.master_link import MasterLink, MasterLinkError
 from client.paths import PathGuard
 from client.rate_limit import RateLimiter
 from client.sessions import SessionManager
@@ -110,6 +110,19 @@ def build_services(
     )
 
 
+async def sync_until_done(link: MasterLink, first_wait: float = 1.0) -> None:
+    """Sync both scopes; while the master is unreachable, try again with backoff (K-03: it
+    starts no session on this node before the sync)."""
+    wait = first_wait
+    while True:
+        try:
+            await link.sync_on_start()
+            return
+        except MasterLinkError:
+            await asyncio.sleep(wait)
+            wait = min(60.0, wait * 2)
+
+
 def create_app(
     settings: ClientSettings, clock: Clock = SYSTEM_CLOCK, *, search: Any = None
 ) -> Quart:
@@ -137,7 +150,7 @@ def create_app(
     async def lifespan():
         svc.spawn(svc.sessions.sweep_forever(settings.sweep_interval))
         if svc.state.credentials.paired:
-            svc.spawn(svc.link.sync_on_start())  # C-CFG-01: both scopes after every restart
+            svc.spawn(sync_until_done(svc.link))  # C-CFG-01: both scopes after every restart
         yield
         for task in list(svc.tasks):
             task.cancel()

@@ -111,7 +111,19 @@ class ScriptAgent(Agent):
             "RAWP_WORKSPACE": str(self.workspace),
             "RAWP_AGENT_NAME": self.spec.name,
         }
-        proc = self._proc = await spawn(argv, cwd=self.workspace, env=env)
+        try:
+            proc = self._proc = await spawn(argv, cwd=self.workspace, env=env)
+        except OSError as exc:  # not found, not executable: the agents file is wrong
+            await self.emit(
+                "agent.error",
+                {
+                    "code": "AGENT_START_FAILED",
+                    "message": f"cannot start {self.spec.name}: {exc.strerror or exc}",
+                    "severity": "fatal",
+                    "retryable": False,
+                },
+            )
+            return "error"
         assert proc.stdin and proc.stdout and proc.stderr
         if self.mode == "plain":
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):

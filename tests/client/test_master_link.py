@@ -15,12 +15,14 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from client.auth import ClientAuth
 from client.master_link import MasterLink, MasterLinkError, parse_pairing_url
 from client.settings import ClientSettings
 from client.state import StateDir
 from rawp.config import DEFAULT_LIMITS, LIMIT_FIELDS
 from rawp.tokens import SigningKey
 from tests.client.fake_master import FakeMaster
+from tests.client.harness import running_client
 from tests.support import ROOT, free_port
 
 
@@ -176,8 +178,6 @@ async def paired_link(master: FakeMaster, tmp_path: Path) -> MasterLink:
     settings = ClientSettings(state_dir=tmp_path / "state", allowed_roots=[tmp_path], dev=True)
     state = StateDir.open(settings.state_dir)
     link = MasterLink(state, settings)
-    from client.auth import ClientAuth
-
     await link.pair(master.pairing_url, "box", ClientAuth(state, 60).issue())
     return link
 
@@ -266,3 +266,20 @@ async def test_unpair_deletes_the_node_and_forgets_the_credentials(master, tmp_p
             await link.unpair()
     finally:
         await link.close()
+
+
+async def test_a_client_started_while_the_master_is_down_syncs_once_it_is_back(master, tmp_path):
+    link = await paired_link(master, tmp_path)
+    await link.close()
+    await master.stop()
+    before = len(master.puts("limits"))
+    async with running_client(tmp_path):  # same state dir: paired, master unreachable
+        await asyncio.sleep(0.3)
+        assert len(master.puts("limits")) == before
+        await master.start()  # the same port again
+        for _ in range(400):
+            if len(master.puts("capabilities")) > 1:
+                break
+            await asyncio.sleep(0.02)
+        assert [b["config_version"] for b in master.puts("limits")][before:] == [1]
+        assert len(master.puts("capabilities")) == 2

@@ -222,3 +222,16 @@ async def test_deleting_an_idle_session_is_immediate_and_leaves_nothing(tmp_path
         assert status == 204
         closed = await asyncio.wait_for(ws.wait_closed(), 10)
         assert closed is None and ws.close_code is not None
+
+
+async def test_an_agent_that_cannot_start_fails_its_turn_with_a_reason(tmp_path):
+    agents = tmp_path / "agents.toml"
+    agents.write_text('[agents.ghost]\nkind = "script"\ncommand = ["/nonexistent/agent"]\n')
+    async with running_client(tmp_path, agents_file=agents) as client:
+        sid, ws = await client.start_session(agent="ghost")
+        await recv(ws), await recv(ws)
+        await ws.send(frame("control.prompt.request", {"prompt_text": "go"}, sid))
+        frames = await recv_until(ws, "session.turn.end")
+    error = next(f for f in frames if f["type"] == "agent.error")["payload"]
+    assert error["code"] == "AGENT_START_FAILED" and "ghost" in error["message"]
+    assert frames[-1]["payload"]["stop_reason"] == "error"
