@@ -283,3 +283,22 @@ async def test_a_client_started_while_the_master_is_down_syncs_once_it_is_back(m
             await asyncio.sleep(0.02)
         assert [b["config_version"] for b in master.puts("limits")][before:] == [1]
         assert len(master.puts("capabilities")) == 2
+
+
+async def test_sessions_keep_the_limits_they_were_started_with(master, tmp_path):
+    link = await paired_link(master, tmp_path)
+    await link.close()
+    async with running_client(tmp_path) as client:
+        for _ in range(400):  # the start-up sync (version 1) has happened
+            if len(master.puts("capabilities")) == 2:
+                break
+            await asyncio.sleep(0.02)
+        first = await client.init()
+        wider = client.services.link.limits.model_copy(update={"max_frame_size": 4096})
+        await client.services.link.change_limits(wider, reason="test")
+        assert master.puts("limits")[-1]["config_version"] == 2
+        second = await client.init()
+        sessions = client.services.sessions.sessions
+        old, new = sessions[first["session_id"]].pinned, sessions[second["session_id"]].pinned
+        assert (old.limits_version, old.limits.max_frame_size) == (1, DEFAULT_LIMITS.max_frame_size)
+        assert (new.limits_version, new.limits.max_frame_size) == (2, 4096)
