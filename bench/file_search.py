@@ -7,6 +7,8 @@ files under a temporary directory), then measures, in one run:
   watcher is in place;
 - per-query latency at the service (`FileSearchService.search`, thread hop included) over a
   fixed query set: every prefix of a few file names, as a user types them, plus fuzzy ones;
+  and the CPU time each query costs the process (all its threads), which, unlike latency,
+  does not grow when other work shares the machine;
 - `fzf --filter` on the same path list and the same queries, as the baseline.
 
 Target: p50 ≤ 10 ms and p99 ≤ 30 ms at the service, faster than fzf. fzf is optional
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -76,15 +79,20 @@ async def measure_service(base: Path) -> dict[str, float]:
         await service.settled(base)
         figures["settled"] = time.perf_counter() - started
 
+        cpu: list[float] = []
+
         async def timed(request: FileSearch) -> float:
-            begin = time.perf_counter()
+            begin, begin_cpu = time.perf_counter(), time.process_time()
             await service.search(request, base)
+            cpu.append(time.process_time() - begin_cpu)  # every thread of this process
             return time.perf_counter() - begin
 
         samples = []
         for _ in range(ROUNDS):
             for query in QUERIES:
                 samples.append(await timed(FileSearch(query_id="q", query=query)))
+        figures["cpu_p50"] = percentile(cpu, 0.50)
+        figures["cpu_p99"] = percentile(cpu, 0.99)
         figures["p50"] = percentile(samples, 0.50)
         figures["p90"] = percentile(samples, 0.90)
         figures["p99"] = percentile(samples, 0.99)
@@ -108,13 +116,18 @@ def measure_fzf(paths: list[str]) -> dict[str, float] | None:
     if fzf is None:
         return None
     data = ("\n".join(paths) + "\n").encode()
-    samples = []
+    samples, cpu = [], []
     for _ in range(ROUNDS):
         for query in QUERIES:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             begin = time.perf_counter()
             subprocess.run([fzf, "--filter", query], input=data, capture_output=True, check=False)
             samples.append(time.perf_counter() - begin)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return {
+        "cpu_p50": percentile(cpu, 0.50),
+        "cpu_p99": percentile(cpu, 0.99),
         "p50": percentile(samples, 0.50),
         "p90": percentile(samples, 0.90),
         "p99": percentile(samples, 0.99),
@@ -156,6 +169,9 @@ def main() -> int:
         print(f"| query {key} | {service[key] * ms:.1f} ms | {theirs} |")
     if fzf:
         print(f"| fzf p50 / service p50 | {fzf['p50'] / service['p50']:.1f}× | |")
+    ours = f"{service['cpu_p50'] * ms:.1f} / {service['cpu_p99'] * ms:.1f} ms"
+    theirs = f"{fzf['cpu_p50'] * ms:.1f} / {fzf['cpu_p99'] * ms:.1f} ms" if fzf else "—"
+    print(f"| CPU per query p50 / p99 | {ours} | {theirs} |")
     print(f"| empty query (recency) p50 | {service['empty_p50'] * ms:.1f} ms | — |")
     first = service["filter_first"] * ms
     print(f"| first query with `.py` filter (view build) | {first:.0f} ms | — |")

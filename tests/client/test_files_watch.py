@@ -157,3 +157,33 @@ async def test_cancelling_one_search_leaves_the_others(tmp_path):
                 assert result.candidates[0].path == f"pkg/mod_{i}.py"
     finally:
         await service.close()
+
+
+async def test_filtered_view_follows_changes(service, workspace):
+    assert await paths(service, workspace, "", extensions=[".py"]) == ["src/existing_module.py"]
+    make_tree(workspace, ["src/later.py", "src/later.txt"])
+
+    async def only_python():
+        found = await paths(service, workspace, "later", extensions=[".py"])
+        return found == ["src/later.py"]
+
+    await eventually(only_python, "new .py file in the filtered view, .txt kept out")
+    await eventually(appears(service, workspace, "later", "src/later.txt"), "unfiltered view")
+
+
+async def test_mass_deletion_keeps_counts_exact(service, workspace):
+    make_tree(workspace, [f"bulk/item_{i:04}.dat" for i in range(1500)])
+
+    async def count_is(expected):
+        async def check():
+            return (await search(service, workspace, "item")).total_count == expected
+
+        return check
+
+    await eventually(await count_is(1500), "1500 files indexed")
+    for i in range(1200):  # past the tombstone limit: the view compacts itself
+        (workspace / "bulk" / f"item_{i:04}.dat").unlink()
+    await eventually(await count_is(300), "1200 deletions seen")
+    result = await search(service, workspace, "item", max_results=50)
+    assert all(c.path >= "bulk/item_1200.dat" for c in result.candidates)
+    assert result.truncated is True
