@@ -227,6 +227,7 @@ class Session:
                     "policy": self.limits.buffer_overflow_policy,
                 },
                 session_id=self.id,
+                clock=self.clock,
             )
             outbox.put(dump_frame(history))
             for entry in replay:

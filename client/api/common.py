@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import orjson
 from quart import Response, current_app, request
 
 from rawp.errors import RawpError
@@ -18,9 +19,7 @@ def services() -> Services:
 
 
 def error_response(exc: RawpError) -> Response:
-    response = Response(
-        __import__("orjson").dumps(exc.to_body()), status=exc.status, mimetype="application/json"
-    )
+    response = Response(orjson.dumps(exc.to_body()), status=exc.status, mimetype="application/json")
     for name, value in exc.headers.items():
         response.headers[name] = value
     return response

@@ -7,6 +7,7 @@ from quart import Blueprint, Response
 from client.api.common import body, require_master, services
 from client.fs import list_directory
 from client.sessions import InitRequest
+from rawp.errors import BadRequest
 from rawp.http import validate
 
 health = Blueprint("health", __name__)
@@ -66,7 +67,5 @@ async def post_refresh():
     data = await body()
     token = data.get("refresh_token")
     if not isinstance(token, str) or not token:
-        from rawp.errors import BadRequest
-
         raise BadRequest("refresh_token is required", "INVALID_REQUEST")
     return services().auth.refresh(token).to_body()
