@@ -22,6 +22,8 @@ import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rawp.events import Command, FileCandidate, PromptRequest
+
 
 @dataclass(frozen=True, slots=True)
 class ConversationRef:
@@ -172,3 +174,94 @@ class ChatPlatform(abc.ABC):
     @abc.abstractmethod
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:
         """Disable the prompt's buttons and show how it was answered."""
+
+    # --- conversations ----------------------------------------------------------------------
+
+    async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
+        """Open a thread for a new session under `conversation` (a channel) and return it.
+
+        A platform without threads (the console) keeps talking where it is: the default.
+        """
+        return conversation
+
+
+# --- the conversation seam ------------------------------------------------------------------
+#
+# Platform commands and thread messages arrive in an adapter; what they *do* (start a session on
+# the master, send a prompt, list nodes) is the conversation layer's business. Adapters hand it
+# platform-neutral values through `ConversationHooks`; the defaults answer that no master is
+# connected, so an adapter runs (and is testable) before the conversation layer exists.
+
+NOT_CONNECTED = "The gateway is not connected to a master yet."
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """Who asked for something, and where (ids as the platform spells them)."""
+
+    user_id: str
+    conversation: ConversationRef
+    message: MessageRef | None = None  # the user's chat message, for ⏳/✅ on a prompt
+    workspace_id: str | None = None  # Discord guild, Slack team
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """One autocomplete entry: what the user sees and what comes back when picked."""
+
+    label: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class StaleChoice:
+    """A button answer nobody is waiting for (the gateway restarted since it was posted)."""
+
+    invocation: Invocation
+    interaction_id: str
+    choice: Choice
+
+
+class ConversationHooks:
+    """What the adapters ask of the conversation layer. Every answer is text for the user
+    (None: nothing to say); suggestions are cut to the platform's maximum by the adapter."""
+
+    async def start_session(self, invocation: Invocation, node: str, agent: str) -> str | None:
+        return NOT_CONNECTED
+
+    async def prompt(self, invocation: Invocation, request: PromptRequest) -> str | None:
+        return NOT_CONNECTED
+
+    async def stop(self, invocation: Invocation) -> str | None:
+        return NOT_CONNECTED
+
+    async def end(self, invocation: Invocation) -> str | None:
+        return NOT_CONNECTED
+
+    async def pair(self, invocation: Invocation) -> str | None:
+        return NOT_CONNECTED
+
+    async def list_nodes(self, invocation: Invocation) -> str | None:
+        return NOT_CONNECTED
+
+    async def list_sessions(self, invocation: Invocation) -> str | None:
+        return NOT_CONNECTED
+
+    async def suggest_nodes(self, invocation: Invocation, typed: str) -> list[Suggestion]:
+        return []
+
+    async def suggest_agents(
+        self, invocation: Invocation, node: str | None, typed: str
+    ) -> list[Suggestion]:
+        return []
+
+    async def search_files(self, invocation: Invocation, typed: str) -> list[FileCandidate]:
+        """`control.file.search` in the invocation's session (K-10)."""
+        return []
+
+    async def agent_commands(self, invocation: Invocation) -> list[Command]:
+        """The session's published slash commands (`agent.commands.publish`, G-CMD-07)."""
+        return []
+
+    async def stale_choice(self, stale: StaleChoice) -> str | None:
+        return "This question is no longer open."

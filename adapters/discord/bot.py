@@ -1,0 +1,152 @@
+"""The Discord bot: a discord.py client with the `/rawp` commands, thread messages as prompts.
+
+`DiscordBot(settings, hooks)` builds everything; `await bot.start()` logs in and runs until
+`await bot.close()`. Setup order matters: the endpoints (DISCORD_API_BASE_URL,
+DISCORD_GATEWAY_URL) are applied before login; the prompt buttons are registered and the
+command tree synced in `setup_hook`, before any event is dispatched, so clicks on prompts
+posted before a restart are routed from the first moment.
+
+Every message a human writes in a thread is a prompt for that thread's session (the
+conversation layer knows which, `ConversationHooks.prompt`); attachments become prompt
+attachments within `AttachmentLimits`. A message is not an interaction, so nobody can be
+answered privately there: a user outside the allowed guilds/channels/roles is ignored in
+threads and refused with an ephemeral note on commands and buttons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import discord
+import discord.gateway
+import discord.http
+import yarl
+from discord import app_commands
+
+from adapters.discord.access import AccessPolicy, where_discord
+from adapters.discord.commands import RawpCommands
+from adapters.discord.platform import DiscordPlatform, conversation_of
+from adapters.discord.settings import DiscordSettings
+from gateway.platform import ConversationHooks, Invocation, MessageRef
+from gateway.prompt import PromptDraft, PromptError
+
+log = logging.getLogger(__name__)
+
+
+def apply_endpoints(settings: DiscordSettings) -> None:
+    """Point discord.py at the configured REST base and gateway (process-wide class attributes
+    in discord.py: one Discord per process; docs/testing-platforms.md)."""
+    discord.http.Route.BASE = settings.api_base_url.rstrip("/")
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
+
+
+def intents() -> discord.Intents:
+    chosen = discord.Intents.default()  # guilds, guild messages, reactions…
+    chosen.message_content = True  # privileged: thread messages are prompts
+    return chosen
+
+
+class DiscordBot:
+    def __init__(
+        self,
+        settings: DiscordSettings,
+        hooks: ConversationHooks | None = None,
+        **client_options: Any,
+    ) -> None:
+        self.settings = settings
+        self.client = discord.Client(intents=intents(), **client_options)
+        self.tree = app_commands.CommandTree(self.client)
+        policy = AccessPolicy(
+            settings.allowed_guilds, settings.allowed_channels, settings.allowed_roles
+        )
+        self.platform = DiscordPlatform(self.client, hooks, policy)
+        self.tree.add_command(RawpCommands(self.platform))
+        self.ready = asyncio.Event()
+        self.client.setup_hook = self._setup
+        self.client.event(self.on_ready)
+        self.client.event(self.on_message)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def hooks(self) -> ConversationHooks:
+        return self.platform.hooks
+
+    async def _setup(self) -> None:
+        self.platform.register()
+        await self.tree.sync()
+
+    async def on_ready(self) -> None:
+        log.info("discord: logged in as %s", self.client.user)
+        self.ready.set()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Log in and run until closed (the token is never logged)."""
+        apply_endpoints(self.settings)
+        await self.client.start(self.settings.bot_token)
+
+    async def run_in_background(self, ready_timeout: float = 30.0) -> None:
+        """Start, and return once the bot is ready (its guilds are known)."""
+        self._task = asyncio.create_task(self.start(), name="discord-bot")
+        ready = asyncio.create_task(self.ready.wait())
+        done, _ = await asyncio.wait(
+            {self._task, ready}, timeout=ready_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if ready not in done:
+            ready.cancel()
+            if self._task in done:
+                self._task.result()  # raises the login error
+            raise TimeoutError("the Discord bot did not become ready")
+
+    async def close(self) -> None:
+        await self.client.close()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 10)
+
+    # --- thread messages are prompts ------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        if message.author.bot or not isinstance(message.channel, discord.Thread):
+            return
+        where = where_discord(
+            message.guild.id if message.guild else None, message.channel, message.author
+        )
+        if not self.platform.policy.allows(where):
+            return
+        conversation = conversation_of(message.channel)
+        invocation = Invocation(
+            str(message.author.id),
+            conversation,
+            MessageRef(conversation, str(message.id)),
+            str(message.guild.id) if message.guild else None,
+        )
+        try:
+            request = await self._prompt_of(message)
+        except PromptError as refused:
+            await message.reply(f"⚠️ {refused}", mention_author=False)
+            return
+        reply = await self.hooks.prompt(invocation, request)
+        if reply:
+            await message.reply(reply, mention_author=False)
+
+    @staticmethod
+    async def _prompt_of(message: discord.Message):
+        """Typed text (escaped when built, §16.2.2) and attachments within their limits."""
+        draft = PromptDraft()
+        draft.add_text(message.content)
+        limits = draft.attachment_limits
+        for attachment in message.attachments:
+            if attachment.size > limits.max_bytes_each:  # refuse before downloading it
+                raise PromptError(
+                    f"{attachment.filename} is {attachment.size:,} bytes; an attachment may be "
+                    f"at most {limits.max_bytes_each:,} bytes"
+                )
+            data = await attachment.read()
+            mime = attachment.content_type or "application/octet-stream"
+            draft.add_attachment(attachment.filename, mime, data)
+        return draft.build()

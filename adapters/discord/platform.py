@@ -1,0 +1,239 @@
+"""`DiscordPlatform`: the gateway's ChatPlatform over a real discord.py client.
+
+No discord type leaves this package: conversations and messages are `ConversationRef` /
+`MessageRef` holding Discord ids as strings. A conversation is a thread (`thread_id`) under a
+text channel (`channel_id`), or the channel itself.
+
+- Messages arrive already within 2,000 code points (the renderer chunks them, A-35).
+- Typing is one trigger per call (`await channel.typing()`); the core's heartbeat repeats it
+  every 4 s, inside Discord's 10 s expiry (G-NS-10).
+- Thinking goes out as spoilers with `||` inside neutralised (gateway.hidden, G-NS-16).
+- There is no status line on Discord (`set_status` is a no-op; the renderer's interim message
+  covers long turns, G-NS-12).
+- Ephemeral notes answer the user's latest button click in that thread (only an interaction can
+  be answered ephemerally); without one the note is posted with a mention of the user.
+- REST 429s are waited out by discord.py itself (it sleeps `retry_after` and retries the same
+  request), so nothing is lost, duplicated or reordered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import discord
+
+from adapters.discord import custom_ids
+from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
+from adapters.discord.choices import (
+    AnswerModal,
+    ChoiceBoard,
+    choice_button_class,
+    option_of,
+    prompt_view,
+)
+from gateway.hidden import spoiler_messages
+from gateway.platform import (
+    PLATFORM_LIMITS,
+    ChatPlatform,
+    Choice,
+    ConversationHooks,
+    ConversationRef,
+    InteractionPrompt,
+    Invocation,
+    MessageRef,
+    StaleChoice,
+)
+
+log = logging.getLogger(__name__)
+NAME = "discord"
+NO_MENTIONS = discord.AllowedMentions.none()
+
+
+def conversation_of(channel: discord.abc.Messageable | discord.abc.Snowflake) -> ConversationRef:
+    """A channel or thread as a ConversationRef."""
+    if isinstance(channel, discord.Thread):
+        return ConversationRef(NAME, str(channel.parent_id), str(channel.id))
+    return ConversationRef(NAME, str(channel.id))
+
+
+def target_id(conversation: ConversationRef) -> int:
+    return int(conversation.thread_id or conversation.channel_id)
+
+
+class DiscordPlatform(ChatPlatform):
+    name = NAME
+    limits = PLATFORM_LIMITS[NAME]
+
+    def __init__(
+        self,
+        client: discord.Client,
+        hooks: ConversationHooks | None = None,
+        policy: AccessPolicy | None = None,
+    ) -> None:
+        self.client = client
+        self.hooks = hooks or ConversationHooks()
+        self.policy = policy or AccessPolicy()
+        self.board = ChoiceBoard()
+        self.button_class = choice_button_class(self._on_click)
+        # (thread id, user id) → that user's latest click there, for ephemeral notes
+        self._clicks: dict[tuple[str, str], discord.Interaction] = {}
+
+    def register(self) -> None:
+        """Route clicks on every prompt button, including those posted before a restart."""
+        self.client.add_dynamic_items(self.button_class)
+
+    def _channel(self, conversation: ConversationRef) -> discord.PartialMessageable:
+        return self.client.get_partial_messageable(target_id(conversation))
+
+    def _message(self, message: MessageRef) -> discord.PartialMessage:
+        return self._channel(message.conversation).get_partial_message(int(message.message_id))
+
+    # --- content ----------------------------------------------------------------------------
+
+    async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
+        sent = await self._channel(conversation).send(text, allowed_mentions=NO_MENTIONS)
+        return MessageRef(conversation, str(sent.id))
+
+    async def edit_message(self, message: MessageRef, text: str) -> None:
+        with contextlib.suppress(discord.NotFound):
+            await self._message(message).edit(content=text, allowed_mentions=NO_MENTIONS)
+
+    async def delete_message(self, message: MessageRef) -> None:
+        with contextlib.suppress(discord.NotFound):
+            await self._message(message).delete()
+
+    async def send_hidden(self, conversation: ConversationRef, title: str, text: str) -> None:
+        for piece in spoiler_messages(title, text, self.limits.max_message_length):
+            await self.send_message(conversation, piece)
+
+    async def send_ephemeral(self, conversation: ConversationRef, user_id: str, text: str) -> None:
+        click = self._clicks.get((str(target_id(conversation)), user_id))
+        if click is not None and not click.is_expired():
+            with contextlib.suppress(discord.NotFound):
+                await click.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
+                return
+        only_them = discord.AllowedMentions(
+            everyone=False, roles=False, users=[discord.Object(int(user_id))]
+        )
+        await self._channel(conversation).send(f"<@{user_id}> {text}", allowed_mentions=only_them)
+
+    # --- decorations ------------------------------------------------------------------------
+
+    async def add_reaction(self, message: MessageRef, emoji: str) -> None:
+        with contextlib.suppress(discord.NotFound):
+            await self._message(message).add_reaction(emoji)
+
+    async def remove_reaction(self, message: MessageRef, emoji: str) -> None:
+        me = self.client.user
+        if me is not None:
+            with contextlib.suppress(discord.NotFound):
+                await self._message(message).remove_reaction(emoji, me)
+
+    async def trigger_typing(self, conversation: ConversationRef) -> None:
+        await self._channel(conversation).typing()  # one trigger; the heartbeat repeats it
+
+    async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
+        return None  # Discord has no status line; the interim message stands in (G-NS-12)
+
+    # --- conversations ----------------------------------------------------------------------
+
+    async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
+        if conversation.thread_id is not None:
+            return conversation  # already in a thread: the session lives there
+        channel = self.client.get_channel(int(conversation.channel_id))
+        if not isinstance(channel, discord.TextChannel):
+            channel = await self.client.fetch_channel(int(conversation.channel_id))
+        thread = await channel.create_thread(
+            name=title[:100] or "session", type=discord.ChannelType.public_thread
+        )
+        return ConversationRef(NAME, str(channel.id), str(thread.id))
+
+    # --- interactions -----------------------------------------------------------------------
+
+    async def send_interaction(
+        self, conversation: ConversationRef, prompt: InteractionPrompt
+    ) -> MessageRef:
+        key = str(target_id(conversation))
+        text = f"❓ {prompt.prompt}"[: self.limits.max_message_length]
+        view = prompt_view(self.button_class, key, prompt)
+        sent = await self._channel(conversation).send(text, view=view, allowed_mentions=NO_MENTIONS)
+        self.board.open(key, prompt, str(sent.id), text)
+        return MessageRef(conversation, str(sent.id))
+
+    async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:
+        waiting = self.board.for_message(message.message_id)
+        if waiting is None:
+            return None
+        try:
+            return await asyncio.wait_for(waiting.answers.get(), timeout_s)
+        except TimeoutError:
+            return None
+
+    async def close_interaction(self, message: MessageRef, outcome: str) -> None:
+        closed = self.board.close(message.message_id)
+        text = f"{closed.text}\n{outcome}" if closed else outcome
+        with contextlib.suppress(discord.NotFound):
+            await self._message(message).edit(
+                content=text[: self.limits.max_message_length], view=None
+            )
+
+    def allows(self, interaction: discord.Interaction) -> bool:
+        return self.policy.allows(
+            where_discord(interaction.guild_id, interaction.channel, interaction.user)
+        )
+
+    async def refuse(self, interaction: discord.Interaction) -> bool:
+        """Refuse a user outside the allowed guilds/channels/roles, politely and privately."""
+        if self.allows(interaction):
+            return False
+        if interaction.type is discord.InteractionType.autocomplete:
+            await interaction.response.autocomplete([])
+        else:
+            await interaction.response.send_message(REFUSAL, ephemeral=True)
+        return True
+
+    async def _on_click(self, interaction: discord.Interaction, choice: custom_ids.ChoiceId):
+        """A button was clicked (routed by its custom_id, also after a restart)."""
+        if await self.refuse(interaction):
+            return
+        user_id = str(interaction.user.id)
+        waiting = self.board.find(choice.key, choice.interaction)
+        if choice.option == custom_ids.INPUT_OPTION:
+            question = waiting.prompt.prompt if waiting else "Answer"
+            modal = AnswerModal(choice.key, choice.interaction, question, self._on_answer)
+            await interaction.response.send_modal(modal)
+            return
+        option_id = option_of(waiting.prompt if waiting else None, choice.option)
+        await self._deliver(interaction, choice.key, choice.interaction, Choice(user_id, option_id))
+
+    async def _on_answer(self, interaction: discord.Interaction, text: str) -> None:
+        parsed = custom_ids.parse_modal(interaction.data.get("custom_id", ""))
+        if parsed is not None:
+            key, interaction_id = parsed
+            choice = Choice(str(interaction.user.id), text=text)
+            await self._deliver(interaction, key, interaction_id, choice)
+
+    async def _deliver(
+        self, interaction: discord.Interaction, key: str, interaction_id: str, choice: Choice
+    ) -> None:
+        waiting = self.board.find(key, interaction_id)
+        if waiting is None:
+            conversation = conversation_of(interaction.channel or discord.Object(int(key)))
+            invocation = Invocation(choice.user_id, conversation, workspace_id=_guild(interaction))
+            stale = StaleChoice(invocation, self.board.interaction_id(interaction_id), choice)
+            note = await self.hooks.stale_choice(stale)
+            if note:
+                await interaction.response.send_message(note, ephemeral=True)
+            else:
+                await interaction.response.defer()
+            return
+        # Acknowledge within Discord's 3 s; the core answers (or refuses) through this click.
+        await interaction.response.defer()
+        self._clicks[(key, choice.user_id)] = interaction
+        waiting.answers.put_nowait(choice)
+
+
+def _guild(interaction: discord.Interaction) -> str | None:
+    return str(interaction.guild_id) if interaction.guild_id else None
