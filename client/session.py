@@ -12,6 +12,8 @@ Rules:
    the bound gets `session.error` `TURN_QUEUE_FULL` (dps-profile §6).
 4. The state column follows `rawp.session_state` only; TERMINATED is final and ends the agent
    process group (SIGTERM, SIGKILL after the grace period, C-SESS-06).
+5. A socket holding more than twice `max_buffer_size` bytes it has not yet taken is lost:
+   the session detaches exactly as if it had dropped, so memory stays bounded (X-SEC-03).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +41,26 @@ CLOSE = object()  # outbox sentinel: close the socket
 
 @dataclass
 class Outbox:
-    """The frames waiting for one attached socket."""
+    """The frames waiting for one attached socket, and how many bytes they hold."""
 
     queue: asyncio.Queue
+    pending_bytes: int = 0
+    # Set when the socket stopped draining: the socket is let go (rule 5).
+    abandoned: asyncio.Event = field(default_factory=asyncio.Event)
+    end_session: bool = False  # letting it go ended the session (reattach_window 0)
 
     def put(self, item: Any) -> None:
+        self.pending_bytes += _size(item)
         self.queue.put_nowait(item)
+
+    def sent(self, item: Any) -> None:
+        self.pending_bytes -= _size(item)
+
+
+def _size(item: Any) -> int:
+    if isinstance(item, BufferedFrame):
+        return item.size
+    return len(item.encode()) if isinstance(item, str) else 0
 
 
 def capabilities_payload() -> Capabilities:
@@ -170,10 +186,18 @@ class Session:
     def _enqueue(self, piece: tuple[str, str]) -> None:
         if self.state == SessionState.TERMINATED:
             return
-        live = self.outbox is not None
-        entry = self.buffer.add(*piece, live=live)
-        if self.outbox is not None:
-            self.outbox.put(entry if entry is not None else piece[1])
+        outbox = self.outbox
+        entry = self.buffer.add(*piece, live=outbox is not None)
+        if outbox is None:
+            return
+        outbox.put(entry if entry is not None else piece[1])
+        # Twice the bound: a reattach's replay (at most one buffer) may still be in the queue.
+        if outbox.pending_bytes > 2 * self.limits.max_buffer_size:
+            # Rule 5: a socket that stopped draining is let go; from now on the buffer, with
+            # its bound and policy, holds what the master has not read (X-SEC-03).
+            log.warning("session %s: the socket stopped reading; detaching", self.id)
+            outbox.end_session = self.detach(outbox)
+            outbox.abandoned.set()
 
     def greeting(self) -> list[str]:
         """`session.capabilities` and `tool.catalog.publish`, each within `max_frame_size`.

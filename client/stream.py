@@ -66,12 +66,14 @@ class StreamHandler:
     async def serve(self, outbox: Outbox) -> None:
         sender = asyncio.create_task(self._send(outbox))
         receiver = asyncio.create_task(self._receive())
+        abandoned = asyncio.create_task(outbox.abandoned.wait())
+        tasks = (sender, receiver, abandoned)
         try:
-            await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (sender, receiver, *self.searches.values()):
+            for task in (*tasks, *self.searches.values()):
                 task.cancel()
-            for task in (sender, receiver):
+            for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
 
@@ -82,6 +84,7 @@ class StreamHandler:
                 return
             text = item if isinstance(item, str) else item.text
             await self.socket.send(text)
+            outbox.sent(item)
             Session.mark_sent(item)
 
     async def _receive(self) -> None:

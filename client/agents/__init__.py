@@ -26,11 +26,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from client.agents.base import Agent, AgentSpec
+from client.agents.openai import OpenAIAgent
 from client.agents.script import ScriptAgent, script_command
 from rawp.events import CatalogTool
 
 # kind → class. The next kinds (claude-code, acp, openai) register here.
-KINDS: dict[str, type[Agent]] = {"script": ScriptAgent}
+KINDS: dict[str, type[Agent]] = {"script": ScriptAgent, "openai": OpenAIAgent}
 
 
 class AgentsFileError(ValueError):
@@ -83,6 +84,8 @@ def _spec(path: Path, name: str, entry: Any) -> AgentSpec:
     try:
         if kind == "script":
             script_command(settings)
+        elif check := getattr(KINDS[kind], "check_settings", None):
+            check(settings)  # each kind names what is wrong with its own settings
         tools = tuple(
             # A script cannot run a tool on the edge's behalf: nothing it publishes is direct.
             CatalogTool.model_validate({**tool, "direct": False})

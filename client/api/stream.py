@@ -35,5 +35,6 @@ async def ws_stream():
     try:
         await handler.serve(outbox)
     finally:
-        if session.detach(outbox):  # reattach_window 0: the session ends with its socket
+        # reattach_window 0: the session ends with its socket (or when it was let go).
+        if session.detach(outbox) or outbox.end_session:
             svc.sessions.end(session)

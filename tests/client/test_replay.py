@@ -4,6 +4,7 @@ and repeats nothing; an overflowing buffer follows the pinned RING/DROP policy."
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import orjson
 import psutil
@@ -189,3 +190,41 @@ async def test_a_reattach_takes_over_a_socket_the_client_still_thinks_alive(tmp_
         await asyncio.wait_for(old.wait_closed(), 10)  # the old socket was let go
         await new.send(frame("control.prompt.request", {"prompt_text": "again"}, sid))
         assert (await recv(new))["type"] == "session.turn.start"
+
+
+FLOOD = """
+import json, sys
+line = json.dumps({"type": "agent.text.delta", "payload": {"content_index": 0, "text": "x" * 1000}})
+for _ in range(40000):
+    sys.stdout.write(line + "\\n")
+sys.stdout.flush()
+"""
+
+
+async def test_a_socket_that_stops_reading_is_let_go_and_memory_stays_bounded(tmp_path):
+    script = tmp_path / "flood.py"
+    script.write_text(FLOOD)
+    agents = tmp_path / "agents.toml"
+    agents.write_text(
+        f'[agents.flood]\nkind = "script"\nmode = "jsonl"\ncommand = ["{sys.executable}", '
+        f'"{script}"]\n'
+    )
+    cap = 64 * 1024
+    limits = DEFAULT_LIMITS.model_copy(
+        update={"max_frame_size": 2048, "max_buffer_size": cap, "rate_limit": 1000}
+    )
+    async with running_client(tmp_path, limits=limits, agents_file=agents) as client:
+        sid, ws = await client.start_session(agent="flood")
+        await recv(ws), await recv(ws)
+        await ws.send(frame("control.prompt.request", {"prompt_text": "go"}, sid))
+        # ... and never read again: the master is stuck, the agent goes on writing 40 MB.
+        session = client.services.sessions.sessions[sid]
+        await eventually(lambda: session.state == SessionState.DETACHED, "let go", wait=60)
+        await eventually(lambda: turn_idle(session), "the turn ended", wait=60)
+        assert session.buffer.bytes <= cap
+        assert session.buffer.dropped > 0  # RING: the oldest unsent frames made room
+        cut(ws)
+        ws2, history = await reattach(client, sid, None)
+        assert history["dropped"] > 0 and history["replayed"] >= 1
+        replay = [await recv(ws2) for _ in range(history["replayed"])]
+        assert replay[-1]["type"] == "session.turn.end"

@@ -1,0 +1,317 @@
+"""The `openai` agent kind: an OpenAI-compatible chat-completions endpoint, streamed.
+
+Works with OpenAI, vLLM, Ollama, llama.cpp server and anything else that speaks
+`POST {base_url}/chat/completions` with `stream: true`. Settings in the agents file:
+
+* `base_url` (required) — e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`;
+* `model` (required);
+* `api_key_env` — the NAME of the environment variable holding the key (the key itself is
+  never written in the agents file; an `api_key` setting is refused);
+* `system_prompt`, `temperature`, `max_tokens`, `timeout` (seconds, default 300);
+* `files` — `reference` (default: `[File: path]` in place of each file token, F-ADPT-03) or
+  `inline` (the same, plus the file's text appended to the message, up to `inline_max_bytes`);
+* `prices` — USD per million tokens: `{input = 2.5, output = 10, cached_input = 1.25}`; with
+  it `session.usage.cost_usd` is computed, without it left out.
+
+The mapping (dps-profile §3, §7): `delta.content` → text; `delta.reasoning` (vLLM, OpenRouter),
+`delta.reasoning_content` (DeepSeek, llama.cpp) and `<think>…</think>` inside content (Ollama,
+R1 distills) → thinking; the usage of the final chunk (`stream_options.include_usage`) →
+`session.usage`; `finish_reason` → the stop reason. A stream cut before its end is an
+`agent.error` and the turn ends `error`, with an estimated usage. No tools are sent: the model
+only talks. The conversation (user and assistant text) is kept per session in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import aiohttp
+import orjson
+
+from client.agents.base import Agent, Prompt, Reference
+from client.agents.blocks import Blocks
+from client.agents.sse import ThinkSplitter, sse_events
+from rawp.events import InteractionResponse, StopReason
+from rawp.fileref import FileToken, Part, to_generic_llm
+
+FILE_MODES = ("reference", "inline")
+FINISH_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+    "tool_calls": "end_turn",
+    "function_call": "end_turn",
+}
+PRICE_KEYS = ("input", "output", "cached_input")
+
+
+def check_settings(settings: dict[str, Any]) -> None:
+    """Refuse an unusable `[agents.X]` table with a `ValueError` naming the field."""
+    for key in ("base_url", "model"):
+        if not isinstance(settings.get(key), str) or not settings[key]:
+            raise ValueError(f"`{key}` must be a non-empty string")
+    if not settings["base_url"].startswith(("http://", "https://")):
+        raise ValueError("`base_url` must start with http:// or https://")
+    if "api_key" in settings:
+        raise ValueError("write the key in an environment variable and name it in `api_key_env`")
+    if "api_key_env" in settings and not isinstance(settings["api_key_env"], str):
+        raise ValueError("`api_key_env` must be the name of an environment variable")
+    if settings.get("files", "reference") not in FILE_MODES:
+        raise ValueError(f"`files` must be one of {', '.join(FILE_MODES)}")
+    prices = settings.get("prices", {})
+    if not isinstance(prices, dict) or not all(
+        k in PRICE_KEYS and isinstance(v, int | float) and v >= 0 for k, v in prices.items()
+    ):
+        raise ValueError(f"`prices` must be a table of {', '.join(PRICE_KEYS)} (USD per 1M tokens)")
+
+
+async def _events_until_cut(resp: aiohttp.ClientResponse):
+    """The SSE events of `resp`; a connection dropped mid-body just ends them (a cut stream)."""
+    with contextlib.suppress(aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError):
+        async for data in sse_events(resp.content):
+            yield data
+
+
+class OpenAIAgent(Agent):
+    kind = "openai"
+    check_settings = staticmethod(check_settings)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        check_settings(self.spec.settings)
+        self.settings = self.spec.settings
+        self.history: list[dict[str, str]] = []
+        if self.settings.get("system_prompt"):
+            self.history.append({"role": "system", "content": str(self.settings["system_prompt"])})
+        self._http: aiohttp.ClientSession | None = None
+        self._task: asyncio.Task | None = None
+
+    # --- prompt conversion (DPS §16.3, F-ADPT-03) --------------------------------------------
+
+    def convert(
+        self,
+        message_id: str,
+        parts: Sequence[Part],
+        references: Sequence[Reference],
+        input_type: str,
+    ) -> Prompt:
+        by_id = {ref.ref_id: ref for ref in references}
+        files: list[str] = []
+        for part in parts:
+            ref = by_id.get(part.ref_id) if isinstance(part, FileToken) else None
+            if ref is not None and ref.path is not None and ref.path not in files:
+                files.append(ref.path)
+        # A token whose file is unusable is written as its display_path (F-ADPT-05).
+        usable = [
+            p
+            if not isinstance(p, FileToken) or (by_id.get(p.ref_id) and by_id[p.ref_id].path)
+            else p.display_path
+            for p in parts
+        ]
+        return Prompt(message_id, to_generic_llm(usable), tuple(files), input_type)
+
+    def _user_message(self, prompt: Prompt) -> str:
+        if self.settings.get("files", "reference") != "inline" or not prompt.files:
+            return prompt.text
+        budget = int(self.settings.get("inline_max_bytes", 64 * 1024))
+        sections = [prompt.text]
+        for path in prompt.files:
+            raw = (self.workspace / path).read_bytes()[: budget + 1]
+            body = raw[:budget].decode("utf-8", errors="replace")
+            cut = "\n[… cut]" if len(raw) > budget else ""
+            sections.append(f"[File: {path}]\n```\n{body}{cut}\n```")
+        return "\n\n".join(sections)
+
+    # --- one turn -----------------------------------------------------------------------------
+
+    async def prompt(self, prompt: Prompt) -> StopReason:
+        user = {"role": "user", "content": self._user_message(prompt)}
+        blocks = Blocks(self.emit)
+        await self._state(None, "thinking")
+        # The request runs in its own task so that cancel() stops it and nothing else.
+        self._task = asyncio.create_task(self._stream([*self.history, user], blocks))
+        try:
+            stop = await self._task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():  # the session is ending
+                raise
+            stop = "cancelled"
+        finally:
+            self._task = None
+        await blocks.close()
+        if stop in ("end_turn", "max_tokens", "refusal", "cancelled"):
+            # What the user saw stays in the conversation, a cancelled answer included.
+            self.history += [user, {"role": "assistant", "content": blocks.answer}]
+        await self._state("thinking", "error" if stop == "error" else "idle")
+        return stop
+
+    async def _stream(self, messages: list[dict[str, str]], blocks: Blocks) -> StopReason:
+        body: dict[str, Any] = {
+            "model": self.settings["model"],
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        for key in ("temperature", "max_tokens"):
+            if key in self.settings:
+                body[key] = self.settings[key]
+        url = self.settings["base_url"].rstrip("/") + "/chat/completions"
+        http = self._session()
+        try:
+            async with http.post(url, data=orjson.dumps(body), headers=self._headers()) as resp:
+                if resp.status != 200:
+                    return await self._http_error(resp)
+                return await self._read(resp, blocks, messages)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            await self._error(
+                "MODEL_UNREACHABLE",
+                f"cannot reach {self.settings['base_url']}: {type(exc).__name__} {exc}".strip(),
+                retryable=True,
+            )
+            return "error"
+
+    async def _read(
+        self, resp: aiohttp.ClientResponse, blocks: Blocks, messages: list[dict[str, str]]
+    ) -> StopReason:
+        splitter = ThinkSplitter()
+        finish: str | None = None
+        usage: dict[str, Any] | None = None
+        done = False
+        async for data in _events_until_cut(resp):
+            if data.strip() == "[DONE]":
+                done = True
+                break
+            try:
+                chunk = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                await self._error("MODEL_PROTOCOL", "the model sent an event that is not JSON")
+                continue
+            if isinstance(chunk.get("error"), dict):  # some servers report errors in-stream
+                message = str(chunk["error"].get("message", "error"))
+                await self._error("MODEL_ERROR", message, retryable=True)
+                return "error"
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                reasoning = delta.get("reasoning") or delta.get("reasoning_content")
+                if isinstance(reasoning, str):
+                    await blocks.delta("thinking", reasoning)
+                if isinstance(delta.get("content"), str):
+                    for kind, text in splitter.feed(delta["content"]):
+                        await blocks.delta(kind, text)
+                finish = choice.get("finish_reason") or finish
+        for kind, text in splitter.flush():
+            await blocks.delta(kind, text)
+        await blocks.close()
+        if not done and finish is None:
+            await self._error(
+                "MODEL_STREAM_CUT", "the model's stream ended before it finished", retryable=True
+            )
+            await self._usage(None, messages, blocks)
+            return "error"
+        await self._usage(usage, messages, blocks)
+        return FINISH_REASONS.get(finish or "stop", "end_turn")
+
+    # --- usage and cost (dps-profile §7) -----------------------------------------------------
+
+    async def _usage(
+        self, usage: dict[str, Any] | None, messages: list[dict[str, str]], blocks: Blocks
+    ) -> None:
+        if usage is None:
+            # No usage chunk (an old server, a cut stream): about four characters a token.
+            prompt_chars = sum(len(m["content"]) for m in messages)
+            payload: dict[str, Any] = {
+                "input_tokens": prompt_chars // 4,
+                "output_tokens": len(blocks.answer) // 4,
+                "estimated": True,
+            }
+        else:
+            details = usage.get("prompt_tokens_details") or {}
+            out_details = usage.get("completion_tokens_details") or {}
+            payload = {
+                "input_tokens": int(usage.get("prompt_tokens") or 0),
+                "output_tokens": int(usage.get("completion_tokens") or 0),
+            }
+            if details.get("cached_tokens"):
+                payload["cache_read_tokens"] = int(details["cached_tokens"])
+            if out_details.get("reasoning_tokens"):
+                payload["reasoning_tokens"] = int(out_details["reasoning_tokens"])
+        cost = self._cost(payload)
+        if cost is not None:
+            payload["cost_usd"] = cost
+        await self.emit("session.usage", payload)
+
+    def _cost(self, usage: dict[str, Any]) -> float | None:
+        prices = self.settings.get("prices")
+        if not prices:
+            return None
+        cached = usage.get("cache_read_tokens", 0)
+        fresh = usage["input_tokens"] - cached
+        cost = (
+            fresh * prices.get("input", 0)
+            + cached * prices.get("cached_input", prices.get("input", 0))
+            + usage["output_tokens"] * prices.get("output", 0)
+        ) / 1_000_000
+        return round(cost, 8)
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._http is None:
+            timeout = aiohttp.ClientTimeout(total=None, sock_read=self.settings.get("timeout", 300))
+            self._http = aiohttp.ClientSession(timeout=timeout)
+        return self._http
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        env = self.settings.get("api_key_env")
+        key = os.environ.get(env) if env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    async def _http_error(self, resp: aiohttp.ClientResponse) -> StopReason:
+        text = (await resp.text(errors="replace"))[:500]
+        with contextlib.suppress(ValueError, AttributeError, TypeError):
+            text = str(orjson.loads(text)["error"]["message"])
+        hint = ""
+        if resp.status == 401 and not os.environ.get(self.settings.get("api_key_env") or "-"):
+            hint = f" (set {self.settings.get('api_key_env') or 'api_key_env'} to the API key)"
+        await self._error(
+            f"MODEL_HTTP_{resp.status}",
+            f"the model answered {resp.status}: {text}{hint}",
+            retryable=resp.status == 429 or resp.status >= 500,
+        )
+        return "error"
+
+    async def _error(self, code: str, message: str, *, retryable: bool = False) -> None:
+        await self.emit(
+            "agent.error",
+            {"code": code, "message": message, "severity": "error", "retryable": retryable},
+        )
+
+    async def _state(self, previous: str | None, current: str) -> None:
+        payload = {"current_state": current}
+        if previous:
+            payload["previous_state"] = previous
+        await self.emit("agent.state.changed", payload)
+
+    async def respond(self, response: InteractionResponse) -> None:
+        """This kind never asks the user anything; a stray response is ignored."""
+
+    async def cancel(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+
+    async def close(self) -> None:
+        await self.cancel()
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
