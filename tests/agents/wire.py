@@ -1,0 +1,51 @@
+"""Helpers shared by the agent-kind tests: an agents file, a greeted session, one turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.client.harness import frame, recv, recv_until
+
+
+def write_agents_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "agents.toml"
+    path.write_text(text)
+    return path
+
+
+async def open_session(client, agent: str):
+    sid, ws = await client.start_session(agent=agent)
+    caps, catalog = await recv(ws), await recv(ws)
+    assert caps["type"] == "session.capabilities" and catalog["type"] == "tool.catalog.publish"
+    return sid, ws
+
+
+async def send_prompt(ws, sid: str, text: str, refs: list[dict] | None = None, **extra) -> str:
+    request = frame(
+        "control.prompt.request",
+        {"prompt_text": text, "file_references": refs or [], **extra},
+        sid,
+    )
+    await ws.send(request)
+    return request
+
+
+async def turn(ws, sid: str, text: str, refs: list[dict] | None = None, wait: float = 60):
+    """Send a prompt and return every frame up to its `session.turn.end`."""
+    await send_prompt(ws, sid, text, refs)
+    return await recv_until(ws, "session.turn.end", wait)
+
+
+def kinds(frames: list[dict[str, Any]], *, drop_deltas: bool = False) -> list[str]:
+    """The frame types in order; with `drop_deltas`, runs of deltas are left out."""
+    return [f["type"] for f in frames if not (drop_deltas and f["type"].endswith(".delta"))]
+
+
+def of(frames: list[dict[str, Any]], type: str) -> list[dict[str, Any]]:
+    return [f["payload"] for f in frames if f["type"] == type]
+
+
+def stop_reason(frames: list[dict[str, Any]]) -> str:
+    assert frames[-1]["type"] == "session.turn.end"
+    return frames[-1]["payload"]["stop_reason"]
