@@ -8,8 +8,15 @@ import pytest
 
 from client.agents import AgentsFileError, load_agents
 from tests.agents.fake_openai import FakeOpenAI, Reply, chunk, usage_chunk
-from tests.agents.wire import kinds, of, open_session, send_prompt, stop_reason, turn
-from tests.agents.wire import write_agents_file
+from tests.agents.wire import (
+    kinds,
+    of,
+    open_session,
+    send_prompt,
+    stop_reason,
+    turn,
+    write_agents_file,
+)
 from tests.client.harness import frame, recv_until, running_client
 
 AGENTS = """
@@ -39,9 +46,11 @@ async def setup(tmp_path, monkeypatch):
 
 
 def answer(*texts: str, finish: str = "stop") -> list[dict]:
-    return [chunk({"role": "assistant", "content": ""})] + [
-        chunk({"content": t}) for t in texts
-    ] + [chunk({}, finish)]
+    return (
+        [chunk({"role": "assistant", "content": ""})]
+        + [chunk({"content": t}) for t in texts]
+        + [chunk({}, finish)]
+    )
 
 
 async def test_plain_answer_usage_cost_and_history(setup):
@@ -88,10 +97,18 @@ async def test_plain_answer_usage_cost_and_history(setup):
         # vLLM / OpenRouter
         [chunk({"reasoning": "Let me "}), chunk({"reasoning": "think."}), chunk({"content": "42"})],
         # DeepSeek / llama.cpp
-        [chunk({"reasoning_content": "Let me think."}), chunk({"content": "4"}), chunk({"content": "2"})],
+        [
+            chunk({"reasoning_content": "Let me think."}),
+            chunk({"content": "4"}),
+            chunk({"content": "2"}),
+        ],
         # Ollama / R1 distills: the tags inside content, split across chunks
-        [chunk({"content": "<thi"}), chunk({"content": "nk>Let me "}), chunk({"content": "think.</th"}),
-         chunk({"content": "ink>42"})],
+        [
+            chunk({"content": "<thi"}),
+            chunk({"content": "nk>Let me "}),
+            chunk({"content": "think.</th"}),
+            chunk({"content": "ink>42"}),
+        ],
     ],
     ids=["reasoning", "reasoning_content", "think-tags"],
 )
@@ -179,7 +196,9 @@ async def test_an_unreachable_server_is_an_error_not_a_hang(tmp_path):
 async def test_cancel_mid_stream_keeps_what_was_shown(setup):
     client, fake = setup
     hold = asyncio.Event()
-    fake.script.append(Reply([chunk({"content": "Once upon"}), chunk({"content": " never"})], hold=hold))
+    fake.script.append(
+        Reply([chunk({"content": "Once upon"}), chunk({"content": " never"})], hold=hold)
+    )
     fake.script.append(Reply(answer("ok")))
     sid, ws = await open_session(client, "llm")
     await send_prompt(ws, sid, "tell a story")

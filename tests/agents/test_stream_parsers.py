@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from aiohttp import StreamReader
 from hypothesis import given
@@ -15,7 +16,7 @@ words = st.text(alphabet="ab<>/thinkx \n", max_size=12)
 
 def cuts(text: str, points: list[int]) -> list[str]:
     edges = sorted({min(p, len(text)) for p in points} | {0, len(text)})
-    return [text[a:b] for a, b in zip(edges, edges[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def merged(pieces) -> list[tuple[str, str]]:
@@ -74,7 +75,9 @@ async def _events(raw: bytes, points: list[int]) -> list[str]:
     st.lists(st.integers(0, 300)),
 )
 def test_sse_events_survive_any_network_chunking(datas, points):
-    raw = "".join(f"data: {d}\n\n" if i % 2 else f": keep-alive\ndata: {d}\r\n\r\n"
-                  for i, d in enumerate(datas)).encode()
+    raw = "".join(
+        f"data: {d}\n\n" if i % 2 else f": keep-alive\ndata: {d}\r\n\r\n"
+        for i, d in enumerate(datas)
+    ).encode()
     got = asyncio.run(_events(raw, points))
     assert got == [d for d in datas]
