@@ -10,11 +10,17 @@ import sys
 import time
 from pathlib import Path
 
+import aiohttp
 import psutil
 import pytest
+from websockets.asyncio.client import connect
 
 from client.agents import AgentsFileError, load_agents
+from client.auth import ClientAuth
+from client.state import StateDir
+from rawp.clock import new_id, new_secret
 from tests.client.harness import frame, recv, recv_until, running_client
+from tests.support import free_port
 
 STUBBORN = """
 import json, os, signal, subprocess, sys, time
@@ -235,3 +241,50 @@ async def test_an_agent_that_cannot_start_fails_its_turn_with_a_reason(tmp_path)
     error = next(f for f in frames if f["type"] == "agent.error")["payload"]
     assert error["code"] == "AGENT_START_FAILED" and "ghost" in error["message"]
     assert frames[-1]["payload"]["stop_reason"] == "error"
+
+
+async def test_stopping_rawp_client_ends_its_agents(tmp_path, processes):
+    port, state = free_port(), tmp_path / "state"
+    token = ClientAuth(StateDir.open(state), 60).issue().access_token
+    proc = processes.rawp(
+        "client",
+        "--dev",
+        "--port",
+        str(port),
+        "--state-dir",
+        str(state),
+        "--allow-root",
+        str(tmp_path),
+        env={"RAWP_DEMO_PAUSE": "30"},
+    )
+    base = f"http://127.0.0.1:{port}"
+    sid, ticket = new_id(), new_secret()
+    async with aiohttp.ClientSession() as http:
+        for _ in range(300):
+            try:
+                async with http.get(f"{base}/v1/health"):
+                    break
+            except aiohttp.ClientConnectorError:
+                assert proc.poll() is None
+                await asyncio.sleep(0.05)
+        body = {
+            "session_id": sid,
+            "ticket": ticket,
+            "agent_name": "demo",
+            "workspace_path": str(tmp_path),
+        }
+        headers = {"Authorization": f"Bearer {token}"}
+        async with http.post(f"{base}/v1/session/init", json=body, headers=headers) as resp:
+            assert resp.status == 201
+    url = f"ws://127.0.0.1:{port}/v1/ws/stream?ticket={ticket}&session_id={sid}"
+    async with connect(url, subprotocols=["rawp-dps-1.0"]) as ws:
+        await recv(ws), await recv(ws)
+        await ws.send(frame("control.prompt.request", {"prompt_text": "slow"}, sid))
+        await recv_until(ws, "agent.thinking.delta")
+        agents = psutil.Process(proc.pid).children(recursive=True)
+        assert any("demo-agent" in " ".join(p.cmdline()) for p in agents)
+        proc.terminate()
+        await asyncio.to_thread(proc.wait, 30)
+    assert proc.returncode == 0
+    for agent in agents:
+        await eventually_gone(agent.pid)
