@@ -4,11 +4,13 @@
 2. Each token's reference is resolved inside the session's workspace (§7.2): a path that leads
    outside is refused outright (`FILE_REFERENCE_FORBIDDEN`, nothing runs); a path inside that
    does not name an existing file is passed on as its `display_path` text (F-ADPT-05).
-3. The agent kind converts the result (`Agent.convert`).
+3. The agent kind converts the result (`Agent.convert`); `context_files` are confined the same
+   way and handed on as `Prompt.context_files`.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from client.agents.base import Agent, Prompt, Reference
@@ -43,4 +45,17 @@ def build_prompt(
             ) from None
         path = str(real.relative_to(workspace)) if real.is_file() else None
         references.append(Reference(ref.ref_id, display, path))
-    return agent.convert(message_id, parts, references, request.input_type)
+    prompt = agent.convert(message_id, parts, references, request.input_type)
+    # F-EXT-02: context files are independent of the tokens; same confinement, and only
+    # existing files are handed on (a missing one has no place in the text to fall back to).
+    context = []
+    for item in request.context_files:
+        try:
+            real = guard.resolve(item.path, workspace=workspace, relative_to=workspace)
+        except (Forbidden, BadRequest) as exc:
+            raise PromptRefused(
+                "FILE_REFERENCE_FORBIDDEN", f"context file {item.path!r}: {exc.message}"
+            ) from None
+        if real.is_file() and (rel := str(real.relative_to(workspace))) not in context:
+            context.append(rel)
+    return replace(prompt, context_files=tuple(context))

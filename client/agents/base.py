@@ -54,6 +54,7 @@ class Prompt:
     text: str
     files: tuple[str, ...]  # workspace-relative paths, confined and existing
     input_type: str = "text"
+    context_files: tuple[str, ...] = ()  # `context_files` of the request, confined, existing
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,11 @@ Settings in the agents file:
 * `mode` — `plain` (default) or `jsonl`;
 * `env` — extra environment variables for the script.
 
-For every prompt the script is started in the workspace with the referenced files appended to
-`command` as workspace-relative paths (F-ADPT-04; a path starting with `-` gets `./` so it can
-never read as an option). The prompt text, tokens written as their `display_path`, is in
-`RAWP_PROMPT`; plain mode also writes it on stdin and closes stdin.
+For every prompt the script is started in the workspace with the referenced files, then the
+prompt's `context_files`, appended to `command` as workspace-relative paths (F-ADPT-04; a path
+starting with `-` gets `./` so it can never read as an option). The prompt text, tokens
+written as their `display_path`, is in `RAWP_PROMPT`; plain mode also writes it on stdin and
+closes stdin.
 
 * plain: each stdout line becomes `agent.text.delta`; stderr lines become a `tool.invoke.stream`
   (`stream: "stderr"`) of one pseudo tool call named `stderr`;
@@ -101,7 +102,8 @@ class ScriptAgent(Agent):
 
     async def prompt(self, prompt: Prompt) -> StopReason:
         self._cancelled = False
-        argv = [*self.command, *(f"./{f}" if f.startswith("-") else f for f in prompt.files)]
+        files = [*prompt.files, *(f for f in prompt.context_files if f not in prompt.files)]
+        argv = [*self.command, *(f"./{f}" if f.startswith("-") else f for f in files)]
         env = {
             **os.environ,
             **self.spec.settings.get("env", {}),

@@ -171,3 +171,18 @@ def _tree(factory) -> dict[str, Path]:
     if "t" not in _TREES:
         _TREES["t"] = build_tree(factory.mktemp("guard"))
     return _TREES["t"]
+
+
+async def test_context_files_outside_the_workspace_refuse_the_prompt(client):
+    sid, ws = await client.start_session()
+    await recv(ws), await recv(ws)
+    for path in ("../other", "/etc/passwd", "out/secret.txt", "~/.bashrc"):
+        await ws.send(
+            frame(
+                "control.prompt.request",
+                {"prompt_text": "hi", "context_files": [{"path": path}]},
+                sid,
+            )
+        )
+        reply = await recv(ws)
+        assert reply["payload"]["code"] == "FILE_REFERENCE_FORBIDDEN", path

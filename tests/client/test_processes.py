@@ -122,16 +122,22 @@ async def test_plain_mode_stdout_text_stderr_stream_exit_status(tmp_path):
             {"ref_id": "a", "path": "-rf", "display_path": "-rf"},
             {"ref_id": "b", "path": "b.txt", "display_path": "b.txt"},
         ]
+        (client.workspace / "c.txt").write_text("c")
         await ws.send(
             frame(
                 "control.prompt.request",
-                {"prompt_text": "see <@file:a|-rf> and <@file:b|b.txt>", "file_references": refs},
+                {
+                    "prompt_text": "see <@file:a|-rf> and <@file:b|b.txt>",
+                    "file_references": refs,
+                    "context_files": [{"path": "c.txt"}, {"path": "b.txt"}, {"path": "no.txt"}],
+                },
                 sid,
             )
         )
         frames = await recv_until(ws, "session.turn.end")
     text = "".join(f["payload"]["text"] for f in frames if f["type"] == "agent.text.delta")
-    assert "args: ./-rf b.txt\n" in text  # paths as arguments, never as options
+    # Paths as arguments, never as options; context files after the tokens' files, once each.
+    assert "args: ./-rf b.txt c.txt\n" in text
     assert "stdin: see -rf and b.txt\n" in text
     assert "env: see -rf and b.txt plain\n" in text
     stream = [f for f in frames if f["type"] == "tool.invoke.stream"]
