@@ -195,7 +195,12 @@ class StreamHandler:
         request = request.model_copy(update={"max_results": min(request.max_results, MAX_RESULTS)})
         task = asyncio.create_task(self._run_search(frame.message_id, request))
         self.searches[query_id] = task
-        task.add_done_callback(lambda _t: self.searches.pop(query_id, None))
+        task.add_done_callback(lambda done: self._forget(query_id, done))
+
+    def _forget(self, query_id: str, task: asyncio.Task) -> None:
+        # Only this task's entry: a newer search may already reuse the query_id.
+        if self.searches.get(query_id) is task:
+            del self.searches[query_id]
 
     async def _run_search(self, message_id: str, request: FileSearch) -> None:
         try:
