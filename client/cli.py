@@ -204,6 +204,11 @@ def run_pair(args: argparse.Namespace) -> int:
     from client.state import StateDir
 
     settings = build_settings(args)
+    if settings.public_address is None and settings.host in ("0.0.0.0", "::"):
+        raise CommandError(
+            "listening on every address: give --public-address, the URL the "
+            "master can reach this machine at"
+        )
     name = args.name or socket.gethostname()
 
     async def pair() -> dict:

@@ -302,3 +302,10 @@ async def test_sessions_keep_the_limits_they_were_started_with(master, tmp_path)
         old, new = sessions[first["session_id"]].pinned, sessions[second["session_id"]].pinned
         assert (old.limits_version, old.limits.max_frame_size) == (1, DEFAULT_LIMITS.max_frame_size)
         assert (new.limits_version, new.limits.max_frame_size) == (2, 4096)
+
+
+def test_pairing_while_listening_everywhere_needs_a_public_address(tmp_path, processes):
+    url = "https://master.example/v1/auth/pair?token=" + "a" * 43
+    proc = processes.rawp("client", "--host", "0.0.0.0", "pair", url, "--state-dir", str(tmp_path))
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and b"--public-address" in out
