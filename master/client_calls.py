@@ -109,14 +109,18 @@ class ClientCaller:
     ) -> ClientReply:
         """`method {client_address}{path}` as the node's client expects it; any status returns."""
         node = await self.node(node_id)
-        await self._throttle.wait(node_id, await self._rate(node_id, session_id))
+        rate = await self._rate(node_id, session_id)
+        # Every request to the client counts against its rate_limit, refreshes included.
+        await self._throttle.wait(node_id, rate)
         credentials = node.credentials
         if credentials.expires_at is not None and credentials.expires_at <= self._clock.now():
             credentials = await self._refresh(node, credentials.access_token)
+            await self._throttle.wait(node_id, rate)
         reply = await self._send(node, method, path, json, credentials.access_token)
         if reply.status == 401:
+            await self._throttle.wait(node_id, rate)
             credentials = await self._refresh(node, credentials.access_token)
-            await self._throttle.wait(node_id, await self._rate(node_id, session_id))
+            await self._throttle.wait(node_id, rate)
             reply = await self._send(node, method, path, json, credentials.access_token)
         return reply
 

@@ -32,9 +32,10 @@ async def _credentials(master, node_id):
         return (await node_store.get_node(conn, node_id)).credentials
 
 
-async def test_401_refreshes_once_then_retries(dev_master, fake_client, caller):
+async def test_401_refreshes_once_then_retries(dev_master, fake_client, caller, sleeps):
     node = await dev_master.pair(address=fake_client.address)
     reply = await caller.call(node["node_id"], "GET", "/v1/health")
+    assert sleeps.recorded == [1.0, 1.0]  # refresh and retry also respect the 1/s pace
     assert (reply.status, reply.body) == (200, {"status": "online"})
     assert fake_client.seen == [
         ("/v1/health", "client-access"),
