@@ -16,6 +16,8 @@ from werkzeug.exceptions import HTTPException
 
 from master.api import auth, nodes
 from master.api.common import EXTENSION
+from master.edge import api as edge_api
+from master.edge import ws as edge_ws
 from master.services.rate_limit import RateLimiter
 from master.settings import Settings
 from master.wiring import build_services
@@ -41,6 +43,8 @@ def create_app(
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = True
     app.register_blueprint(auth.blueprint)
     app.register_blueprint(nodes.blueprint)
+    app.register_blueprint(edge_api.blueprint)  # Edge API (RAWP §9), master/edge
+    app.register_blueprint(edge_ws.blueprint)
     app.after_request(nodes.add_legacy_warning)
 
     @app.before_serving

@@ -77,6 +77,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=int(env("RAWP_MASTER_ACCESS_TOKEN_TTL", "900")),
         help="lifetime of node access tokens in seconds (RAWP_MASTER_ACCESS_TOKEN_TTL)",
     )
+    _edge_options(parser)
     sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
     pairing = sub.add_parser(
         "pairing-url", help="print a pairing URL (valid 15 minutes) for a user, then exit"
@@ -84,6 +85,78 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pairing.add_argument("--user", required=True, help="owner of the node, e.g. local:me")
     pairing.set_defaults(handler=print_pairing_url)
     parser.set_defaults(handler=serve)
+
+
+def _edge_options(parser: argparse.ArgumentParser) -> None:
+    """The Edge API's options (docs/edge-api.md). The edge secret is read from the environment
+    only (RAWP_EDGE_SECRET), so it never shows in a process list."""
+    env = os.environ.get
+    edge = parser.add_argument_group("Edge API (RAWP §9)")
+    edge.add_argument(
+        "--edge-token-ttl",
+        type=int,
+        default=int(env("RAWP_EDGE_TOKEN_TTL", "900")),
+        help="lifetime of edge user tokens in seconds (RAWP_EDGE_TOKEN_TTL)",
+    )
+    edge.add_argument(
+        "--edge-oidc-issuer",
+        default=env("RAWP_EDGE_OIDC_ISSUER") or None,
+        help="accept user JWTs from this OIDC issuer (RAWP_EDGE_OIDC_ISSUER)",
+    )
+    edge.add_argument(
+        "--edge-oidc-jwks-url",
+        default=env("RAWP_EDGE_OIDC_JWKS_URL") or None,
+        help="the issuer's JWKS URL (RAWP_EDGE_OIDC_JWKS_URL)",
+    )
+    edge.add_argument(
+        "--edge-oidc-audience",
+        default=env("RAWP_EDGE_OIDC_AUDIENCE") or None,
+        help="the audience the issuer's tokens must name (RAWP_EDGE_OIDC_AUDIENCE)",
+    )
+    edge.add_argument(
+        "--edge-deny-tools",
+        default=env("RAWP_EDGE_DENY_TOOLS", "*"),
+        help="comma-separated tool_overrides edges may not ask for; * = all "
+        "(RAWP_EDGE_DENY_TOOLS, default *)",
+    )
+    edge.add_argument(
+        "--edge-deny-commands",
+        default=env("RAWP_EDGE_DENY_COMMANDS", ""),
+        help="comma-separated slash commands edges may not send (RAWP_EDGE_DENY_COMMANDS)",
+    )
+    edge.add_argument(
+        "--edge-queue-frames",
+        type=int,
+        default=int(env("RAWP_EDGE_QUEUE_FRAMES", "1024")),
+        help="frames queued per edge socket before a slow edge is disconnected "
+        "(RAWP_EDGE_QUEUE_FRAMES)",
+    )
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def edge_settings_from(args: argparse.Namespace):
+    from master.settings import EdgeSettings
+
+    oidc = (args.edge_oidc_issuer, args.edge_oidc_jwks_url, args.edge_oidc_audience)
+    if any(oidc) and not all(oidc):
+        raise CommandError(
+            "--edge-oidc-issuer, --edge-oidc-jwks-url and --edge-oidc-audience go together"
+        )
+    if args.edge_token_ttl <= 0 or args.edge_queue_frames <= 0:
+        raise CommandError("--edge-token-ttl and --edge-queue-frames must be positive")
+    return EdgeSettings(
+        secret=os.environ.get("RAWP_EDGE_SECRET") or None,
+        user_token_ttl=args.edge_token_ttl,
+        oidc_issuer=args.edge_oidc_issuer,
+        oidc_jwks_url=args.edge_oidc_jwks_url,
+        oidc_audience=args.edge_oidc_audience,
+        deny_tools=_names(args.edge_deny_tools),
+        deny_commands=_names(args.edge_deny_commands),
+        queue_frames=args.edge_queue_frames,
+    )
 
 
 def settings_from(args: argparse.Namespace):
@@ -114,6 +187,7 @@ def settings_from(args: argparse.Namespace):
         access_token_ttl=args.access_token_ttl,
         node_budget=node_budget,
         auth_budget=auth_budget,
+        edge=edge_settings_from(args),
     )
 
 

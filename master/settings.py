@@ -6,13 +6,45 @@ Defaults are the documented ones (docs/operations-master.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from master.services.rate_limit import Budget
 
-NODE_BUDGET = Budget.parse("20/s")  # per node token
+NODE_BUDGET = Budget.parse("20/s")
+USER_BUDGET = Budget.parse("30/s")  # per edge user (Edge API)  # per node token
 AUTH_BUDGET = Budget.parse("10/min")  # per remote address on pair / refresh
+
+
+@dataclass(frozen=True)
+class EdgeSettings:
+    """The Edge API's settings (RAWP §9), grouped so `Settings` stays readable."""
+
+    # §9.1: the edge service credential a gateway trades for user tokens; None disables it.
+    secret: str | None = field(default=None, repr=False)
+    user_token_ttl: int = 900
+    # Optional OIDC issuer whose JWTs are accepted as user tokens (all three, or none).
+    oidc_issuer: str | None = None
+    oidc_jwks_url: str | None = None
+    oidc_audience: str | None = None
+    oidc_jwks_cache_seconds: int = 300
+    # §9.4: edge_ws_ticket lifetime, seconds (single use).
+    ticket_ttl: int = 60
+    # A-24 security policy: tool_overrides / slash commands an edge may not ask for.
+    # "*" in deny_tools refuses every tool override.
+    deny_tools: tuple[str, ...] = ("*",)
+    deny_commands: tuple[str, ...] = ()
+    # Backpressure: frames queued for one edge socket before it is disconnected.
+    queue_frames: int = 1024
+    # E-WS-11: control message_ids remembered per session for de-duplication.
+    dedupe_window: int = 4096
+    # K-09: a node not heard from for this long is offline; health answers are reused this long.
+    offline_after: int = 120
+    health_cache_seconds: float = 5.0
+    health_timeout: float = 3.0
+    # Frames kept per session to replay to an edge reconnecting with `last_message_id`.
+    replay_frames: int = 2048
+    user_budget: Budget = USER_BUDGET
 
 
 @dataclass(frozen=True)
@@ -40,6 +72,8 @@ class Settings:
     auth_budget: Budget = AUTH_BUDGET
     # Throttle for calls to a client whose limits scope is not synced yet (requests/second).
     unsynced_client_rate: float = 1.0
+    # --- Edge API (RAWP §9; docs/edge-api.md) ---
+    edge: EdgeSettings = field(default_factory=EdgeSettings)
 
     @property
     def base_url(self) -> str:

@@ -6,6 +6,9 @@ import logging
 from dataclasses import dataclass
 
 from master.client_calls import ClientCaller
+from master.edge.notify import NotifyingConfigScopes
+from master.edge.relay import InProcessRelay
+from master.edge.wiring import EdgeServices, build_edge
 from master.services.config_scopes import ConfigScopes
 from master.services.keys import load_or_create_signing_key
 from master.services.pairing import PairingService
@@ -35,8 +38,11 @@ class Services:
     sockets: NodeSockets
     client_calls: ClientCaller
     sessions: SessionStarter
+    edge: EdgeServices | None = None  # the Edge API (master/edge)
 
     async def close(self) -> None:
+        if self.edge is not None:
+            await self.edge.close()
         await self.client_calls.close()
         await self.db.dispose()
 
@@ -57,7 +63,9 @@ async def build_services(
         refresh_ttl=settings.refresh_token_ttl,
     )
     sockets = NodeSockets()
-    config = ConfigScopes(db, clock)
+    relay = InProcessRelay(settings.edge.replay_frames)
+    # Config updates also push node.config.changed to the node's edge sockets (§9.4.4).
+    config: ConfigScopes = NotifyingConfigScopes(db, clock, relay)
     pairing = PairingService(
         db,
         tokens,
@@ -68,6 +76,18 @@ async def build_services(
         dev=settings.dev,
     )
     client_calls = ClientCaller(db, config, clock, unsynced_rate=settings.unsynced_client_rate)
+    starter = SessionStarter(config, client_calls)
+    edge = build_edge(
+        settings=settings.edge,
+        clock=clock,
+        db=db,
+        key=key,
+        relay=relay,
+        config=config,
+        calls=client_calls,
+        starter=starter,
+        sockets=sockets,
+    )
     return Services(
         settings=settings,
         clock=clock,
@@ -79,5 +99,6 @@ async def build_services(
         config=config,
         sockets=sockets,
         client_calls=client_calls,
-        sessions=SessionStarter(config, client_calls),
+        sessions=starter,
+        edge=edge,
     )

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from master.storage import schema
 from master.storage.db import Database
+from master.storage.migration_edge import add_edge_tables
 
 log = logging.getLogger("rawp.master.storage")
 
@@ -35,6 +36,7 @@ async def _initial(conn: AsyncConnection) -> None:
 # (number, name, step). Append only.
 MIGRATIONS: list[tuple[int, str, Step]] = [
     (1, "initial: users, nodes, pairing and refresh tokens, config scopes, sessions", _initial),
+    (2, "edge: sessions.last_activity_at, usage_records, edge_tickets", add_edge_tables),
 ]
 
 

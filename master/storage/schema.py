@@ -18,6 +18,7 @@ from sqlalchemy import (
     JSON,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -123,5 +124,38 @@ sessions = Table(
     _time("created_at", nullable=False),
     _time("updated_at", nullable=False),
     _time("terminated_at"),
+    # §9.3.2 `last_activity_at`, added by migration 2 (written at most every few seconds).
+    _time("last_activity_at"),
 )
 Index("ix_sessions_node_status", sessions.c.node_id, sessions.c.status)
+
+# --- Edge API (RAWP §9), migration 2 ----------------------------------------------------------
+
+# E-WS-07: every `session.usage` the relay saw, keyed by the frame's message_id so that a frame
+# replayed after a reattach is counted once. Metrics (§9.2.2) are sums over these rows.
+usage_records = Table(
+    "usage_records",
+    metadata,
+    Column("message_id", String(36), primary_key=True),
+    Column("session_id", String(36), ForeignKey("sessions.id"), nullable=False),
+    Column("node_id", String(36), ForeignKey("nodes.id"), nullable=False),
+    Column("user_id", String(200), ForeignKey("users.id"), nullable=False),
+    _time("recorded_at", nullable=False),
+    Column("input_tokens", Integer, nullable=False),
+    Column("output_tokens", Integer, nullable=False),
+    Column("tool_invocations", Integer, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+)
+Index("ix_usage_node_time", usage_records.c.node_id, usage_records.c.recorded_at)
+
+# §9.4 / A-22: single-use edge_ws_tickets, kept as fingerprints, bound to a session and a user.
+edge_tickets = Table(
+    "edge_tickets",
+    metadata,
+    Column("fingerprint", String(64), primary_key=True),
+    Column("session_id", String(36), ForeignKey("sessions.id"), nullable=False),
+    Column("user_id", String(200), ForeignKey("users.id"), nullable=False),
+    _time("created_at", nullable=False),
+    _time("expires_at", nullable=False),
+    _time("used_at"),
+)

@@ -1,0 +1,93 @@
+"""The Edge REST API (RAWP §9.1–§9.3, plus the A-22 ticket extension and pairing URLs).
+
+Every route but the token exchange needs `Authorization: Bearer <user token>` (E-AUTH-02) and
+spends the user's rate budget; handlers stay thin and call the edge services.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint, Response, request
+
+from master.api.common import json_body, limit_by_address, services
+from master.edge.auth import EdgeUser
+from master.edge.wiring import EdgeServices
+from master.settings import EdgeSettings
+from rawp.clock import iso
+
+blueprint = Blueprint("edge", __name__)
+
+
+def edge() -> EdgeServices:
+    return services().edge
+
+
+async def user() -> EdgeUser:
+    """The caller (401 otherwise), charged against their budget (429)."""
+    s = services()
+    who = await s.edge.auth.authenticate(request.headers.get("Authorization"))
+    settings: EdgeSettings = s.settings.edge
+    await s.limiter.hit(f"user:{who.id}", settings.user_budget)
+    return who
+
+
+@blueprint.post("/v1/edge/auth/token")
+async def issue_user_token():
+    """§9.1: the edge service credential buys a short-lived token for one platform user."""
+    await limit_by_address()
+    body = await json_body()
+    return edge().auth.issue(request.headers.get("Authorization"), body.get("subject"))
+
+
+@blueprint.post("/v1/edge/pairing-urls")
+async def create_pairing_url():
+    """A pairing URL for a machine that will belong to the caller (§3.1; the chat "pair")."""
+    who = await user()
+    ticket = await services().pairing.issue(who.id)
+    seconds = int((ticket.expires_at - services().clock.now()).total_seconds())
+    return {
+        "pairing_url": ticket.url,
+        "expires_at": iso(ticket.expires_at),
+        "expires_in": seconds,
+    }, 201
+
+
+@blueprint.get("/v1/edge/nodes")
+async def list_nodes():
+    return await edge().nodes.list(await user())
+
+
+@blueprint.get("/v1/edge/nodes/<node_id>/metrics")
+async def node_metrics(node_id: str):
+    return await edge().nodes.metrics(await user(), node_id, request.args.get("period"))
+
+
+@blueprint.get("/v1/edge/nodes/<node_id>/config")
+async def node_config(node_id: str):
+    return await edge().nodes.config(await user(), node_id)
+
+
+@blueprint.post("/v1/edge/nodes/<node_id>/sessions")
+async def create_session(node_id: str):
+    who = await user()
+    body: dict[str, Any] = await json_body()
+    return await edge().sessions.create(who, node_id, body), 201
+
+
+@blueprint.get("/v1/edge/sessions")
+async def list_sessions():
+    who = await user()
+    return await edge().sessions.list(who, request.args.get("status"), request.args.get("node_id"))
+
+
+@blueprint.delete("/v1/edge/sessions/<session_id>")
+async def delete_session(session_id: str):
+    await edge().sessions.terminate(await user(), session_id)
+    return Response(status=204)
+
+
+@blueprint.post("/v1/edge/sessions/<session_id>/tickets")
+async def new_ticket(session_id: str):
+    """A-22: a fresh single-use edge_ws_ticket (reconnect, second device)."""
+    return await edge().sessions.new_ticket(await user(), session_id), 201

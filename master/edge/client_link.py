@@ -1,0 +1,233 @@
+"""The master's WebSocket to a client for one session (RAWP §5.1, §5.3), kept up across blips.
+
+Rules:
+
+1. The master opens the link to `ws(s)://{client}/v1/ws/stream` with the ticket it gave the
+   client in `session/init` (M-SESS-04) and pumps every client frame into the data plane.
+2. When the link drops while the session should live, the session is DETACHED and the master
+   reattaches: `session/init` with `reattach: true` and `last_message_id` = the last frame it
+   relayed, then a new socket (backoff by tenacity). The client replays what followed that
+   frame, so edges see a gap-free stream; they drop repeats by `message_id`.
+3. Greeting frames of a socket (`session.capabilities`, `tool.catalog.publish`, then
+   `session.history` on a reattach) are not in the client's replay buffer, so they never
+   become the cursor of rule 2; on a reattached socket the first two are not sent to edges
+   again.
+4. If the client is not back within the pinned `reattach_window`, or says the session is gone
+   (404), or the window is 0, the session is TERMINATED.
+5. Edge frames sent while the link is down wait in a small queue and go first after the
+   reattach; when that queue is full, `send` says False.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+
+from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from master.edge.dataplane import DataPlane
+from master.edge.live import LiveSession
+from master.services.session_start import SessionStarter
+from rawp.clock import Clock
+from rawp.errors import NotFound, RawpError
+from rawp.frames import SUBPROTOCOLS
+from rawp.session_state import SessionState
+
+log = logging.getLogger("rawp.master.edge.link")
+
+StateHook = Callable[[LiveSession, SessionState, str], Awaitable[None]]
+GREETING = ("session.capabilities", "tool.catalog.publish")
+
+
+class LinkDown(Exception):
+    """The client cannot be reached right now; try again."""
+
+
+class SessionGone(Exception):
+    """The session cannot come back (rule 4)."""
+
+
+class ClientLink:
+    def __init__(
+        self,
+        live: LiveSession,
+        *,
+        plane: DataPlane,
+        starter: SessionStarter,
+        on_state: StateHook,
+        clock: Clock,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        max_pending: int = 64,
+        max_backoff: float = 5.0,
+    ) -> None:
+        self.live = live
+        self._plane = plane
+        self._starter = starter
+        self._on_state = on_state
+        self._clock = clock
+        self._sleep = sleep
+        self._max_backoff = max_backoff
+        self._ws: ClientConnection | None = None
+        self._connected = False
+        self._closing = False
+        self._pending: deque[str] = deque()
+        self._max_pending = max_pending
+        self._task: asyncio.Task | None = None
+        self.cursor: str | None = None  # last relayed frame the client can replay after
+        self.reattaches = 0
+
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    async def start(self, stream_url: str) -> None:
+        """Open the first socket (raises if the client does not take it), then pump."""
+        self._ws = await self._open(stream_url)
+        self._connected = True
+        self._task = asyncio.create_task(self._run(), name=f"client-link-{self.live.id}")
+
+    async def resume(self) -> None:
+        """Reattach a session this process has no socket for (after a master restart)."""
+        self._task = asyncio.create_task(self._run(reattach_first=True))
+
+    async def send(self, text: str) -> bool:
+        """Rule 5: to the client now, or queued while the link is down."""
+        ws = self._ws
+        if self._connected and ws is not None:
+            try:
+                await ws.send(text)
+                return True
+            except ConnectionClosed:
+                pass  # the pump notices and reattaches; keep the frame for after
+        if self._closing or len(self._pending) >= self._max_pending:
+            return False
+        self._pending.append(text)
+        return True
+
+    async def close(self) -> None:
+        self._closing = True
+        self._connected = False
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._ws is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._ws.close(), 5)
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    async def _run(self, reattach_first: bool = False) -> None:
+        live = self.live
+        repeat = False
+        try:
+            if reattach_first:
+                await self._come_back()
+                repeat = True
+            while not self._closing:
+                await self._pump(repeat_greeting=repeat)
+                if self._closing:
+                    return
+                self._connected = False
+                log.info("session %s: the link to the client dropped; reattaching", live.id)
+                await self._on_state(live, SessionState.DETACHED, "client link dropped")
+                await self._come_back()
+                repeat = True
+        except SessionGone as gone:
+            self._connected = False
+            if not self._closing:
+                await self._on_state(live, SessionState.TERMINATED, str(gone))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("session %s: the client link failed", live.id)
+            self._connected = False
+            if not self._closing:
+                await self._on_state(live, SessionState.TERMINATED, "client link failed")
+
+    async def _come_back(self) -> None:
+        self._ws = await self._reattach()
+        self.reattaches += 1
+        while self._pending:  # rule 5: what the edges sent meanwhile goes first
+            await self._ws.send(self._pending.popleft())
+        self._connected = True
+        await self._on_state(self.live, SessionState.RUNNING, "reattached")
+
+    async def _pump(self, *, repeat_greeting: bool) -> None:
+        ws = self._ws
+        assert ws is not None
+        greeting = True  # rule 3: the socket's first frames
+        try:
+            async for message in ws:
+                text = message if isinstance(message, str) else message.decode()
+                seen = await self._plane.from_client(
+                    self.live, text, repeat_greeting=repeat_greeting and greeting
+                )
+                if seen is None:
+                    continue
+                kind, message_id = seen
+                if greeting and kind in GREETING:
+                    continue
+                if greeting and kind == "session.history":
+                    greeting = False
+                    continue
+                greeting = False
+                self.cursor = message_id
+        except ConnectionClosed:
+            pass
+
+    async def _reattach(self) -> ClientConnection:
+        """Rule 2 with rule 4's limits."""
+        window = self.live.limits.reattach_window
+        if window == 0:
+            raise SessionGone("the link dropped and the session's reattach_window is 0")
+        deadline = self._clock.monotonic() + window
+        retrying = AsyncRetrying(
+            stop=lambda _state: self._closing or self._clock.monotonic() >= deadline,
+            wait=wait_exponential(multiplier=0.1, max=self._max_backoff),
+            retry=retry_if_exception_type(LinkDown),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self._reattach_once()
+        except LinkDown:
+            raise SessionGone(
+                f"the client was not reachable within the reattach window ({window} s)"
+            ) from None
+        raise SessionGone("the link was closed")  # pragma: no cover - the loop always returns
+
+    async def _reattach_once(self) -> ClientConnection:
+        live = self.live
+        try:
+            started = await self._starter.reattach(
+                node_id=live.node_id, session_id=live.id, last_message_id=self.cursor
+            )
+        except NotFound as exc:
+            raise SessionGone(exc.message) from None
+        except RawpError as exc:
+            if exc.extra.get("client_status") == 404:
+                raise SessionGone("the client no longer has the session") from None
+            raise LinkDown(exc.message) from None
+        try:
+            return await self._open(started.stream_url)
+        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+            raise LinkDown(str(exc)) from None
+
+    async def _open(self, url: str) -> ClientConnection:
+        return await connect(
+            url,
+            subprotocols=list(SUBPROTOCOLS),
+            max_size=self.live.limits.max_frame_size,
+            open_timeout=10,
+            ping_interval=20,
+            ping_timeout=20,
+        )

@@ -1,0 +1,173 @@
+"""The master's duties on each relayed frame (RAWP §9.4.1–§9.4.3), both directions.
+
+Client → edges (`from_client`), the hot path: the envelope is read once with orjson for
+routing; the original text is what every edge receives, never a re-serialization (E-WS-03).
+
+* `session.usage` is recorded before it is forwarded (E-WS-07, A-24: recorded *and*
+  forwarded), so metrics already include a usage frame an edge has received.
+* `agent.error` with `severity: fatal` becomes the node's `health.last_error` (§9.2.2).
+* `session.capabilities`, `tool.catalog.publish` and `agent.commands.publish` are kept for
+  edges that attach later (relay rule 4).
+* Everything else, `session.file.candidates` included, is forwarded untouched (E-WS-08).
+
+Edge → client (`from_edge`):
+
+* the frame is read and checked like any DPS frame (dps-profile §1); a bad frame gets
+  `session.error` on that edge socket only, which stays open;
+* an edge may send `control.*` frames and the two-way `tool.invoke.request`/`session.error`;
+  an agent-side event from an edge is refused with `EVENT_NOT_ALLOWED`; unknown types pass;
+* `control.*` frames are de-duplicated by `message_id` within the session (E-WS-11, A-25): a
+  repeat is dropped silently, as its first copy already took effect;
+* `control.prompt.request` goes through the security policy (E-WS-09);
+* the original text goes to the client link (E-WS-06); when none takes it the edge gets
+  `session.error` `CLIENT_UNAVAILABLE`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+
+from master.edge.edge_socket import EdgeSocket
+from master.edge.live import LiveSession
+from master.edge.policy import REJECTED, SecurityPolicy
+from master.edge.relay import GREETING_TYPES, Relay
+from master.edge.usage import UsageBook
+from master.storage import edge_sessions as store
+from master.storage.db import Database
+from rawp.clock import Clock
+from rawp.errors import FrameError
+from rawp.events import EVENTS, Direction, PromptRequest
+from rawp.frames import dump_frame, make_frame, parse_frame, session_error_frame
+
+log = logging.getLogger("rawp.master.edge.dataplane")
+
+FROM_EDGE = (Direction.EDGE_TO_AGENT, Direction.BOTH)
+ACTIVITY_WRITE_INTERVAL = 5.0  # seconds between `last_activity_at` writes per session
+
+
+class NodeErrors:
+    """The most recent fatal error seen per node (§9.2.2 `health.last_error`)."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, str] = {}
+
+    def note(self, node_id: str, message: str) -> None:
+        self.last[node_id] = message[:500]
+
+
+class DataPlane:
+    def __init__(
+        self,
+        relay: Relay,
+        usage: UsageBook,
+        policy: SecurityPolicy,
+        errors: NodeErrors,
+        db: Database,
+        clock: Clock,
+    ) -> None:
+        self.relay = relay
+        self.usage = usage
+        self.policy = policy
+        self.errors = errors
+        self._db = db
+        self._clock = clock
+
+    # --- client → edges ------------------------------------------------------------------------
+
+    async def from_client(self, live: LiveSession, text: str, *, repeat_greeting: bool) -> Any:
+        """Forward one client frame; returns its (type, message_id), or None if unreadable.
+
+        `repeat_greeting` marks a greeting frame of a reattached client socket: it refreshes
+        what later edges are greeted with but is not sent again to edges that have it.
+        """
+        try:
+            envelope = orjson.loads(text)
+            kind, message_id = envelope["type"], envelope["message_id"]
+            if not isinstance(kind, str) or not isinstance(message_id, str):
+                raise TypeError
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            log.warning("session %s: the client sent an unreadable frame; dropped", live.id)
+            return None
+        if kind == "session.usage":
+            await self.usage.record(
+                message_id=message_id,
+                session_id=live.id,
+                node_id=live.node_id,
+                user_id=live.user_id,
+                payload=envelope.get("payload"),
+            )
+        elif kind == "agent.error":
+            payload = envelope.get("payload")
+            if isinstance(payload, dict) and payload.get("severity") == "fatal":
+                self.errors.note(live.node_id, str(payload.get("message", "")))
+        if kind in GREETING_TYPES:
+            self.relay.remember_greeting(live.id, kind, text)
+            if repeat_greeting:
+                return kind, message_id
+        self.relay.publish(live.id, message_id, text)
+        await self._active(live)
+        return kind, message_id
+
+    # --- edge → client -------------------------------------------------------------------------
+
+    async def from_edge(self, live: LiveSession, edge: EdgeSocket, data: str | bytes) -> None:
+        try:
+            frame = parse_frame(data, max_size=live.limits.max_frame_size)
+        except FrameError as exc:
+            edge.offer(dump_frame(session_error_frame(exc, live.id)))
+            return
+        ref = frame.message_id
+        if frame.session_id is not None and frame.session_id != live.id:
+            self._refuse(edge, live, "SESSION_MISMATCH", "the frame names another session", ref)
+            return
+        spec = EVENTS.get(frame.type)
+        if spec is not None and spec.direction not in FROM_EDGE:
+            self._refuse(
+                edge, live, "EVENT_NOT_ALLOWED", f"an edge does not send {frame.type}", ref
+            )
+            return
+        control = frame.type.startswith("control.")
+        if control and not live.claim_control(ref):
+            log.debug("session %s: duplicate control frame %s dropped", live.id, ref)
+            return
+        if isinstance(frame.payload, PromptRequest):
+            verdict = self.policy.check(frame.payload)
+            if not verdict.allowed:
+                self._refuse(edge, live, REJECTED, verdict.reason, ref)
+                return
+        text = data if isinstance(data, str) else bytes(data).decode()
+        if not await self.relay.to_client(live.id, text):
+            if control:
+                live.release_control(ref)
+            self._refuse(
+                edge,
+                live,
+                "CLIENT_UNAVAILABLE",
+                "the local client is not reachable right now; try again shortly",
+                ref,
+            )
+            return
+        await self._active(live)
+
+    def _refuse(
+        self, edge: EdgeSocket, live: LiveSession, code: str, message: str, ref: str
+    ) -> None:
+        frame = make_frame(
+            "session.error",
+            {"code": code, "message": message, "ref_message_id": ref},
+            session_id=live.id,
+            parent_id=ref,
+            clock=self._clock,
+        )
+        edge.offer(dump_frame(frame))
+
+    async def _active(self, live: LiveSession) -> None:
+        now = self._clock.monotonic()
+        live.last_activity = now
+        if now - live.activity_written >= ACTIVITY_WRITE_INTERVAL:
+            live.activity_written = now
+            async with self._db.begin() as conn:
+                await store.touch_session(conn, live.id, self._clock.now())

@@ -1,0 +1,105 @@
+"""One edge WebSocket on the master (RAWP §9.4) with its own bounded send queue.
+
+Rules:
+
+1. Frames for the edge are queued without waiting (`offer`); a sender task writes them. A slow
+   edge therefore never holds up the client link or the other edges of the session.
+2. When the queue is full the edge is too slow to keep up: it is disconnected with close code
+   1013 ("try again later") and a reason, and may reconnect with a new ticket (A-22) and
+   `last_message_id` to pick up where it stopped.
+3. `serve` ends when the edge closes, the sender fails, or the socket is kicked (rule 2 or the
+   session ending); then the socket is closed with the recorded code and reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+log = logging.getLogger("rawp.master.edge.socket")
+
+TOO_SLOW = 1013
+GOING_AWAY = 1001
+NORMAL = 1000
+_CLOSE = object()
+
+
+class Wire(Protocol):
+    """What the master needs of a WebSocket: Quart's `websocket` fits, and so does a test fake."""
+
+    async def send(self, data: str) -> None: ...
+    async def receive(self) -> str | bytes: ...
+    async def close(self, code: int, reason: str = "") -> None: ...
+
+
+class EdgeSocket:
+    def __init__(
+        self, wire: Wire, *, user_id: str, session_id: str, node_id: str, max_frames: int
+    ) -> None:
+        self.wire = wire
+        self.user_id = user_id
+        self.session_id = session_id
+        self.node_id = node_id
+        self.max_frames = max_frames
+        self._queue: asyncio.Queue = asyncio.Queue(maxsize=max_frames)
+        self._kicked = asyncio.Event()
+        self.close_code = NORMAL
+        self.close_reason = ""
+
+    @property
+    def open(self) -> bool:
+        return not self._kicked.is_set()
+
+    def offer(self, text: str) -> bool:
+        """Queue one frame (rule 1); past the bound the socket is kicked (rule 2)."""
+        if self._kicked.is_set():
+            return False
+        try:
+            self._queue.put_nowait(text)
+        except asyncio.QueueFull:
+            self.kick(
+                TOO_SLOW,
+                f"edge too slow: more than {self.max_frames} frames waiting; "
+                "reconnect with a new ticket and last_message_id",
+            )
+            return False
+        return True
+
+    def kick(self, code: int, reason: str) -> None:
+        """Close this socket soon with `code` and `reason` (idempotent: the first reason wins)."""
+        if self._kicked.is_set():
+            return
+        self.close_code, self.close_reason = code, reason[:120]  # a close reason is ≤ 123 bytes
+        self._kicked.set()
+
+    async def serve(self, on_frame: Callable[[str | bytes], Awaitable[None]]) -> None:
+        """Run until the edge leaves or is kicked (rule 3)."""
+        tasks = {
+            asyncio.create_task(self._send_loop()),
+            asyncio.create_task(self._receive_loop(on_frame)),
+            asyncio.create_task(self._kicked.wait()),
+        }
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            self._kicked.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.wire.close(self.close_code, self.close_reason), 5)
+
+    async def _send_loop(self) -> None:
+        while True:
+            text = await self._queue.get()
+            await self.wire.send(text)
+
+    async def _receive_loop(self, on_frame: Callable[[str | bytes], Awaitable[None]]) -> None:
+        while True:
+            data = await self.wire.receive()
+            await on_frame(data)

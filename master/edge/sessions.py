@@ -1,0 +1,317 @@
+"""Edge sessions (RAWP §9.3): create, list, end, re-ticket — and the links behind them.
+
+Rules:
+
+1. Creating (EP-E4, E-API-07): the node must be the caller's; both config scopes must be
+   synced, or `503 CONFIG_NOT_SYNCED` before anything is sent to the client (K-03). Without a
+   `workspace_path` the master asks the client's `GET /v1/agents` for its
+   `default_workspace_path` and answers `400 WORKSPACE_PATH_REQUIRED` when it names none
+   (A-21). Then `session/init` with the pinned config, then the master's WebSocket to the
+   client; only then `201` with a fresh `edge_ws_ticket` and the pinned versions. A client
+   refusal with 400/403/404/409 reaches the edge with the client's status and code.
+2. Listing (EP-E5) never shows TERMINATED sessions (E-API-10); any other `status` filter
+   value, TERMINATED included, is `400 INVALID_STATUS` (A-23).
+3. Ending (DELETE): the link is closed first (so it does not reattach), then the client's
+   `DELETE /v1/session/{id}`, then the edges are closed with code 1000.
+4. A session this process holds no link for (the master restarted) is reattached when an
+   edge connects to it (client_link `resume`).
+5. Link state changes are written through: DETACHED while the client is away, RUNNING when
+   it is back, TERMINATED when it is gone; a terminated session's edges are closed.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from master.client_calls import ClientCaller, NodeCallError
+from master.edge.auth import EdgeUser
+from master.edge.client_link import ClientLink
+from master.edge.dataplane import DataPlane
+from master.edge.edge_socket import GOING_AWAY, NORMAL
+from master.edge.live import LiveSession
+from master.edge.nodes import NodeDirectory
+from master.edge.relay import Relay
+from master.edge.tickets import EdgeTickets
+from master.services.config_scopes import ConfigScopes
+from master.services.session_start import SessionInitFailed, SessionStarter
+from master.services.sockets import NodeSockets
+from master.settings import EdgeSettings
+from master.storage import edge_sessions as store
+from master.storage.db import Database, utc
+from rawp.clock import Clock, iso
+from rawp.config import Limits
+from rawp.errors import BadRequest, NotFound, RawpError
+from rawp.http import validate
+from rawp.session_state import SessionState
+
+log = logging.getLogger("rawp.master.edge.sessions")
+
+PASSED_ON = (400, 403, 404, 409)  # client refusals the edge can act on (rule 1)
+
+
+class CreateSession(BaseModel):
+    """EP-E4 request; unknown keys ignored (§1.3)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    agent_name: str = Field(min_length=1, max_length=200)
+    workspace_path: str | None = Field(default=None, min_length=1, max_length=4096)
+
+
+class EdgeSessions:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        clock: Clock,
+        config: ConfigScopes,
+        calls: ClientCaller,
+        starter: SessionStarter,
+        tickets: EdgeTickets,
+        relay: Relay,
+        plane: DataPlane,
+        nodes: NodeDirectory,
+        sockets: NodeSockets,
+        settings: EdgeSettings,
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._config = config
+        self._calls = calls
+        self._starter = starter
+        self._tickets = tickets
+        self._relay = relay
+        self._plane = plane
+        self._nodes = nodes
+        self._sockets = sockets
+        self._settings = settings
+        self.live: dict[str, LiveSession] = {}
+
+    # --- EP-E4 ---------------------------------------------------------------------------------
+
+    async def create(self, user: EdgeUser, node_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        await self._nodes.owned(user, node_id)
+        request = validate(CreateSession, body)
+        await self._config.require_synced(node_id)  # K-03: before any call to the client
+        workspace = request.workspace_path or await self._default_workspace(node_id)
+        try:
+            started = await self._starter.start(
+                node_id=node_id,
+                user_id=user.id,
+                agent_name=request.agent_name,
+                workspace_path=workspace,
+            )
+        except SessionInitFailed as exc:
+            raise _passed_on(exc) from None
+        live = LiveSession(
+            id=started.session_id,
+            node_id=node_id,
+            user_id=user.id,
+            agent_name=request.agent_name,
+            limits=started.pinned.limits,
+            dedupe_window=self._settings.dedupe_window,
+        )
+        link = self._link(live)
+        try:
+            await link.start(started.stream_url)
+        except Exception as exc:
+            log.warning("session %s: could not open the data plane: %s", live.id, exc)
+            await link.close()
+            await self._end_on_client(live)
+            await self._config.set_session_status(live.id, SessionState.TERMINATED)
+            raise NodeCallError(
+                "the client accepted the session but its WebSocket could not be opened"
+            ) from None
+        self._adopt(live, link)
+        await self._config.set_session_status(live.id, SessionState.RUNNING)
+        ticket = await self._tickets.issue(live.id, user.id)
+        pinned = started.pinned
+        return {
+            "session_id": live.id,
+            "edge_ws_ticket": ticket,
+            "ticket_expires_in": self._tickets.ttl,
+            "status": SessionState.RUNNING.value,
+            "pinned_config_versions": {
+                "limits": pinned.limits_version,
+                "capabilities": pinned.capabilities_version,
+            },
+        }
+
+    async def _default_workspace(self, node_id: str) -> str:
+        """A-21: the client's advertised default, or a clear 400."""
+        reply = await self._calls.call(node_id, "GET", "/v1/agents")
+        body = reply.body if reply.status == 200 and isinstance(reply.body, dict) else {}
+        default = body.get("default_workspace_path")
+        if not isinstance(default, str) or not default:
+            raise BadRequest(
+                "workspace_path is required: the node advertises no default workspace",
+                "WORKSPACE_PATH_REQUIRED",
+            )
+        return default
+
+    def _link(self, live: LiveSession) -> ClientLink:
+        return ClientLink(
+            live, plane=self._plane, starter=self._starter, on_state=self._state, clock=self._clock
+        )
+
+    def _adopt(self, live: LiveSession, link: ClientLink) -> None:
+        live.link = link
+        self.live[live.id] = live
+        self._relay.bind_client(live.id, link)
+
+        async def closer() -> None:  # §3.5: unregistering the node closes this session's link
+            await self._forget(live, SessionState.TERMINATED, GOING_AWAY, "node unregistered")
+
+        live.unregister = self._sockets.register(live.node_id, closer)
+
+    # --- EP-E5 ---------------------------------------------------------------------------------
+
+    async def list(self, user: EdgeUser, status: str | None, node_id: str | None) -> dict[str, Any]:
+        wanted = None
+        if status is not None:
+            if status not in {s.value for s in store.LISTED_STATES}:
+                raise BadRequest(
+                    "status must be INIT, RUNNING or DETACHED (TERMINATED sessions are never "
+                    "listed)",
+                    "INVALID_STATUS",
+                )
+            wanted = SessionState(status)
+        if node_id is not None:
+            async with self._db.connect() as conn:
+                if await store.user_node(conn, user.id, node_id, active=False) is None:
+                    raise NotFound(f"no node {node_id} on your account", "NODE_NOT_FOUND")
+        async with self._db.connect() as conn:
+            rows = await store.user_sessions(conn, user.id, status=wanted, node_id=node_id)
+        return {"sessions": [self._describe(row) for row in rows]}
+
+    def _describe(self, row: Any) -> dict[str, Any]:
+        return {
+            "session_id": row.id,
+            "node_id": row.node_id,
+            "agent_name": row.agent_name,
+            "status": row.status,
+            "created_at": iso(utc(row.created_at)),
+            "last_activity_at": iso(self._activity(row)),
+            "pinned_config_versions": {
+                "limits": row.limits_version,
+                "capabilities": row.capabilities_version,
+            },
+        }
+
+    def _activity(self, row: Any):
+        """The stored time, or a fresher one from memory (writes are spaced, dataplane)."""
+        stored = store.last_activity(row)
+        live = self.live.get(row.id)
+        if live is None or not live.last_activity:
+            return stored
+        seconds_ago = self._clock.monotonic() - live.last_activity
+        return max(stored, self._clock.now() - timedelta(seconds=seconds_ago))
+
+    # --- DELETE, tickets ---------------------------------------------------------------------
+
+    async def owned(self, user: EdgeUser, session_id: str) -> Any:
+        async with self._db.connect() as conn:
+            row = await store.user_session(conn, user.id, session_id)
+        if row is None:
+            raise NotFound(f"no session {session_id} on your account", "SESSION_NOT_FOUND")
+        return row
+
+    async def terminate(self, user: EdgeUser, session_id: str) -> None:
+        row = await self.owned(user, session_id)
+        live = self.live.get(row.id) or _detached(row, self._settings.dedupe_window)
+        await self._forget(live, SessionState.TERMINATED, NORMAL, "session terminated")
+        await self._end_on_client(live)
+
+    async def new_ticket(self, user: EdgeUser, session_id: str) -> dict[str, Any]:
+        """A-22: a fresh single-use ticket, for a reconnect or a second device."""
+        row = await self.owned(user, session_id)
+        ticket = await self._tickets.issue(row.id, user.id)
+        return {
+            "session_id": row.id,
+            "edge_ws_ticket": ticket,
+            "ticket_expires_in": self._tickets.ttl,
+        }
+
+    # --- the edge WebSocket's way in ---------------------------------------------------------
+
+    async def admit(self, ticket: str | None, session_id: str | None) -> LiveSession:
+        """Burn the ticket and return the live session, reattaching it if needed (rule 4)."""
+        admission = await self._tickets.burn(ticket, session_id)
+        live = self.live.get(admission.session_id)
+        if live is not None:
+            return live
+        async with self._db.connect() as conn:
+            row = await store.user_session(conn, admission.user_id, admission.session_id)
+        if row is None:
+            raise NotFound("the session has ended", "SESSION_NOT_FOUND")
+        live = _detached(row, self._settings.dedupe_window)
+        link = self._link(live)
+        self._adopt(live, link)
+        await link.resume()
+        return live
+
+    # --- link state (rule 5) ---------------------------------------------------------------------
+
+    async def _state(self, live: LiveSession, state: SessionState, reason: str) -> None:
+        log.info("session %s: %s (%s)", live.id, state.value, reason)
+        if state is SessionState.TERMINATED:
+            await self._forget(live, state, GOING_AWAY, f"session ended: {reason}")
+            return
+        await self._config.set_session_status(live.id, state)
+
+    async def _forget(self, live: LiveSession, state: SessionState, code: int, reason: str):
+        self.live.pop(live.id, None)
+        if live.unregister is not None:
+            live.unregister()
+            live.unregister = None
+        if live.link is not None:
+            await live.link.close()
+        self._relay.unbind_client(live.id)
+        self._relay.forget_session(live.id, code, reason)
+        await self._config.set_session_status(live.id, state)
+
+    async def _end_on_client(self, live: LiveSession) -> None:
+        try:
+            reply = await self._calls.call(live.node_id, "DELETE", f"/v1/session/{live.id}")
+        except RawpError as exc:
+            log.warning("session %s: the client's DELETE failed: %s", live.id, exc.message)
+            return
+        if reply.status not in (204, 404):
+            log.warning("session %s: the client answered DELETE with %s", live.id, reply.status)
+
+    async def close(self) -> None:
+        """Shutting down: links close, sessions stay for a later reattach (DETACHED)."""
+        for live in list(self.live.values()):
+            if live.unregister is not None:
+                live.unregister()
+            if live.link is not None:
+                await live.link.close()
+            try:
+                await self._config.set_session_status(live.id, SessionState.DETACHED)
+            except Exception:
+                log.exception("session %s: could not mark it DETACHED at shutdown", live.id)
+            self._relay.forget_session(live.id, GOING_AWAY, "the master is shutting down")
+        self.live.clear()
+
+
+def _detached(row: Any, dedupe_window: int) -> LiveSession:
+    return LiveSession(
+        id=row.id,
+        node_id=row.node_id,
+        user_id=row.user_id,
+        agent_name=row.agent_name,
+        limits=Limits.model_validate(row.pinned_limits),
+        dedupe_window=dedupe_window,
+    )
+
+
+def _passed_on(exc: SessionInitFailed) -> RawpError:
+    status = exc.extra.get("client_status")
+    code = exc.extra.get("client_error_code")
+    if status in PASSED_ON and isinstance(code, str):
+        return RawpError(f"the node refused the session: {code}", code, status=status)
+    return exc

@@ -1,0 +1,77 @@
+"""Building the Edge API's services on top of the control plane's (master.wiring)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from master.client_calls import ClientCaller
+from master.edge.auth import EdgeAuth
+from master.edge.dataplane import DataPlane, NodeErrors
+from master.edge.nodes import NodeDirectory
+from master.edge.policy import SecurityPolicy
+from master.edge.relay import Relay
+from master.edge.sessions import EdgeSessions
+from master.edge.tickets import EdgeTickets
+from master.edge.usage import UsageBook
+from master.services.config_scopes import ConfigScopes
+from master.services.session_start import SessionStarter
+from master.services.sockets import NodeSockets
+from master.settings import EdgeSettings
+from master.storage.db import Database
+from rawp.clock import Clock
+from rawp.tokens import SigningKey
+
+
+@dataclass
+class EdgeServices:
+    settings: EdgeSettings
+    auth: EdgeAuth
+    relay: Relay
+    plane: DataPlane
+    nodes: NodeDirectory
+    sessions: EdgeSessions
+    usage: UsageBook
+
+    async def close(self) -> None:
+        await self.sessions.close()
+
+
+def build_edge(
+    *,
+    settings: EdgeSettings,
+    clock: Clock,
+    db: Database,
+    key: SigningKey,
+    relay: Relay,
+    config: ConfigScopes,
+    calls: ClientCaller,
+    starter: SessionStarter,
+    sockets: NodeSockets,
+) -> EdgeServices:
+    usage = UsageBook(db, clock)
+    errors = NodeErrors()
+    policy = SecurityPolicy(settings.deny_tools, settings.deny_commands)
+    plane = DataPlane(relay, usage, policy, errors, db, clock)
+    nodes = NodeDirectory(db, clock, config, calls, usage, errors, settings)
+    sessions = EdgeSessions(
+        db=db,
+        clock=clock,
+        config=config,
+        calls=calls,
+        starter=starter,
+        tickets=EdgeTickets(db, clock, settings.ticket_ttl),
+        relay=relay,
+        plane=plane,
+        nodes=nodes,
+        sockets=sockets,
+        settings=settings,
+    )
+    return EdgeServices(
+        settings=settings,
+        auth=EdgeAuth(key, clock, settings),
+        relay=relay,
+        plane=plane,
+        nodes=nodes,
+        sessions=sessions,
+        usage=usage,
+    )

@@ -1,0 +1,90 @@
+"""`/v1/edge/ws/stream` (RAWP §9.4, EP-E6): the edge's end of the data plane.
+
+The upgrade follows the client's rules (§5.3): a subprotocol we speak must be offered, or
+`426`; the single-use `ticket` must fit the `session_id`, or `401` — both with the §7.1 JSON
+body and before the socket is accepted. Once accepted, the socket is registered with the
+relay (session and node), greeted with what it cannot have seen (relay rule 4) plus, when it
+asks with `last_message_id`, the frames it missed; then frames flow both ways until either
+side leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+from quart import Blueprint, Response, websocket
+
+from master.api.common import services
+from master.edge.edge_socket import EdgeSocket
+from rawp.errors import RawpError, UpgradeRequired
+from rawp.frames import SUBPROTOCOLS, dump_frame, make_frame
+
+log = logging.getLogger("rawp.master.edge.ws")
+
+blueprint = Blueprint("edge_ws", __name__)
+
+
+def _refusal(error: RawpError) -> Response:
+    response = Response(
+        orjson.dumps(error.to_body()), status=error.status, mimetype="application/json"
+    )
+    response.headers.update(error.headers)
+    return response
+
+
+@blueprint.websocket("/v1/edge/ws/stream")
+async def edge_stream():
+    s = services()
+    offered = list(websocket.requested_subprotocols)
+    subprotocol = next((p for p in SUBPROTOCOLS if p in offered), None)
+    if subprotocol is None:
+        return _refusal(UpgradeRequired(f"offer one of the subprotocols {', '.join(SUBPROTOCOLS)}"))
+    try:
+        live = await s.edge.sessions.admit(
+            websocket.args.get("ticket"), websocket.args.get("session_id")
+        )
+    except RawpError as error:
+        return _refusal(error)
+    await websocket.accept(subprotocol=subprotocol)
+    wire = _QuartWire()
+    edge = EdgeSocket(
+        wire,
+        user_id=live.user_id,
+        session_id=live.id,
+        node_id=live.node_id,
+        max_frames=s.settings.edge.queue_frames,
+    )
+    relay = s.edge.relay
+    last_message_id = websocket.args.get("last_message_id")
+    frames, found = relay.catch_up(live.id, last_message_id)
+    if last_message_id is not None:
+        history = make_frame(
+            "session.history",
+            {"since_message_id": last_message_id, "replayed": len(frames), "dropped": 0},
+            session_id=live.id,
+        )
+        edge.offer(dump_frame(history))
+        if not found:
+            log.info("session %s: an edge asked for an unknown cursor; sent all kept", live.id)
+    for text in frames:
+        edge.offer(text)
+    relay.attach(edge)
+    plane = s.edge.plane
+    try:
+        await edge.serve(lambda data: plane.from_edge(live, edge, data))
+    finally:
+        relay.detach(edge)
+
+
+class _QuartWire:
+    """Quart's websocket as an `edge_socket.Wire`."""
+
+    async def send(self, data: str) -> None:
+        await websocket.send(data)
+
+    async def receive(self) -> str | bytes:
+        return await websocket.receive()
+
+    async def close(self, code: int, reason: str = "") -> None:
+        await websocket.close(code, reason)
