@@ -177,7 +177,14 @@ class SearchView:
                     members.append(rel)
                     part_of.append(part_no)
                     displays.append(membership.display(rel))
-        self._install(members, part_of, displays)
+        # Shortest paths first: frizbee breaks ties by position, and so the ranking's pools
+        # (ranking.py Rule 3) hold the short paths of a tie, which the final order prefers.
+        order = sorted(range(len(displays)), key=lambda i: len(displays[i]))
+        self._install(
+            [members[i] for i in order],
+            array("H", (part_of[i] for i in order)),
+            [displays[i] for i in order],
+        )
         self._positions = positions
 
     def _compact(self) -> None:
