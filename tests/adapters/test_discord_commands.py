@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.adapters.discord_support import RecordingHooks, running_bot
+from tests.adapters.chat_support import RecordingHooks
+from tests.adapters.discord_support import running_bot
 from tests.fakes.discord_payloads import command_option
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.support import eventually

@@ -9,7 +9,8 @@ import pytest
 from adapters.discord.settings import PUBLIC_API_BASE_URL, DiscordSettings
 from gateway.hidden import ZWSP
 from gateway.platform import ConversationRef, MessageRef
-from tests.adapters.discord_support import RecordingHooks, running_bot
+from tests.adapters.chat_support import RecordingHooks
+from tests.adapters.discord_support import running_bot
 from tests.fakes.discord_server import FakeDiscord
 
 

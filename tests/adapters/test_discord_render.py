@@ -10,7 +10,8 @@ from gateway.chunker import fence_after
 from gateway.platform import ConversationRef, MessageRef
 from gateway.render import SessionRenderer
 from rawp.events import InteractionResponse
-from tests.adapters.discord_support import RecordingHooks, running_bot
+from tests.adapters.chat_support import RecordingHooks
+from tests.adapters.discord_support import running_bot
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.fixtures.build import PROMPT, SESSION
 from tests.gateway.support import Recorder, load_fixture

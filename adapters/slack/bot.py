@@ -1,0 +1,120 @@
+"""The Slack app: Bolt's AsyncApp in Socket Mode (default) or HTTP mode, and its platform.
+
+`SlackBot(settings, hooks)` builds the Web API client (SLACK_API_BASE_URL, 429s waited out),
+the platform, the access policy and the Bolt app with every listener (adapters.slack.handlers).
+`await bot.start()` connects Socket Mode, or serves Bolt's endpoint (`/slack/events`, every
+request's signature checked with SLACK_SIGNING_SECRET) on SLACK_HTTP_HOST:SLACK_HTTP_PORT;
+`await bot.close()` stops either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack import handlers
+from adapters.slack.access import SlackAccess, members_from
+from adapters.slack.platform import SlackPlatform, web_client
+from adapters.slack.settings import SlackSettings
+from gateway.platform import ConversationHooks
+from gateway.prompt import PromptDraft, PromptError
+from rawp.events import PromptRequest
+
+log = logging.getLogger(__name__)
+EVENTS_PATH = "/slack/events"
+SUGGESTION_BUDGET_S = 2.0  # Slack drops a block_suggestion answered after 3 s
+T = TypeVar("T")
+
+
+class SlackBot:
+    def __init__(self, settings: SlackSettings, hooks: ConversationHooks | None = None) -> None:
+        self.settings = settings
+        self.client = web_client(settings.bot_token, settings.api_base_url, settings.max_retries)
+        self.platform = SlackPlatform(self.client, hooks)
+        self.access = SlackAccess(
+            members_from(self.client),
+            teams=settings.allowed_teams,
+            channels=settings.allowed_channels,
+            usergroups=settings.allowed_usergroups,
+        )
+        self.app = AsyncApp(
+            client=self.client,
+            signing_secret=settings.signing_secret or "socket-mode-has-no-signatures",
+            request_verification_enabled=settings.mode == "http",
+        )
+        handlers.register(self.app, self)
+        self._socket: AsyncSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self.http_url: str | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.settings.mode == "socket":
+            # apps.connections.open uses the app-level token, at the same API base.
+            opener = AsyncWebClient(base_url=self.settings.api_base_url)
+            self._socket = AsyncSocketModeHandler(
+                self.app, self.settings.app_token, web_client=opener
+            )
+            await self._socket.connect_async()
+            return
+        self._runner = web.AppRunner(self.app.web_app(path=EVENTS_PATH), handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port)
+        await site.start()
+        host, port = self._runner.addresses[0][:2]
+        self.http_url = f"http://{host}:{port}{EVENTS_PATH}"
+        log.info("slack: serving Bolt at %s", self.http_url)
+
+    async def close(self) -> None:
+        if self._socket is not None:
+            await self._socket.close_async()
+            self._socket = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # --- helpers for the listeners --------------------------------------------------------
+
+    @staticmethod
+    async def within_budget(lookup: Awaitable[T]) -> T | None:
+        try:
+            return await asyncio.wait_for(lookup, SUGGESTION_BUDGET_S)
+        except TimeoutError:
+            log.info("suggestion lookup too slow; answered with no options")
+            return None
+
+    async def prompt_of(self, event: dict[str, Any]) -> PromptRequest:
+        """Typed text (escaped when built, §16.2.2) and shared files within their limits."""
+        draft = PromptDraft()
+        draft.add_text(event.get("text") or "")
+        limits = draft.attachment_limits
+        for shared in event.get("files") or []:
+            name, size = shared.get("name", "file"), int(shared.get("size") or 0)
+            if size > limits.max_bytes_each:  # refuse before downloading it
+                raise PromptError(
+                    f"{name} is {size:,} bytes; an attachment may be at most "
+                    f"{limits.max_bytes_each:,} bytes"
+                )
+            data = await self._download(shared["url_private_download"])
+            draft.add_attachment(name, shared.get("mimetype") or "application/octet-stream", data)
+        return draft.build()
+
+    async def _download(self, url: str) -> bytes:
+        headers = {"Authorization": f"Bearer {self.settings.bot_token}"}
+        timeout = aiohttp.ClientTimeout(total=30)
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.get(url, headers=headers) as answer,
+        ):
+            if answer.status != 200:
+                raise PromptError(f"could not fetch a shared file (HTTP {answer.status})")
+            return await answer.read()

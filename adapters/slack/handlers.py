@@ -1,0 +1,257 @@
+"""Bolt listeners: what Slack sends the app, turned into platform-neutral hook calls.
+
+Every listener acknowledges first (Slack wants an answer within 3 s), checks access
+(adapters.slack.access), then works. Users outside the allowed workspaces, channels or user
+groups get an ephemeral refusal and nothing else happens.
+
+- a human's `message` in a thread → `hooks.prompt` (text escaped, shared files attached);
+- `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions hooks; `/rawp prompt`
+  opens the composer modal;
+- `block_actions` on a prompt button → the waiting approval gets the `Choice` (nobody waiting:
+  `hooks.stale_choice`);
+- `block_suggestion` in the composer → files from `hooks.search_files`, commands from
+  `hooks.agent_commands`;
+- `view_submission` of the composer → the prompt is shown in the thread, then `hooks.prompt`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from adapters.slack import choices, views
+from adapters.slack.access import REFUSAL
+from adapters.slack.platform import REVEAL_ACTION
+from gateway.platform import Choice, ConversationRef, Invocation, MessageRef, StaleChoice
+from gateway.prompt import PickedFile, PromptDraft, PromptError, slash_prompt
+
+if TYPE_CHECKING:
+    from adapters.slack.bot import SlackBot
+
+log = logging.getLogger(__name__)
+HELP = (
+    "Usage: `{c} start <node> <agent>` · `{c} prompt` · `{c} stop` · `{c} end` · "
+    "`{c} pair` · `{c} nodes` · `{c} sessions`"
+)
+SIMPLE_VERBS = {
+    "stop": "stop",
+    "end": "end",
+    "pair": "pair",
+    "nodes": "list_nodes",
+    "sessions": "list_sessions",
+}
+
+
+def _team(body: dict[str, Any]) -> str | None:
+    team = body.get("team_id") or body.get("team") or body.get("user", {}).get("team_id")
+    return team.get("id") if isinstance(team, dict) else team
+
+
+def register(app, bot: SlackBot) -> None:
+    platform, hooks = bot.platform, bot.platform.hooks
+
+    async def allowed(body, channel: str | None, user: str) -> bool:
+        return await bot.access.allows(_team(body), channel, user)
+
+    # --- thread messages are prompts ------------------------------------------------------
+
+    @app.event("message")
+    async def on_message(event, body):
+        if event.get("subtype") not in (None, "file_share") or event.get("bot_id"):
+            return
+        thread = event.get("thread_ts")
+        if not thread or thread == event.get("ts"):
+            return  # only replies in a session thread are prompts
+        channel, user = event["channel"], event.get("user", "")
+        if not await allowed(body, channel, user):
+            return  # a message cannot be answered privately except by postEphemeral
+        conversation = ConversationRef("slack", channel, thread)
+        invocation = Invocation(
+            user, conversation, MessageRef(conversation, event["ts"]), _team(body)
+        )
+        try:
+            request = await bot.prompt_of(event)
+        except PromptError as refused:
+            await platform.send_ephemeral(conversation, user, f"⚠️ {refused}")
+            return
+        reply = await hooks.prompt(invocation, request)
+        if reply:
+            await platform.send_ephemeral(conversation, user, reply)
+
+    @app.event("app_mention")
+    async def on_mention(event, body):
+        if event.get("thread_ts"):
+            return  # the thread's `message` event carries it
+        conversation = ConversationRef("slack", event["channel"])
+        await platform.send_ephemeral(
+            conversation, event.get("user", ""), HELP.format(c=bot.settings.command)
+        )
+
+    # --- the slash command ----------------------------------------------------------------
+
+    @app.command(bot.settings.command)
+    async def on_command(ack, command, respond, client):
+        user, channel = command["user_id"], command["channel_id"]
+        if not await allowed(command, channel, user):
+            await ack(text=REFUSAL, response_type="ephemeral")
+            return
+        verb, *words = (command.get("text") or "").split()
+        conversation = ConversationRef("slack", channel)
+        invocation = Invocation(user, conversation, None, _team(command))
+        if verb == "prompt":
+            await ack()
+            view = views.prompt_view(conversation)
+            await client.views_open(trigger_id=command["trigger_id"], view=view)
+            return
+        await ack()
+        if verb == "start" and len(words) == 2:
+            reply = await hooks.start_session(invocation, words[0], words[1])
+        elif verb in SIMPLE_VERBS and not words:
+            reply = await getattr(hooks, SIMPLE_VERBS[verb])(invocation)
+        else:
+            reply = HELP.format(c=bot.settings.command)
+        await respond(text=reply or "Done.", response_type="ephemeral")
+
+    # --- prompt buttons -------------------------------------------------------------------
+
+    @app.action(re.compile(rf"^{choices.CHOICE_ACTION}:\d+$"))
+    async def on_choice(ack, body, action):
+        await ack()
+        value = choices.parse_value(action.get("value"))
+        if value is not None:
+            waiting = platform.board.find(value)
+            option = choices.option_of(waiting, value.option)
+            await deliver(body, value, Choice(body["user"]["id"], option_id=option))
+
+    @app.action(choices.ANSWER_ACTION)
+    async def on_answer_button(ack, body, action, client):
+        await ack()
+        value = choices.parse_value(action.get("value"))
+        if value is None or not await allowed(body, value.channel, body["user"]["id"]):
+            return
+        waiting = platform.board.find(value)
+        question = waiting.prompt.prompt if waiting else "Answer"
+        await client.views_open(
+            trigger_id=body["trigger_id"], view=choices.answer_view(value, question)
+        )
+
+    @app.view(choices.ANSWER_VIEW)
+    async def on_answer(ack, body, view):
+        await ack()
+        value = choices.parse_value(view.get("private_metadata"))
+        state = view["state"]["values"].get(choices.ANSWER_BLOCK, {})
+        text = state.get(choices.ANSWER_INPUT, {}).get("value") or ""
+        if value is not None:
+            await deliver(body, value, Choice(body["user"]["id"], text=text))
+
+    async def deliver(body, value: choices.ChoiceValue, choice: Choice) -> None:
+        conversation = ConversationRef("slack", value.channel, value.thread)
+        if not await allowed(body, value.channel, choice.user_id):
+            await platform.send_ephemeral(conversation, choice.user_id, REFUSAL)
+            return
+        waiting = platform.board.find(value)
+        if waiting is not None:
+            waiting.answers.put_nowait(choice)  # the core accepts it or refuses it privately
+            return
+        invocation = Invocation(choice.user_id, conversation, None, _team(body))
+        note = await hooks.stale_choice(StaleChoice(invocation, value.interaction, choice))
+        if note:
+            await platform.send_ephemeral(conversation, choice.user_id, note)
+
+    @app.action(REVEAL_ACTION)
+    async def on_reveal(ack, body, action):
+        await ack()
+        container = body.get("container", {})
+        channel, user = container.get("channel_id", ""), body["user"]["id"]
+        conversation = ConversationRef("slack", channel, container.get("thread_ts"))
+        if await allowed(body, channel, user):
+            await platform.reveal(conversation, user, action.get("value", ""))
+
+    # --- the composer ---------------------------------------------------------------------
+
+    @app.action(views.COMPOSE_ACTION)
+    async def on_compose(ack, body, client):
+        await ack()
+        container = body.get("container", {})
+        channel = container.get("channel_id", "")
+        if not await allowed(body, channel, body["user"]["id"]):
+            await platform.send_ephemeral(
+                ConversationRef("slack", channel), body["user"]["id"], REFUSAL
+            )
+            return
+        # The button sits on the thread's parent message: its ts is the thread.
+        conversation = ConversationRef("slack", channel, container.get("message_ts"))
+        await client.views_open(trigger_id=body["trigger_id"], view=views.prompt_view(conversation))
+
+    def composer_invocation(body) -> Invocation | None:
+        conversation = views.conversation_from(body.get("view", {}).get("private_metadata"))
+        if conversation is None:
+            return None
+        return Invocation(body["user"]["id"], conversation, None, _team(body))
+
+    @app.options(views.FILE_ACTION)
+    async def on_file_suggestion(ack, body, payload):
+        invocation = composer_invocation(body)
+        if invocation is None or not await allowed(
+            body, invocation.conversation.channel_id, invocation.user_id
+        ):
+            await ack(options=[])
+            return
+        found = await bot.within_budget(hooks.search_files(invocation, payload.get("value", "")))
+        await ack(options=views.options([(c.path, c.path) for c in found or []]))
+
+    @app.options(views.COMMAND_ACTION)
+    async def on_command_suggestion(ack, body, payload):
+        invocation = composer_invocation(body)
+        if invocation is None or not await allowed(
+            body, invocation.conversation.channel_id, invocation.user_id
+        ):
+            await ack(options=[])
+            return
+        typed = (payload.get("value") or "").removeprefix("/")
+        published = await bot.within_budget(hooks.agent_commands(invocation)) or []
+        matching = sorted(
+            (c for c in published if c.name.startswith(typed)),  # G-CMD-14
+            key=lambda c: (c.category or "", c.name),  # G-CMD-16
+        )
+        pairs = [(f"/{c.name} — {c.description}".rstrip(" —"), c.name) for c in matching]
+        await ack(options=views.options(pairs))
+
+    @app.view(views.PROMPT_VIEW)
+    async def on_prompt_submitted(ack, body, view):
+        invocation = composer_invocation(body)
+        text, paths, command_name = views.submitted(view["state"]["values"])
+        try:
+            request, shown = await compose(invocation, text, paths, command_name)
+        except PromptError as refused:
+            await ack(response_action="errors", errors={views.TEXT_BLOCK: str(refused)})
+            return
+        await ack()
+        if invocation is None or not await allowed(
+            body, invocation.conversation.channel_id, invocation.user_id
+        ):
+            return
+        # The prompt is shown in the thread; ⏳/✅ land on that message.
+        posted = await platform.show_prompt(invocation.conversation, invocation.user_id, shown)
+        invocation = Invocation(
+            invocation.user_id, invocation.conversation, posted, invocation.workspace_id
+        )
+        reply = await hooks.prompt(invocation, request)
+        if reply:
+            await platform.send_ephemeral(invocation.conversation, invocation.user_id, reply)
+
+    async def compose(invocation, text: str, paths: list[str], command_name: str | None):
+        if command_name and invocation is not None:
+            published = {c.name: c for c in await hooks.agent_commands(invocation)}
+            if command_name not in published:
+                raise PromptError(f"the agent offers no command /{command_name}")
+            # G-CMD-28/30: shown without the slash, the name in bold.
+            return slash_prompt(published[command_name], text), f"**{command_name}** {text}"
+        draft = PromptDraft()
+        draft.add_text(text)
+        for path in paths:
+            draft.add_text(" ")
+            draft.add_file(PickedFile(path))
+        shown = text + "".join(f" 📎 `{p}`" for p in paths)
+        return draft.build(), shown

@@ -1,0 +1,275 @@
+"""`SlackPlatform`: the gateway's ChatPlatform over slack_sdk's AsyncWebClient.
+
+No Slack payload leaves this package: a conversation is a channel and a thread (`thread_id` =
+the thread's parent `ts`), a message reference holds the message `ts`.
+
+- Each renderer message (≤ 40,000 characters) becomes one `chat.postMessage` in the thread,
+  made of mrkdwn section blocks of ≤ 3,000 characters (adapters.slack.mrkdwn, A-35).
+- Typing and the status line are `assistant.threads.setStatus` (it expires after 2 minutes;
+  the heartbeat refreshes it every 48 s). Where Slack refuses it (not an assistant thread, a
+  missing scope, a deployment without the method) the conversation falls back to one status
+  message that is edited as the status changes and deleted when it is cleared.
+- Thinking (decision, docs/slack.md): Slack has no spoilers, so a hidden text is a one-line
+  "💭 Thinking — Show" message; the button shows the text to whoever clicks it, ephemerally.
+  The text is kept in memory: after a restart the button says it is gone.
+- 429s: the client carries slack_sdk's `AsyncRateLimitErrorRetryHandler`, which sleeps
+  Retry-After and sends the same request again; calls are awaited one by one, so nothing is
+  lost, duplicated or reordered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack import mrkdwn
+from adapters.slack.choices import ChoiceBoard, prompt_blocks
+from adapters.slack.views import compose_button
+from gateway.platform import (
+    PLATFORM_LIMITS,
+    ChatPlatform,
+    Choice,
+    ConversationHooks,
+    ConversationRef,
+    InteractionPrompt,
+    MessageRef,
+)
+
+log = logging.getLogger(__name__)
+NAME = "slack"
+TYPING_STATUS = "is working…"
+FALLBACK_STATUS = "⋯ working…"
+REVEAL_ACTION = "rawp_reveal"
+GONE = {"message_not_found", "channel_not_found", "thread_not_found"}
+REACTIONS = {
+    "⏳": "hourglass_flowing_sand",
+    "✅": "white_check_mark",
+    "❌": "x",
+    "⏹": "black_square_for_stop",
+}
+
+
+def web_client(token: str, base_url: str, max_retries: int = 5) -> AsyncWebClient:
+    """The Web API client: the configured base URL and 429s waited out (Retry-After)."""
+    retry = AsyncRateLimitErrorRetryHandler(max_retry_count=max_retries)
+    return AsyncWebClient(token=token, base_url=base_url, retry_handlers=[retry])
+
+
+def _error(refused: SlackApiError) -> str:
+    return str(refused.response.get("error", ""))
+
+
+class SlackPlatform(ChatPlatform):
+    name = NAME
+    limits = PLATFORM_LIMITS[NAME]
+
+    def __init__(self, client: AsyncWebClient, hooks: ConversationHooks | None = None) -> None:
+        self.client = client
+        self.hooks = hooks or ConversationHooks()
+        self.board = ChoiceBoard()
+        self.hidden: dict[str, str] = {}  # reveal key → hidden text (this process only)
+        self._assistant_off: set[ConversationRef] = set()  # setStatus refused there
+        self._status_text: dict[ConversationRef, str] = {}
+        self._status_message: dict[ConversationRef, MessageRef] = {}
+
+    # --- content ----------------------------------------------------------------------------
+
+    async def _post(self, conversation: ConversationRef, text: str, blocks: list[dict]):
+        answer = await self.client.chat_postMessage(
+            channel=conversation.channel_id,
+            thread_ts=conversation.thread_id,
+            text=text,
+            blocks=blocks,
+            unfurl_links=False,
+        )
+        return MessageRef(conversation, answer["ts"])
+
+    async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
+        first: MessageRef | None = None
+        for blocks in mrkdwn.messages_of(text):
+            fallback = blocks[0]["text"]["text"] if blocks else mrkdwn.escape(text[:3000])
+            ref = await self._post(conversation, fallback, blocks)
+            first = first or ref
+        assert first is not None
+        return first
+
+    async def show_prompt(self, conversation: ConversationRef, user_id: str, text: str):
+        """The user's prompt as the thread shows it (sent from a modal, so not their message)."""
+        shown = f"<@{user_id}>: {mrkdwn.to_mrkdwn(text)}"[:3000]
+        return await self._post(conversation, shown, [mrkdwn.section(shown)])
+
+    async def edit_message(self, message: MessageRef, text: str) -> None:
+        blocks = mrkdwn.messages_of(text)[0]  # edited texts are short (task lists, status)
+        fallback = blocks[0]["text"]["text"] if blocks else mrkdwn.escape(text[:3000])
+        await self._quietly(
+            self.client.chat_update(
+                channel=message.conversation.channel_id,
+                ts=message.message_id,
+                text=fallback,
+                blocks=blocks,
+            )
+        )
+
+    async def delete_message(self, message: MessageRef) -> None:
+        await self._quietly(
+            self.client.chat_delete(channel=message.conversation.channel_id, ts=message.message_id)
+        )
+
+    async def _quietly(self, call, tolerated: frozenset[str] = frozenset(GONE)) -> None:
+        try:
+            await call
+        except SlackApiError as refused:
+            if _error(refused) not in tolerated:
+                raise
+
+    async def send_hidden(self, conversation: ConversationRef, title: str, text: str) -> None:
+        key = secrets.token_urlsafe(12)
+        self.hidden[key] = text
+        button = {
+            "type": "button",
+            "action_id": REVEAL_ACTION,
+            "value": key,
+            "text": {"type": "plain_text", "text": "Show"},
+        }
+        blocks = [
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": f"{mrkdwn.escape(title)} _(hidden)_"},
+                "accessory": button,
+            }
+        ]
+        await self._post(conversation, f"{mrkdwn.escape(title)} (hidden)", blocks)
+
+    async def reveal(self, conversation: ConversationRef, user_id: str, key: str) -> None:
+        """Show a hidden text to one user (the click on "Show")."""
+        text = self.hidden.get(key)
+        if text is None:
+            await self.send_ephemeral(conversation, user_id, "That text is no longer available.")
+            return
+        for blocks in mrkdwn.messages_of(text):
+            await self.client.chat_postEphemeral(
+                channel=conversation.channel_id,
+                thread_ts=conversation.thread_id,
+                user=user_id,
+                text=blocks[0]["text"]["text"] if blocks else "…",
+                blocks=blocks,
+            )
+
+    async def send_ephemeral(self, conversation: ConversationRef, user_id: str, text: str) -> None:
+        await self.client.chat_postEphemeral(
+            channel=conversation.channel_id,
+            thread_ts=conversation.thread_id,
+            user=user_id,
+            text=mrkdwn.to_mrkdwn(text)[:3000],
+        )
+
+    # --- decorations ------------------------------------------------------------------------
+
+    async def add_reaction(self, message: MessageRef, emoji: str) -> None:
+        await self._quietly(
+            self.client.reactions_add(
+                channel=message.conversation.channel_id,
+                timestamp=message.message_id,
+                name=REACTIONS.get(emoji, emoji.strip(":")),
+            ),
+            frozenset(GONE | {"already_reacted"}),
+        )
+
+    async def remove_reaction(self, message: MessageRef, emoji: str) -> None:
+        await self._quietly(
+            self.client.reactions_remove(
+                channel=message.conversation.channel_id,
+                timestamp=message.message_id,
+                name=REACTIONS.get(emoji, emoji.strip(":")),
+            ),
+            frozenset(GONE | {"no_reaction"}),
+        )
+
+    async def trigger_typing(self, conversation: ConversationRef) -> None:
+        status = self._status_text.get(conversation) or TYPING_STATUS
+        shown = await self._assistant_status(conversation, status)
+        if not shown and conversation not in self._status_message:
+            await self._show_fallback(conversation, self._status_text.get(conversation))
+
+    async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
+        if text is None:
+            self._status_text.pop(conversation, None)
+        else:
+            self._status_text[conversation] = text
+        if await self._assistant_status(conversation, text or ""):
+            return
+        if text is None:
+            message = self._status_message.pop(conversation, None)
+            if message is not None:
+                await self.delete_message(message)
+        else:
+            await self._show_fallback(conversation, text)
+
+    async def _assistant_status(self, conversation: ConversationRef, status: str) -> bool:
+        """`assistant.threads.setStatus`; False where Slack refuses it (then: fallback)."""
+        if conversation.thread_id is None or conversation in self._assistant_off:
+            return False
+        try:
+            await self.client.assistant_threads_setStatus(
+                channel_id=conversation.channel_id, thread_ts=conversation.thread_id, status=status
+            )
+            return True
+        except SlackApiError as refused:
+            log.info("setStatus refused (%s): using a status message", _error(refused))
+            self._assistant_off.add(conversation)
+            return False
+
+    async def _show_fallback(self, conversation: ConversationRef, text: str | None) -> None:
+        shown = text or FALLBACK_STATUS
+        message = self._status_message.get(conversation)
+        if message is None:
+            self._status_message[conversation] = await self.send_message(conversation, shown)
+        else:
+            await self.edit_message(message, shown)
+
+    # --- conversations ----------------------------------------------------------------------
+
+    async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
+        """A thread is a reply chain under a parent message: post the parent, return its ts."""
+        if conversation.thread_id is not None:
+            return conversation
+        # The parent carries the composer button; a click names the thread by its message ts.
+        blocks = [mrkdwn.section(f"🧵 {mrkdwn.escape(title)}"[:3000]), compose_button(conversation)]
+        parent = await self._post(conversation, f"🧵 {mrkdwn.escape(title)}"[:3000], blocks)
+        return ConversationRef(NAME, conversation.channel_id, parent.message_id)
+
+    # --- interactions -----------------------------------------------------------------------
+
+    async def send_interaction(
+        self, conversation: ConversationRef, prompt: InteractionPrompt
+    ) -> MessageRef:
+        text = f"❓ {mrkdwn.escape(prompt.prompt)}"[:3000]
+        ref = await self._post(conversation, text, prompt_blocks(conversation, prompt))
+        self.board.open(conversation, prompt, ref.message_id, text)
+        return ref
+
+    async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:
+        waiting = self.board.for_message(message.conversation.channel_id, message.message_id)
+        if waiting is None:
+            return None
+        try:
+            return await asyncio.wait_for(waiting.answers.get(), timeout_s)
+        except TimeoutError:
+            return None
+
+    async def close_interaction(self, message: MessageRef, outcome: str) -> None:
+        closed = self.board.close(message.conversation.channel_id, message.message_id)
+        text = f"{closed.text}\n{mrkdwn.to_mrkdwn(outcome)}" if closed else outcome
+        await self._quietly(
+            self.client.chat_update(
+                channel=message.conversation.channel_id,
+                ts=message.message_id,
+                text=text[:3000],
+                blocks=[mrkdwn.section(text[:3000])],
+            )
+        )
