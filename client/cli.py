@@ -41,6 +41,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(RAWP_ALLOWED_ROOTS, separated by ':'; default: the current directory)",
     )
     parser.add_argument(
+        "--default-workspace",
+        default=env("RAWP_CLIENT_DEFAULT_WORKSPACE"),
+        help="workspace offered when a session names none (RAWP_CLIENT_DEFAULT_WORKSPACE; "
+        "default: the first allowed root)",
+    )
+    parser.add_argument(
         "--tls-cert",
         default=env("RAWP_CLIENT_TLS_CERT"),
         help="PEM certificate: serve https/wss (RAWP_CLIENT_TLS_CERT)",
@@ -149,6 +155,7 @@ def build_settings(args: argparse.Namespace):
         port=args.port,
         public_address=args.public_address,
         agents_file=agents_file,
+        default_workspace=Path(args.default_workspace) if args.default_workspace else None,
         dev=args.dev,
         certfile=Path(args.tls_cert) if args.tls_cert else None,
         keyfile=Path(args.tls_key) if args.tls_key else None,

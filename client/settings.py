@@ -21,6 +21,9 @@ class ClientSettings:
     # Base URL the master calls (`client_address`, A-02); default http(s)://host:port.
     public_address: str | None = None
     agents_file: Path | None = None
+    # Where a session starts when the master names no workspace (the master's A-21 decision
+    # reads it from GET /v1/agents); default: the first allowed root.
+    default_workspace: Path | None = None
     dev: bool = False
     certfile: Path | None = None
     keyfile: Path | None = None

@@ -35,8 +35,15 @@ async def get_health():
 @agents.get("/v1/agents")
 async def get_agents():
     """EP-C3: the agents of the agents file (A-12: `id` and `name` are both the agent name)."""
-    listed = services().agents.values()
-    return {"agents": [{"id": a.name, "name": a.name, "is_active": a.is_active} for a in listed]}
+    svc = services()
+    listed = svc.agents.values()
+    settings = svc.settings
+    default = settings.default_workspace or settings.allowed_roots[0]
+    return {
+        "agents": [{"id": a.name, "name": a.name, "is_active": a.is_active} for a in listed],
+        # Extension: where a session starts when the master is given no workspace_path.
+        "default_workspace_path": str(default.resolve()),
+    }
 
 
 @fs.post("/v1/fs/list")

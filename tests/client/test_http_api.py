@@ -80,7 +80,9 @@ async def test_an_expired_token_is_refused_and_refresh_rotates(client):
 async def test_agents_lists_the_demo_agent_without_an_agents_file(client):
     status, body = await client.request("GET", "/v1/agents")
     assert status == 200
-    assert body == {"agents": [{"id": "demo", "name": "demo", "is_active": True}]}
+    assert body["agents"] == [{"id": "demo", "name": "demo", "is_active": True}]
+    # The first allowed root is the default workspace the master may start sessions in.
+    assert body["default_workspace_path"] == str(client.workspace.parent.resolve())
 
 
 async def test_fs_list_returns_name_type_size_mtime(client):
