@@ -65,11 +65,15 @@ class Relay(abc.ABC):
     def remember_greeting(self, session_id: str, type: str, text: str) -> None: ...
 
     @abc.abstractmethod
-    def catch_up(self, session_id: str, last_message_id: str | None) -> tuple[list[str], bool]:
-        """Greeting frames, then the frames after `last_message_id` (if asked for).
+    def greeting(self, session_id: str) -> list[str]:
+        """The greeting frames a socket attaching now has not seen (rule 4)."""
 
-        The flag says whether `last_message_id` was found; when it was not, every kept frame
-        follows and the edge drops those it already has by `message_id`.
+    @abc.abstractmethod
+    def replay(self, session_id: str, last_message_id: str) -> tuple[list[str], bool]:
+        """The kept frames after `last_message_id`, and whether it was found.
+
+        When it was not, every kept frame is returned; the edge drops those it already has by
+        `message_id`.
         """
 
     @abc.abstractmethod
@@ -141,15 +145,16 @@ class InProcessRelay(Relay):
     def remember_greeting(self, session_id: str, type: str, text: str) -> None:
         self._hub(session_id).greeting[type] = text
 
-    def catch_up(self, session_id: str, last_message_id: str | None) -> tuple[list[str], bool]:
+    def greeting(self, session_id: str) -> list[str]:
         hub = self._hub(session_id)
-        frames = [hub.greeting[t] for t in GREETING_TYPES if t in hub.greeting]
-        if last_message_id is None:
-            return frames, True
-        ids = [message_id for message_id, _ in hub.recent]
+        return [hub.greeting[t] for t in GREETING_TYPES if t in hub.greeting]
+
+    def replay(self, session_id: str, last_message_id: str) -> tuple[list[str], bool]:
+        recent = list(self._hub(session_id).recent)
+        ids = [message_id for message_id, _ in recent]
         found = last_message_id in ids
         start = ids.index(last_message_id) + 1 if found else 0
-        return frames + [text for _, text in list(hub.recent)[start:]], found
+        return [text for _, text in recent[start:]], found
 
     def edges(self, session_id: str) -> list[EdgeSocket]:
         hub = self._hubs.get(session_id)

@@ -56,19 +56,21 @@ async def edge_stream():
         max_frames=s.settings.edge.queue_frames,
     )
     relay = s.edge.relay
+    for text in relay.greeting(live.id):
+        edge.offer(text)
     last_message_id = websocket.args.get("last_message_id")
-    frames, found = relay.catch_up(live.id, last_message_id)
-    if last_message_id is not None:
+    if last_message_id:  # the edge reconnects and says what it saw last (docs/edge-api.md)
+        missed, found = relay.replay(live.id, last_message_id)
         history = make_frame(
             "session.history",
-            {"since_message_id": last_message_id, "replayed": len(frames), "dropped": 0},
+            {"since_message_id": last_message_id, "replayed": len(missed), "dropped": 0},
             session_id=live.id,
         )
         edge.offer(dump_frame(history))
+        for text in missed:
+            edge.offer(text)
         if not found:
-            log.info("session %s: an edge asked for an unknown cursor; sent all kept", live.id)
-    for text in frames:
-        edge.offer(text)
+            log.info("session %s: an edge's cursor is no longer kept; sent all kept", live.id)
     relay.attach(edge)
     plane = s.edge.plane
     try:

@@ -1,0 +1,178 @@
+"""A real master and a real client as separate processes on loopback (`--dev`), paired through
+the Edge API, with an edge written here: aiohttp for REST, `websockets` for the socket."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+from websockets.asyncio.client import ClientConnection, connect
+
+from rawp.frames import dump_frame, make_frame
+from tests.edge.proxy import CuttableProxy
+from tests.support import Processes, free_port, wait_for_http
+
+EDGE_SECRET = "edge-secret-for-tests-0123456789abcdef"
+SUBPROTOCOLS = ["rawp-dps-1.0", "rawp-1.0"]
+
+
+def read_until(proc, needle: str, limit: float = 60.0) -> str:
+    seen = []
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline().decode()
+        if not line and proc.poll() is not None:
+            break
+        seen.append(line)
+        if needle in line:
+            return "".join(seen)
+    raise AssertionError(f"{needle!r} never appeared in:\n{''.join(seen)}")
+
+
+@dataclass
+class Stack:
+    processes: Processes
+    root: Path
+    master_url: str
+    master_args: list[str]
+    client_args: list[str]
+    client_port: int
+    proxy: CuttableProxy
+    client_state: Path
+    client_proc: Any = None
+    node_id: str | None = None
+
+    def start_client(self, *extra: str) -> None:
+        self.client_proc = self.processes.rawp(*self.client_args, *extra)
+        read_until(self.client_proc, "config synced with the master")
+
+    def stop_client(self) -> None:
+        self.client_proc.terminate()
+        self.client_proc.wait(timeout=30)
+
+
+async def user_token(master_url: str, subject: str, secret: str = EDGE_SECRET) -> str:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{master_url}/v1/edge/auth/token",
+            json={"subject": subject},
+            headers={"Authorization": f"Bearer {secret}"},
+        ) as response,
+    ):
+        assert response.status == 200, await response.text()
+        return (await response.json())["access_token"]
+
+
+@dataclass
+class Edge:
+    """One edge (a gateway, a browser) acting for one user."""
+
+    master_url: str
+    token: str
+    http: aiohttp.ClientSession
+    sockets: list[ClientConnection] = field(default_factory=list)
+
+    async def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        async with self.http.request(
+            method, self.master_url + path, json=body, headers=headers
+        ) as response:
+            raw = await response.read()
+            return response.status, (orjson.loads(raw) if raw else None)
+
+    async def connect(
+        self, session_id: str, ticket: str, last_message_id: str | None = None
+    ) -> ClientConnection:
+        url = self.master_url.replace("http://", "ws://") + (
+            f"/v1/edge/ws/stream?ticket={ticket}&session_id={session_id}"
+        )
+        if last_message_id:
+            url += f"&last_message_id={last_message_id}"
+        ws = await connect(url, subprotocols=SUBPROTOCOLS, max_size=None)
+        self.sockets.append(ws)
+        return ws
+
+    async def close(self) -> None:
+        for ws in self.sockets:
+            with contextlib.suppress(Exception):
+                await ws.close()
+
+
+@contextlib.asynccontextmanager
+async def edge_for(master_url: str, subject: str):
+    token = await user_token(master_url, subject)
+    async with aiohttp.ClientSession() as http:
+        edge = Edge(master_url, token, http)
+        try:
+            yield edge
+        finally:
+            await edge.close()
+
+
+def frame(type: str, payload: dict, session_id: str | None = None, **extra) -> str:
+    return dump_frame(make_frame(type, payload, session_id=session_id, **extra))
+
+
+async def recv(ws: ClientConnection, wait: float = 30) -> dict:
+    return orjson.loads(await asyncio.wait_for(ws.recv(), wait))
+
+
+async def recv_until(ws: ClientConnection, type: str, wait: float = 30) -> list[dict]:
+    seen = []
+    while True:
+        seen.append(await recv(ws, wait))
+        if seen[-1]["type"] == type:
+            return seen
+
+
+def start_stack(processes: Processes, tmp: Path, subject: str) -> Stack:
+    """Master and client processes, the client paired through the Edge API for `subject`."""
+    master_port, client_port = free_port(), free_port()
+    root = tmp / "root"
+    workspace = root / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "auth.py").write_text("def verify(token):\n    return True\n")
+    (workspace / "src" / "app.py").write_text("print('hi')\n")
+    (workspace / "README.md").write_text("# demo\n")
+    master_args = ["master", "--dev", "--port", str(master_port), "--state-dir", str(tmp / "m")]
+    master = processes.rawp(*master_args, env={"RAWP_EDGE_SECRET": EDGE_SECRET})
+    master_url = f"http://127.0.0.1:{master_port}"
+    wait_for_http(f"{master_url}/v1/edge/nodes", proc=master, timeout=30)
+    proxy = CuttableProxy(client_port)
+    pairing_url = asyncio.run(_pairing_url(master_url, subject))
+    client_state = tmp / "c"
+    pair = processes.rawp(
+        "client", "pair", pairing_url, "--name", "test-box", "--dev",
+        "--state-dir", str(client_state),
+        "--public-address", f"http://127.0.0.1:{proxy.port}",
+    )  # fmt: skip
+    out, _ = pair.communicate(timeout=60)
+    assert pair.returncode == 0, out.decode()
+    client_args = [
+        "client", "--dev", "--port", str(client_port), "--state-dir", str(client_state),
+        "--allow-root", str(root), "--kill-grace", "0.5",
+    ]  # fmt: skip
+    return Stack(
+        processes=processes,
+        root=workspace,
+        master_url=master_url,
+        master_args=master_args,
+        client_args=client_args,
+        client_port=client_port,
+        proxy=proxy,
+        client_state=client_state,
+    )
+
+
+async def _pairing_url(master_url: str, subject: str) -> str:
+    async with edge_for(master_url, subject) as edge:
+        status, body = await edge.call("POST", "/v1/edge/pairing-urls")
+        assert status == 201, body
+        return body["pairing_url"]
