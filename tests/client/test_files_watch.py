@@ -187,3 +187,23 @@ async def test_mass_deletion_keeps_counts_exact(service, workspace):
     result = await search(service, workspace, "item", max_results=50)
     assert all(c.path >= "bulk/item_1200.dat" for c in result.candidates)
     assert result.truncated is True
+
+
+async def test_directory_swapped_for_an_escaping_symlink(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    make_tree(root, ["ws/data/inner_file.txt"])
+    make_tree(outside, ["escaped_file.txt"])
+    service = FileSearchService([root])
+    try:
+        workspace = root / "ws"
+        assert await paths(service, workspace, "file") == ["data/inner_file.txt"]
+        shutil.rmtree(workspace / "data")
+        os.symlink(outside, workspace / "data")
+        await eventually(
+            disappears(service, workspace, "file", "data/inner_file.txt"), "old directory gone"
+        )
+        make_tree(workspace, ["marker_file.txt"])  # a later change proves the watcher caught up
+        await eventually(appears(service, workspace, "marker", "marker_file.txt"), "marker")
+        assert await paths(service, workspace, "file") == ["marker_file.txt"]
+    finally:
+        await service.close()
