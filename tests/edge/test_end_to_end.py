@@ -170,3 +170,84 @@ async def test_two_edges_see_identical_streams_and_a_reconnect_picks_up(stack):
             f["message_id"] for f in one[len(one) // 2 + 1 :]
         ]
         await edge.call("DELETE", f"/v1/edge/sessions/{sid}")
+
+
+async def test_a_limits_change_reaches_every_edge_socket_of_the_node(stack):
+    from client.master_link import MasterLink
+    from client.settings import ClientSettings
+    from client.state import StateDir
+    from rawp.config import DEFAULT_LIMITS
+
+    async with edge_for(stack.master_url, OWNER) as edge:
+        one, two = await _session(edge, stack), await _session(edge, stack)
+        sockets = []
+        for made in (one, two):
+            ws = await edge.connect(made["session_id"], made["edge_ws_ticket"])
+            await _greeted(ws)
+            sockets.append(ws)
+        node = await _node(edge)
+
+        # The client changes its limits at run time (§4.1.5): the client's own code, with the
+        # running client's credentials, PUTs the new snapshot to the master.
+        settings = ClientSettings(state_dir=stack.client_state, allowed_roots=[stack.root])
+        link = MasterLink(StateDir.open(stack.client_state), settings)
+        link.versions = {"limits": node["config_versions"]["limits"], "capabilities": 1}
+        try:
+            tighter = DEFAULT_LIMITS.model_copy(update={"rate_limit": 40})
+            await link.change_limits(tighter, reason="test: tighter limits")
+        finally:
+            await link.close()
+
+        pushed = [await recv(ws) for ws in sockets]
+        for notice in pushed:
+            assert notice["type"] == "node.config.changed"
+            assert "session_id" not in notice and "turn_id" not in notice  # E-NOT-02
+            assert notice["payload"] == {
+                "node_id": node["node_id"],
+                "changed_scope": "limits",
+                "config_version": link.versions["limits"],
+                "reason": "test: tighter limits",
+            }
+        assert pushed[0]["message_id"] == pushed[1]["message_id"]  # one notice
+
+        status, config = await edge.call("GET", f"/v1/edge/nodes/{node['node_id']}/config")
+        assert status == 200
+        assert config["limits"]["config_version"] == link.versions["limits"]
+        assert config["limits"]["limits"]["rate_limit"] == 40
+        # The sessions keep the config they were pinned to (E-API-12, E-EDGE-04).
+        status, listed = await edge.call("GET", f"/v1/edge/sessions?node_id={node['node_id']}")
+        pins = {s["session_id"]: s["pinned_config_versions"] for s in listed["sessions"]}
+        assert pins[one["session_id"]] == one["pinned_config_versions"]
+        for made in (one, two):
+            await edge.call("DELETE", f"/v1/edge/sessions/{made['session_id']}")
+
+
+async def test_a_network_blip_between_master_and_client_leaves_no_gap(stack):
+    async with edge_for(stack.master_url, OWNER) as edge:
+        made = await _session(edge, stack)
+        sid = made["session_id"]
+        ws = await edge.connect(sid, made["edge_ws_ticket"])
+        await _greeted(ws)
+        await ws.send(frame("control.prompt.request", {"prompt_text": "a long answer"}, sid))
+        seen = await recv_until(ws, "agent.text.delta")
+        assert stack.proxy.cut() > 0  # the master's socket to the client dies mid-turn
+        seen += await recv_until(ws, "session.turn.end", wait=60)
+
+        kinds = [f["type"] for f in seen]
+        assert "session.history" in kinds  # the master reattached; the client replayed
+        unique = {}
+        for f in seen:
+            unique.setdefault(f["message_id"], f)
+        deltas = [f["payload"]["text"] for f in unique.values() if f["type"] == "agent.text.delta"]
+        done = next(f for f in unique.values() if f["type"] == "agent.text.done")
+        assert "".join(deltas) == done["payload"]["text"]  # nothing lost, nothing doubled
+        assert len(done["payload"]["text"]) > 5000
+
+        status, listed = await edge.call("GET", "/v1/edge/sessions?status=RUNNING")
+        assert status == 200
+        assert sid in {s["session_id"] for s in listed["sessions"]}
+        # The session goes on after the blip.
+        await ws.send(frame("control.prompt.request", {"prompt_text": "still there?"}, sid))
+        again = await recv_until(ws, "session.turn.end")
+        assert again[-1]["payload"]["stop_reason"] == "end_turn"
+        await edge.call("DELETE", f"/v1/edge/sessions/{sid}")
