@@ -97,7 +97,11 @@ class SearchView:
         self.part_of = array("H")  # which part (and so which index) each member comes from
         self.displays: list[str] = []  # the candidate `path`
         self.paths = Haystacks()
+        # File names once each (half as many as files: `__init__.py`, `README.md` …), and for
+        # each name the positions holding it, in view order (shortest paths first).
         self.names = Haystacks()
+        self.holders: list[list[int]] = []
+        self._name_ids: dict[str, int] = {}
         self.dead: list[int] = []
         self._slot: dict[tuple[int, str], int] = {}  # (part, path) → position
         self._positions: list[tuple[int, int]] | None = None  # per part: (epoch, log position)
@@ -158,7 +162,15 @@ class SearchView:
         display = self._membership[part_no].display(rel)
         self.displays.append(display)
         self.paths.append(display)
-        self.names.append(rel.rpartition("/")[2])
+        self._hold(rel.rpartition("/")[2], len(self.members) - 1)
+
+    def _hold(self, name: str, position: int) -> None:
+        name_id = self._name_ids.get(name)
+        if name_id is None:
+            name_id = self._name_ids[name] = len(self.holders)
+            self.holders.append([])
+            self.names.append(name)
+        self.holders[name_id].append(position)
 
     def _rebuild(self, cancelled: Callable[[], bool]) -> None:
         # Log positions first, snapshot second: a change landing in between is replayed once
@@ -196,8 +208,19 @@ class SearchView:
         )
 
     def _install(self, members: list[str | None], part_of: array, displays: list[str]) -> None:
-        names = [rel.rpartition("/")[2] for rel in members if rel is not None]
         self.members, self.part_of, self.displays = members, part_of, displays
+        self.holders, self._name_ids = [], {}
+        self.names = Haystacks()
+        names: list[str] = []
+        for position, rel in enumerate(members):
+            if rel is not None:
+                name = rel.rpartition("/")[2]
+                name_id = self._name_ids.get(name)
+                if name_id is None:
+                    name_id = self._name_ids[name] = len(names)
+                    names.append(name)
+                    self.holders.append([])
+                self.holders[name_id].append(position)
         self.paths, self.names = Haystacks(displays), Haystacks(names)
         self.dead = []
         self._slot = {(part_of[i], rel): i for i, rel in enumerate(members) if rel is not None}
