@@ -28,6 +28,9 @@ def members_from(client: AsyncWebClient) -> MembersOf:
         except SlackApiError as refused:
             log.warning("usergroups.users.list %s: %s", usergroup, refused.response.get("error"))
             return frozenset()
+        except Exception:  # an unreadable answer: refuse rather than guess
+            log.warning("usergroups.users.list %s failed", usergroup, exc_info=True)
+            return frozenset()
         return frozenset(answer.get("users") or [])
 
     return members_of

@@ -81,16 +81,26 @@ def _closes(fence: str, match: re.Match[str]) -> bool:
     return run[0] == fence[0] and len(run) >= len(fence) and not match.group(3).strip()
 
 
+MIN_LIMIT = 500  # escaping grows text at most 5× (`&` → `&amp;`), the chunker needs ≥ 100
+
+
 def block_texts(markdown: str, limit: int = MAX_BLOCK) -> list[str]:
-    """mrkdwn pieces of at most `limit` characters, each with balanced fences."""
+    """mrkdwn pieces of at most `limit` (≥ 500) characters, each with balanced fences."""
+    if limit < MIN_LIMIT:
+        raise ValueError(f"a block limit below {MIN_LIMIT} cannot absorb escaping")
+    return _block_texts(markdown, limit)
+
+
+def _block_texts(markdown: str, limit: int) -> list[str]:
     pieces = []
     for piece in split_markdown(markdown, limit):
         converted = to_mrkdwn(piece)
         if len(converted) <= limit:
             pieces.append(converted)
         else:  # escaping made it longer: split this piece again, proportionally smaller
+            # A 100-character piece escapes to at most 500, so this ends within MIN_LIMIT.
             smaller = max(100, limit * len(piece) // len(converted) - 16)
-            pieces.extend(block_texts(piece, smaller) if smaller < limit else [converted])
+            pieces.extend(_block_texts(piece, smaller) if smaller < limit else [converted])
     return [p for p in pieces if p.strip()]
 
 
