@@ -24,21 +24,30 @@ async def node(master):
     return await master.pair()
 
 
+BAD_JSON = [b"", b"{", b"[1, 2]", b'"text"', b"null", b"\xff\xfe", b"{'a': 1}"]
+
+
 @pytest.mark.parametrize(
-    "raw", [b"", b"{", b"[1, 2]", b'"text"', b"null", b"\xff\xfe", b"{'a': 1}"]
+    "path",
+    [
+        "/v1/nodes/config/limits",
+        "/v1/nodes/config/capabilities",
+        "/v1/nodes/config",
+        "/v1/auth/pair",
+        "/v1/auth/refresh",
+    ],
 )
-@pytest.mark.parametrize(
-    "path", ["/v1/nodes/config/limits", "/v1/nodes/config/capabilities", "/v1/auth/pair"]
-)
-async def test_malformed_json_is_400(master, node, raw, path):
-    method = master.client.post if path == "/v1/auth/pair" else master.client.put
-    response = await method(
-        path, data=raw, headers={**master.bearer(node), "Content-Type": "application/json"}
-    )
-    assert response.status_code == 400
-    body = await response.get_json()
-    assert body["error_code"] == "INVALID_JSON"
-    assert "Traceback" not in body["message"]
+async def test_malformed_json_is_400(master, node, path):
+    put = path.startswith("/v1/nodes/config/")
+    method = master.client.put if put else master.client.post
+    for raw in BAD_JSON:
+        response = await method(
+            path, data=raw, headers={**master.bearer(node), "Content-Type": "application/json"}
+        )
+        assert response.status_code == 400, raw
+        body = await response.get_json()
+        assert body["error_code"] == "INVALID_JSON", raw
+        assert "Traceback" not in body["message"]
 
 
 async def test_oversize_body_is_413(make_master):
