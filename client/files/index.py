@@ -62,6 +62,7 @@ class RootIndex:
         # shield: a cancelled search must not cancel the build the next search needs
         await asyncio.shield(self._built)
         if not self.watching and time.monotonic() - self._walked_at > REWALK_INTERVAL_S:
+            self._walked_at = time.monotonic()  # one re-walk, not one per keystroke
             self._spawn(self._rewalk(""))
 
     async def settled(self) -> None:

@@ -11,8 +11,8 @@ Rule 3: only the best 200 path matches and the best 200 name matches are scored 
         does not — queries of one to three letters, where tens of thousands of files tie —
         the best of the pools is returned (views list short paths first, so a tie's short
         paths are the ones pooled). On the benchmark's 62 queries at 100,000 files, 60 top-20
-        lists equal the exact ranking and 2 (`lo`, `loc`) differ in their tail. Scoring every match in
-        Python instead took half a second.
+        lists equal the exact ranking and 2 (`lo`, `loc`) differ in their tail. Scoring every
+        match in Python instead took half a second.
 Rule 4: `match_score` is the score divided by the query's score against itself as both path
         and name, capped at 1.0. `match_ranges` (A-29) are code points into `path`, `end`
         exclusive, consecutive characters merged; frizbee reports UTF-8 byte offsets.
