@@ -26,12 +26,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from client.agents.base import Agent, AgentSpec
+from client.agents.claude_code import ClaudeCodeAgent
 from client.agents.openai import OpenAIAgent
 from client.agents.script import ScriptAgent, script_command
 from rawp.events import CatalogTool
 
 # kind → class. The next kinds (claude-code, acp, openai) register here.
-KINDS: dict[str, type[Agent]] = {"script": ScriptAgent, "openai": OpenAIAgent}
+KINDS: dict[str, type[Agent]] = {
+    "script": ScriptAgent,
+    "openai": OpenAIAgent,
+    "claude-code": ClaudeCodeAgent,
+}
 
 
 class AgentsFileError(ValueError):

@@ -1,0 +1,433 @@
+"""The `claude-code` agent kind: one long-lived `claude` CLI process per session.
+
+The CLI runs headless with stream-json both ways:
+
+    claude --input-format stream-json --output-format stream-json --verbose
+           --include-partial-messages --permission-prompt-tool stdio [settings…]
+
+and this kind speaks the CLI's control protocol on the same pipes (the protocol the
+`claude-agent-sdk` package wraps; we speak it directly so that every stream event reaches the
+mapping in `claude_stream`):
+
+* `control_request {subtype: initialize}` once after start; its answer lists the slash
+  commands → `agent.commands.publish` (re-sent when the list changes);
+* each prompt is a `{"type": "user", …}` line; the turn ends with the CLI's `result` line;
+* `control_request {subtype: can_use_tool}` from the CLI is an approval →
+  `agent.interaction.request`; the user's `control.interaction.response` goes back as a
+  `control_response` (`allow`, with `updatedPermissions` for "always", or `deny`);
+* `control.prompt.cancel` sends `control_request {subtype: interrupt}`; a CLI that does not end
+  the turn within the grace period is killed (SIGTERM, then SIGKILL) and the next prompt
+  starts a new process that resumes the conversation (`--resume=<its session id>`).
+
+A missing binary or a crashed process ends the turn with `agent.error` (`fatal`) naming what to
+install or what the CLI said; the session stays usable. Settings (agents file): `command`
+(default `["claude"]`), `model`, `permission_mode`, `allowed_tools`, `disallowed_tools`,
+`append_system_prompt`, `max_turns`, `env`, `startup_timeout` (s, default 60).
+
+File references (DPS §16.3, decision A-32): the token's place in the sentence keeps its
+`display_path`, and every referenced file is appended to the message as an `@path` mention,
+which the CLI reads and attaches itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from typing import Any
+
+from client.agents.base import Agent, Prompt, Reference
+from client.agents.claude_stream import ClaudeTurn
+from client.agents.claude_tools import catalog
+from client.process import spawn, terminate_group
+from rawp.events import CatalogTool, InteractionResponse, StopReason
+from rawp.fileref import FileToken, Part, to_literal
+
+INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
+EOF = object()
+LIST_SETTINGS = ("allowed_tools", "disallowed_tools")
+
+
+def check_settings(settings: dict[str, Any]) -> None:
+    command = settings.get("command", ["claude"])
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
+        raise ValueError("`command` must be a non-empty list of strings")
+    for key in LIST_SETTINGS:
+        value = settings.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"`{key}` must be a list of tool names")
+    env = settings.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise ValueError("`env` must be a table of strings")
+
+
+def mention(path: str) -> str:
+    return f'@"{path}"' if any(c.isspace() for c in path) else f"@{path}"
+
+
+class ClaudeCodeAgent(Agent):
+    kind = "claude-code"
+    check_settings = staticmethod(check_settings)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        check_settings(self.spec.settings)
+        self.settings = self.spec.settings
+        self._proc: asyncio.subprocess.Process | None = None
+        self._readers: list[asyncio.Task] = []
+        self._inbox: asyncio.Queue[Any] = asyncio.Queue()
+        self._waiting: dict[str, asyncio.Future] = {}  # control request id → its answer
+        self._ids = itertools.count(1)
+        self._stderr_tail: list[str] = []
+        self._claude_session: str | None = None
+        self._commands: list[dict[str, Any]] | None = None
+        self._published: list[dict[str, Any]] | None = None
+        self._approvals: dict[str, dict[str, Any]] = {}  # interaction id → the CLI's request
+        self._turn: ClaudeTurn | None = None
+        self._turn_over = asyncio.Event()
+        self._turn_over.set()
+        self._cancelling = False
+        self.cost_total = 0.0
+
+    def catalog(self) -> list[CatalogTool]:
+        return list(self.spec.tools) or catalog()
+
+    def convert(
+        self,
+        message_id: str,
+        parts: Sequence[Part],
+        references: Sequence[Reference],
+        input_type: str,
+    ) -> Prompt:
+        by_id = {ref.ref_id: ref for ref in references}
+        files: list[str] = []
+        for part in parts:
+            ref = by_id.get(part.ref_id) if isinstance(part, FileToken) else None
+            if ref is not None and ref.path is not None and ref.path not in files:
+                files.append(ref.path)
+        text = to_literal(parts)
+        if files:
+            text += "\n\n" + " ".join(mention(path) for path in files)
+        return Prompt(message_id, text, tuple(files), input_type)
+
+    # --- the process -------------------------------------------------------------------------
+
+    def _argv(self, binary: str) -> list[str]:
+        s = self.settings
+        argv = [binary, *s.get("command", ["claude"])[1:]]
+        argv += ["--input-format", "stream-json", "--output-format", "stream-json"]
+        argv += ["--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"]
+        for key, flag in (
+            ("model", "--model"),
+            ("permission_mode", "--permission-mode"),
+            ("append_system_prompt", "--append-system-prompt"),
+            ("max_turns", "--max-turns"),
+        ):
+            if s.get(key) is not None:
+                argv.append(f"{flag}={s[key]}")
+        for key, flag in (
+            ("allowed_tools", "--allowedTools"),
+            ("disallowed_tools", "--disallowedTools"),
+        ):
+            if s.get(key):
+                argv.append(f"{flag}={','.join(s[key])}")
+        if self._claude_session:
+            argv.append(f"--resume={self._claude_session}")
+        return argv
+
+    async def _ensure_process(self) -> str | None:
+        """Start the CLI if it is not running; return a problem, or None."""
+        if self._proc is not None and self._proc.returncode is None:
+            return None
+        name = self.settings.get("command", ["claude"])[0]
+        binary = shutil.which(name) if os.sep not in name else name
+        if binary is None or not os.access(binary, os.X_OK):
+            return f"the Claude Code CLI {name!r} was not found; {INSTALL_HINT}"
+        env = {**os.environ, **self.settings.get("env", {})}
+        try:
+            self._proc = await spawn(self._argv(binary), cwd=self.workspace, env=env)
+        except OSError as exc:
+            return f"cannot start {name!r}: {exc.strerror or exc}; {INSTALL_HINT}"
+        self._inbox = asyncio.Queue()
+        self._stderr_tail = []
+        self._readers = [
+            asyncio.create_task(self._read_stdout(self._proc)),
+            asyncio.create_task(self._read_stderr(self._proc)),
+        ]
+        try:
+            answer = await asyncio.wait_for(
+                self._control({"subtype": "initialize", "hooks": None}),
+                float(self.settings.get("startup_timeout", 60)),
+            )
+        except (TimeoutError, ConnectionError) as exc:
+            await self._stop_process()
+            return f"Claude Code did not start ({type(exc).__name__}): {self._stderr()}"
+        if isinstance(answer.get("commands"), list):
+            self._commands = [c for c in answer["commands"] if isinstance(c, dict)]
+        return None
+
+    async def _read_stdout(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                continue  # not ours to show: the CLI's own diagnostics
+            if not isinstance(message, dict):
+                continue
+            if message.get("type") == "control_response":
+                answer = message.get("response") or {}
+                future = self._waiting.pop(str(answer.get("request_id")), None)
+                if future is not None and not future.done():
+                    if answer.get("subtype") == "error":
+                        future.set_exception(ConnectionError(str(answer.get("error"))))
+                    else:
+                        future.set_result(answer.get("response") or {})
+                continue
+            self._inbox.put_nowait(message)
+        await proc.wait()
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(ConnectionError("Claude Code exited"))
+        self._waiting.clear()
+        self._inbox.put_nowait(EOF)
+
+    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        async for raw in proc.stderr:
+            self._stderr_tail = [*self._stderr_tail[-19:], raw.decode(errors="replace").rstrip()]
+
+    def _stderr(self) -> str:
+        return " | ".join(line for line in self._stderr_tail if line)[-1000:] or "no output"
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.returncode is not None:
+            raise ConnectionError("Claude Code is not running")
+        try:
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise ConnectionError("Claude Code closed its input") from exc
+
+    async def _control(self, request: dict[str, Any]) -> dict[str, Any]:
+        request_id = f"rawp-{next(self._ids)}"
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = future
+        await self._write({"type": "control_request", "request_id": request_id, "request": request})
+        return await future
+
+    async def _answer(self, request_id: str, response: dict[str, Any]) -> None:
+        with contextlib.suppress(ConnectionError):
+            await self._write(
+                {
+                    "type": "control_response",
+                    "response": {
+                        "subtype": "success",
+                        "request_id": request_id,
+                        "response": response,
+                    },
+                }
+            )
+
+    # --- one turn -----------------------------------------------------------------------------
+
+    async def prompt(self, prompt: Prompt) -> StopReason:
+        self._cancelling = False
+        problem = await self._ensure_process()
+        if problem is not None:
+            await self._fatal("AGENT_START_FAILED", problem)
+            return "error"
+        while not self._inbox.empty():  # what the last turn left behind (after an interrupt)
+            if self._inbox.get_nowait() is EOF:
+                self._inbox.put_nowait(EOF)
+                break
+        turn = self._turn = ClaudeTurn(self.emit, cost_so_far=self.cost_total)
+        self._turn_over.clear()
+        try:
+            await self._publish_commands()
+            await turn.set_state("thinking")
+            text = prompt.text if prompt.input_type != "slash_command" else prompt.text.strip()
+            user = {"role": "user", "content": text}
+            await self._write(
+                {
+                    "type": "user",
+                    "message": user,
+                    "parent_tool_use_id": None,
+                    "session_id": "default",
+                }
+            )
+            return await self._run(turn)
+        except ConnectionError:
+            return await self._crashed(turn)
+        finally:
+            self._turn = None
+            self._approvals.clear()
+            self._turn_over.set()
+
+    async def _run(self, turn: ClaudeTurn) -> StopReason:
+        while True:
+            message = await self._inbox.get()
+            if message is EOF:
+                return await self._crashed(turn)
+            kind = message.get("type")
+            if kind == "result":
+                stop = await turn.finish(message, cancelled=self._cancelling)
+                self.cost_total = turn.cost_total
+                return stop
+            if kind == "control_request":
+                await self._control_request(turn, message)
+            elif kind == "control_cancel_request":
+                self._approvals = {
+                    k: v for k, v in self._approvals.items() if k != message.get("request_id")
+                }
+            else:
+                if kind == "system" and message.get("subtype") == "init":
+                    self._claude_session = message.get("session_id") or self._claude_session
+                await turn.feed(message)
+
+    async def _crashed(self, turn: ClaudeTurn) -> StopReason:
+        proc = self._proc
+        status = proc.returncode if proc is not None else None
+        await self._stop_process()
+        if self._cancelling:
+            return await turn.finish(None, cancelled=True)
+        await self._fatal(
+            "AGENT_EXITED",
+            f"Claude Code exited (status {status}) during the turn: {self._stderr()}; "
+            "the next prompt starts it again",
+        )
+        return await turn.finish(None, cancelled=False)
+
+    async def _publish_commands(self) -> None:
+        if self._commands is None or self._commands == self._published:
+            return
+        self._published = self._commands
+        commands = [
+            {
+                "name": str(c.get("name", "")).lstrip("/"),
+                "description": str(c.get("description", "")),
+                **(
+                    {"parameters": [{"name": str(c["argumentHint"]), "required": False}]}
+                    if c.get("argumentHint")
+                    else {}
+                ),
+            }
+            for c in self._commands
+            if c.get("name")
+        ]
+        await self.emit("agent.commands.publish", {"commands": commands})
+
+    # --- approvals (DPS §4 interaction requests) --------------------------------------------
+
+    async def _control_request(self, turn: ClaudeTurn, message: dict[str, Any]) -> None:
+        request_id = str(message.get("request_id"))
+        request = message.get("request") or {}
+        if request.get("subtype") != "can_use_tool":
+            with contextlib.suppress(ConnectionError):
+                await self._write(
+                    {
+                        "type": "control_response",
+                        "response": {
+                            "subtype": "error",
+                            "request_id": request_id,
+                            "error": f"{request.get('subtype')} is not supported by RAWP",
+                        },
+                    }
+                )
+            return
+        await turn.flush()  # the tool call is shown before the question about it
+        self._approvals[request_id] = request
+        name = str(request.get("display_name") or request.get("tool_name") or "a tool")
+        options = [{"option_id": "allow", "label": "Allow", "kind": "allow_once"}]
+        if request.get("permission_suggestions"):
+            options.append(
+                {"option_id": "allow_always", "label": "Always allow", "kind": "allow_always"}
+            )
+        options.append({"option_id": "deny", "label": "Deny", "kind": "reject_once"})
+        payload = {
+            "interaction_id": request_id,
+            "kind": "approval",
+            "prompt": f"Allow {name}: {summary(request.get('input') or {})}?",
+            "options": options,
+        }
+        if request.get("tool_use_id"):
+            payload["invocation_id"] = str(request["tool_use_id"])
+        await turn.set_state("awaiting_input")
+        await self.emit("agent.interaction.request", payload)
+
+    async def respond(self, response: InteractionResponse) -> None:
+        request = self._approvals.pop(response.interaction_id, None)
+        if request is None:
+            return
+        turn = self._turn
+        if response.option_id in ("allow", "allow_always"):
+            answer: dict[str, Any] = {
+                "behavior": "allow",
+                "updatedInput": request.get("input") or {},
+            }
+            if response.option_id == "allow_always" and request.get("permission_suggestions"):
+                answer["updatedPermissions"] = request["permission_suggestions"]
+        else:
+            answer = {"behavior": "deny", "message": response.text or "The user denied this."}
+            if turn is not None and request.get("tool_use_id"):
+                turn.denied.add(str(request["tool_use_id"]))
+        if turn is not None:
+            await turn.set_state("tool_calling")
+        await self._answer(response.interaction_id, answer)
+
+    # --- cancel and the end -------------------------------------------------------------------
+
+    async def cancel(self) -> None:
+        if self._turn_over.is_set():
+            return
+        self._cancelling = True
+        for request_id in list(self._approvals):
+            self._approvals.pop(request_id)
+            await self._answer(
+                request_id, {"behavior": "deny", "message": "cancelled", "interrupt": True}
+            )
+        with contextlib.suppress(ConnectionError):
+            await self._write(
+                {
+                    "type": "control_request",
+                    "request_id": f"rawp-{next(self._ids)}",
+                    "request": {"subtype": "interrupt"},
+                }
+            )
+        try:
+            await asyncio.wait_for(self._turn_over.wait(), max(self.kill_grace, 5.0))
+        except TimeoutError:  # the CLI did not stop: end it; the next prompt resumes
+            await self._stop_process()
+
+    async def _stop_process(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            await terminate_group(proc, self.kill_grace)
+        for task in self._readers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 5)
+        self._readers = []
+
+    async def close(self) -> None:
+        await self._stop_process()
+
+    async def _fatal(self, code: str, message: str) -> None:
+        await self.emit(
+            "agent.error",
+            {"code": code, "message": message, "severity": "fatal", "retryable": False},
+        )
+
+
+def summary(tool_input: dict[str, Any]) -> str:
+    """A short description of what a tool call will do, for the approval prompt."""
+    for key in ("command", "file_path", "path", "url", "pattern", "query"):
+        if isinstance(tool_input.get(key), str):
+            return tool_input[key][:300]
+    return json.dumps(tool_input)[:300]
