@@ -89,6 +89,10 @@ class DiscordBot:
         apply_endpoints(self.settings)
         await self.client.start(self.settings.bot_token)
 
+    async def serve(self) -> None:
+        """Run until closed: what `rawp gateway` awaits."""
+        await self.start()
+
     async def run_in_background(self, ready_timeout: float = 30.0) -> None:
         """Start, and return once the bot is ready (its guilds are known)."""
         self._task = asyncio.create_task(self.start(), name="discord-bot")

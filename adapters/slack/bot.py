@@ -54,6 +54,7 @@ class SlackBot:
         self._socket: AsyncSocketModeHandler | None = None
         self._runner: web.AppRunner | None = None
         self.http_url: str | None = None
+        self._closed: asyncio.Event | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -74,7 +75,15 @@ class SlackBot:
         self.http_url = f"http://{host}:{port}{EVENTS_PATH}"
         log.info("slack: serving Bolt at %s", self.http_url)
 
+    async def serve(self) -> None:
+        """Start, then run until `close()`: what `rawp gateway` awaits."""
+        self._closed = asyncio.Event()
+        await self.start()
+        await self._closed.wait()
+
     async def close(self) -> None:
+        if self._closed is not None:
+            self._closed.set()
         if self._socket is not None:
             await self._socket.close_async()
             self._socket = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tests.adapters.chat_support import RecordingHooks
@@ -145,3 +147,23 @@ async def test_a_guild_not_allowed_is_refused():
         refused = await fake.inject_slash_command("rawp", sub("pair"))
         answer = await fake.wait_for_interaction_answer(refused)
         assert answer.body["data"]["flags"] == EPHEMERAL
+
+
+class SlowHooks(RecordingHooks):
+    async def search_files(self, invocation, typed):
+        await asyncio.Event().wait()  # a master that never answers
+        return []
+
+
+async def test_a_slow_search_still_answers_autocomplete_before_discords_deadline(monkeypatch):
+    from adapters.discord import commands
+
+    monkeypatch.setattr(commands, "AUTOCOMPLETE_BUDGET_S", 0.1)
+    async with FakeDiscord() as fake, running_bot(fake, SlowHooks()):
+        interaction = await fake.inject_autocomplete(
+            "rawp",
+            sub("prompt", command_option("text", "x"), command_option("file", "m", focused=True)),
+        )
+        # The fake refuses answers later than Discord's 3 s (404, code 10062).
+        answer = await fake.wait_for_interaction_answer(interaction)
+        assert answer.body["data"]["choices"] == []

@@ -147,3 +147,20 @@ def test_settings_need_the_token_of_their_mode():
         SlackSettings.from_env({"SLACK_BOT_TOKEN": "xoxb-1"})
     gov = SlackSettings.from_env({**env, "SLACK_API_BASE_URL": "https://slack-gov.com/api/"})
     assert gov.api_base_url == "https://slack-gov.com/api/"
+
+
+async def test_where_slack_refuses_set_status_a_status_message_stands_in(slack_thread):
+    fake, _, conversation = slack_thread
+    # No retries: the planned 429 stands for any refusal (a missing scope, not an assistant app).
+    platform = SlackPlatform(web_client(fake.world.bot_token, fake.api_base_url, max_retries=0))
+    fake.rate_limit("assistant.threads.setStatus", times=1, retry_after=0)
+    await platform.trigger_typing(conversation)
+    await platform.trigger_typing(conversation)
+    await platform.set_status(conversation, "🔧 Using tools…")
+    await platform.set_status(conversation, None)
+    assert len(fake.calls("assistant.threads.setStatus")) == 1  # not asked again there
+    status = fake.ok_calls("chat.postMessage")[-1]
+    assert status.body["text"] == "⋯ working…"
+    assert status.body["thread_ts"] == conversation.thread_id
+    assert fake.ok_calls("chat.update")[-1].body["text"] == "🔧 Using tools…"
+    assert fake.ok_calls("chat.delete")[-1].body["ts"] == status.response["ts"]
