@@ -213,3 +213,18 @@ async def test_socket_mode_answers_suggestions_in_the_ack():
             assert values == ["src/mod2.py", "src/mod20.py"] + [
                 f"src/mod2{n}.py" for n in range(1, 10)
             ]
+
+
+def test_the_manifest_asks_for_what_the_adapter_uses():
+    """The manifest is YAML; without a YAML parser in the project, read its simple lines."""
+    from pathlib import Path
+
+    from adapters.slack.settings import SlackSettings
+
+    manifest = (Path(__file__).parents[2] / "adapters/slack/manifest.yaml").read_text()
+    listed = {line.split("#")[0].strip().removeprefix("- ") for line in manifest.splitlines()}
+    default_command = SlackSettings(bot_token="x", app_token="y").command
+    assert f"command: {default_command}" in listed
+    scopes = {"chat:write", "commands", "reactions:write", "channels:history", "files:read"}
+    assert scopes | {"usergroups:read", "assistant:write"} <= listed
+    assert {"message.channels", "app_mention", "socket_mode_enabled: true"} <= listed
