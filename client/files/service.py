@@ -17,6 +17,7 @@ import asyncio
 import mimetypes
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +34,8 @@ from rawp.events import FileCandidate, FileCandidates, FileSearch, MatchRange
 
 MAX_RESULTS = 50  # DPS §16.1.1
 VIEW_CACHE = 8  # views kept: one per (workspace, scope, filters) in recent use
+SCOPE_TTL_S = 2.0  # how long a workspace's resolved scope is reused
+SCOPE_CACHE = 256
 
 # Python's built-in table only (not the machine's /etc/mime.types), so answers do not depend on
 # the host, plus IANA types it lacks before Python 3.13. TypeScript is left out: the table calls
@@ -64,12 +67,13 @@ class FileSearchService:
         self._indexes: dict[str, RootIndex] = {}
         self._views: OrderedDict[ViewKey, SearchView] = OrderedDict()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rawp-file-search")
+        self._scopes: dict[tuple[str, str], tuple[float, tuple[str, list[Part]]]] = {}
         self._closed = False
 
     async def search(self, request: FileSearch, workspace: Path) -> FileCandidates:
         if self._closed:
             raise RuntimeError("FileSearchService is closed")
-        real_workspace, parts = await asyncio.to_thread(self._scope, request.scope, workspace)
+        real_workspace, parts = await self._resolve(request.scope, workspace)
         if not parts:
             return FileCandidates(
                 query_id=request.query_id, candidates=[], total_count=0, truncated=False
@@ -106,7 +110,7 @@ class FileSearchService:
     async def settled(self, workspace: Path, scope: str = "workspace") -> None:
         """Wait until the indexes a search from `workspace` uses are built and watched, with
         no background re-walk running (benchmarks and tests; searches never need it)."""
-        _, parts = await asyncio.to_thread(self._scope, scope, workspace)
+        _, parts = await self._resolve(scope, workspace)
         for part in parts:
             await self._index(part.root).settled()
 
@@ -115,6 +119,21 @@ class FileSearchService:
         self._closed = True
         await asyncio.gather(*(index.close() for index in self._indexes.values()))
         self._thread.shutdown(wait=False, cancel_futures=True)
+
+    async def _resolve(self, scope: str, workspace: Path) -> tuple[str, list[Part]]:
+        """The scope's parts. Resolving touches the disk (realpath, looking for `.git`), so it
+        runs in a thread — and is remembered for `SCOPE_TTL_S`, since a user types several
+        queries a second from the same workspace and each thread hop costs latency."""
+        key = (scope, str(workspace))
+        now = time.monotonic()
+        cached = self._scopes.get(key)
+        if cached is not None and now - cached[0] < SCOPE_TTL_S:
+            return cached[1]
+        resolved = await asyncio.to_thread(self._scope, scope, workspace)
+        if len(self._scopes) >= SCOPE_CACHE:
+            self._scopes.clear()
+        self._scopes[key] = (now, resolved)
+        return resolved
 
     def _scope(self, scope: str, workspace: Path) -> tuple[str, list[Part]]:
         real = os.path.realpath(workspace)
