@@ -19,10 +19,13 @@ Rules an implementation keeps:
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rawp.events import Command, FileCandidate, PromptRequest
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,3 +268,64 @@ class ConversationHooks:
 
     async def stale_choice(self, stale: StaleChoice) -> str | None:
         return "This question is no longer open."
+
+
+HOOK_FAILED = "⚠️ Something went wrong on our side; the gateway logged it. Please try again."
+
+
+class GuardedHooks(ConversationHooks):
+    """Hooks whose failures become an apology (or no suggestions) instead of an interaction
+    left hanging: adapters wrap the conversation layer's hooks in this."""
+
+    def __init__(self, inner: ConversationHooks) -> None:
+        self.inner = inner
+
+    async def _text(self, name: str, *args) -> str | None:
+        try:
+            return await getattr(self.inner, name)(*args)
+        except Exception:
+            _log.exception("conversation hook %s failed", name)
+            return HOOK_FAILED
+
+    async def _list(self, name: str, *args) -> list:
+        try:
+            return list(await getattr(self.inner, name)(*args))
+        except Exception:
+            _log.exception("conversation hook %s failed", name)
+            return []
+
+    async def start_session(self, invocation, node, agent):
+        return await self._text("start_session", invocation, node, agent)
+
+    async def prompt(self, invocation, request):
+        return await self._text("prompt", invocation, request)
+
+    async def stop(self, invocation):
+        return await self._text("stop", invocation)
+
+    async def end(self, invocation):
+        return await self._text("end", invocation)
+
+    async def pair(self, invocation):
+        return await self._text("pair", invocation)
+
+    async def list_nodes(self, invocation):
+        return await self._text("list_nodes", invocation)
+
+    async def list_sessions(self, invocation):
+        return await self._text("list_sessions", invocation)
+
+    async def suggest_nodes(self, invocation, typed):
+        return await self._list("suggest_nodes", invocation, typed)
+
+    async def suggest_agents(self, invocation, node, typed):
+        return await self._list("suggest_agents", invocation, node, typed)
+
+    async def search_files(self, invocation, typed):
+        return await self._list("search_files", invocation, typed)
+
+    async def agent_commands(self, invocation):
+        return await self._list("agent_commands", invocation)
+
+    async def stale_choice(self, stale):
+        return await self._text("stale_choice", stale)

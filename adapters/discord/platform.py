@@ -40,6 +40,7 @@ from gateway.platform import (
     Choice,
     ConversationHooks,
     ConversationRef,
+    GuardedHooks,
     InteractionPrompt,
     Invocation,
     MessageRef,
@@ -73,7 +74,7 @@ class DiscordPlatform(ChatPlatform):
         policy: AccessPolicy | None = None,
     ) -> None:
         self.client = client
-        self.hooks = hooks or ConversationHooks()
+        self.hooks = GuardedHooks(hooks or ConversationHooks())
         self.policy = policy or AccessPolicy()
         self.board = ChoiceBoard()
         self.button_class = choice_button_class(self._on_click)

@@ -36,6 +36,7 @@ from gateway.platform import (
     Choice,
     ConversationHooks,
     ConversationRef,
+    GuardedHooks,
     InteractionPrompt,
     MessageRef,
 )
@@ -70,7 +71,7 @@ class SlackPlatform(ChatPlatform):
 
     def __init__(self, client: AsyncWebClient, hooks: ConversationHooks | None = None) -> None:
         self.client = client
-        self.hooks = hooks or ConversationHooks()
+        self.hooks = GuardedHooks(hooks or ConversationHooks())
         self.board = ChoiceBoard()
         self.hidden: dict[str, str] = {}  # reveal key → hidden text (this process only)
         self._assistant_off: set[ConversationRef] = set()  # setStatus refused there

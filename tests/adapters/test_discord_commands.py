@@ -167,3 +167,18 @@ async def test_a_slow_search_still_answers_autocomplete_before_discords_deadline
         # The fake refuses answers later than Discord's 3 s (404, code 10062).
         answer = await fake.wait_for_interaction_answer(interaction)
         assert answer.body["data"]["choices"] == []
+
+
+class BrokenHooks(RecordingHooks):
+    async def list_nodes(self, invocation):
+        raise RuntimeError("the master is down")
+
+
+async def test_a_failing_hook_answers_with_an_apology_not_silence():
+    async with FakeDiscord() as fake, running_bot(fake, BrokenHooks()):
+        interaction = await fake.inject_slash_command("rawp", sub("nodes"))
+        await fake.wait_for_interaction_answer(interaction)
+        webhook = f"/webhooks/{fake.world.application_id}/{interaction['token']}"
+        reply = await fake.wait_for_call("POST", webhook)
+        assert reply.body["content"].startswith("⚠️ Something went wrong on our side")
+        assert reply.body["flags"] == EPHEMERAL

@@ -228,3 +228,15 @@ def test_the_manifest_asks_for_what_the_adapter_uses():
     scopes = {"chat:write", "commands", "reactions:write", "channels:history", "files:read"}
     assert scopes | {"usergroups:read", "assistant:write"} <= listed
     assert {"message.channels", "app_mention", "socket_mode_enabled: true"} <= listed
+
+
+async def test_a_failing_hook_answers_with_an_apology_not_silence():
+    class BrokenHooks(RecordingHooks):
+        async def start_session(self, invocation, node, agent):
+            raise RuntimeError("the master is down")
+
+    async with FakeSlack() as fake, running_app(fake, BrokenHooks()) as bot:
+        command = fake.world.slash_command("/rawp", "start node-1 demo")
+        await fake.post_slash_command_to(bot.http_url, command)
+        reply = await fake.log.wait_for_call("POST", "/response-url/*")
+        assert reply.body["text"].startswith("⚠️ Something went wrong on our side")
