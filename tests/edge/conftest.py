@@ -139,7 +139,8 @@ class EdgeMaster:
         extra = "".join(f"&{k}={v}" for k, v in query.items())
         return self.client.websocket(
             f"/v1/edge/ws/stream?ticket={ticket}&session_id={session_id}{extra}",
-            subprotocols=["rawp-dps-1.0"],
+            # Quart's test client drops `subprotocols=`; the ASGI scope carries them.
+            scope_base={"subprotocols": ["rawp-dps-1.0"]},
         )
 
 

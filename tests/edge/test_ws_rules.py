@@ -1,0 +1,206 @@
+"""The edge WebSocket's rules, at the wire on both sides: the edge socket under Quart's test
+client, the client as a fake WebSocket server on loopback (tests/edge/fake_client.py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+from quart.testing import WebsocketResponseError
+
+from rawp.clock import new_id
+from tests.edge.stack import frame
+
+ALICE = "discord:77"
+
+
+async def _session(edge_master, fake_client) -> tuple[str, str, str]:
+    node = await edge_master.node(ALICE, fake_client.address)
+    status, made = await edge_master.call(
+        ALICE,
+        "POST",
+        f"/v1/edge/nodes/{node['node_id']}/sessions",
+        {"agent_name": "demo", "workspace_path": "/w"},
+    )
+    assert status == 201, made
+    return node["node_id"], made["session_id"], made["edge_ws_ticket"]
+
+
+async def _ticket(edge_master, session_id: str) -> str:
+    status, body = await edge_master.call(ALICE, "POST", f"/v1/edge/sessions/{session_id}/tickets")
+    assert status == 201
+    return body["edge_ws_ticket"]
+
+
+async def _recv(ws) -> dict:
+    return orjson.loads(await asyncio.wait_for(ws.receive(), 10))
+
+
+async def _greeted(ws) -> None:
+    kinds = {(await _recv(ws))["type"], (await _recv(ws))["type"]}
+    assert kinds == {"session.capabilities", "tool.catalog.publish"}
+
+
+async def test_upgrades_are_refused_with_json_bodies(edge_master, fake_client):
+    _, sid, ticket = await _session(edge_master, fake_client)
+    cases = [
+        (edge_master.client.websocket(f"/v1/edge/ws/stream?ticket={ticket}&session_id={sid}"),
+         426, "UNSUPPORTED_SUBPROTOCOL"),
+        (edge_master.websocket(sid, "wrong-ticket"), 401, "INVALID_TICKET"),
+        (edge_master.websocket(new_id(), ticket), 401, "INVALID_TICKET"),
+    ]  # fmt: skip
+    for connection, status, code in cases:
+        with pytest.raises(WebsocketResponseError) as refused:
+            async with connection as ws:
+                await ws.receive()
+        assert refused.value.response.status_code == status
+        assert (await refused.value.response.get_json())["error_code"] == code
+    # The ticket survived the refusals above (they never matched it) and is single use.
+    async with edge_master.websocket(sid, ticket) as ws:
+        await _greeted(ws)
+    with pytest.raises(WebsocketResponseError) as again:
+        async with edge_master.websocket(sid, ticket) as ws:
+            await ws.receive()
+    assert again.value.response.status_code == 401
+
+
+async def test_client_frames_reach_the_edge_byte_for_byte_and_usage_counts_once(
+    edge_master, fake_client
+):
+    node_id, sid, ticket = await _session(edge_master, fake_client)
+    usage_id = new_id()
+    usage = (
+        (
+            '{"v": "rawp-dps-1.0",  "type": "session.usage", "message_id": "MID", '
+            '"timestamp": "2026-01-01T00:00:00Z", "session_id": "SID", "x-vendor": [1, 2], '
+            '"payload": {"output_tokens": 7, "input_tokens": 5, "tool_invocations": 1, '
+            '"cost_usd": 0.25}}'
+        )
+        .replace("MID", usage_id)
+        .replace("SID", sid)
+    )
+    odd = (
+        '{"type":"vendor.custom.event","v":"rawp-dps-1.0","message_id":"MID",'
+        '"timestamp":"2026-01-01T00:00:00Z","payload":{"é":"ü"}}'
+    ).replace("MID", new_id())
+    async with edge_master.websocket(sid, ticket) as ws:
+        await _greeted(ws)
+        for text in (usage, odd, usage):  # the usage frame again, as a replay would resend it
+            await fake_client.push(sid, text)
+            assert await asyncio.wait_for(ws.receive(), 10) == text
+    status, metrics = await edge_master.call(ALICE, "GET", f"/v1/edge/nodes/{node_id}/metrics")
+    assert status == 200
+    assert metrics["aggregated_usage"] == {
+        "total_input_tokens": 5,
+        "total_output_tokens": 7,
+        "estimated_cost": 0.25,
+        "total_tool_invocations": 1,
+    }
+
+
+async def test_edge_frames_are_checked_deduplicated_and_filtered(edge_master, fake_client):
+    _, sid, ticket = await _session(edge_master, fake_client)
+    cancel = frame("control.prompt.cancel", {}, sid)
+    allowed = frame(
+        "control.prompt.request",
+        {"prompt_text": "/review main", "input_type": "slash_command", "tool_overrides": ["Read"]},
+        sid,
+    )
+    unknown = (
+        '{"v":"rawp-dps-1.0","type":"vendor.ping","message_id":"MID",'
+        '"timestamp":"2026-01-01T00:00:00Z","payload":{"n":1}}'
+    ).replace("MID", new_id())
+    async with edge_master.websocket(sid, ticket) as ws:
+        await _greeted(ws)
+        refused = {
+            "not json at all": "INVALID_FRAME",
+            frame("control.prompt.request", {"prompt_text": "x", "tool_overrides": ["bash"]}, sid):
+                "PROMPT_REJECTED_BY_POLICY",
+            frame("control.prompt.request",
+                  {"prompt_text": "/nuke all", "input_type": "slash_command"}, sid):
+                "PROMPT_REJECTED_BY_POLICY",
+            frame("agent.text.delta", {"content_index": 0, "text": "hi"}, sid):
+                "EVENT_NOT_ALLOWED",
+            frame("control.prompt.cancel", {}, new_id()): "SESSION_MISMATCH",
+        }  # fmt: skip
+        for text, code in refused.items():
+            await ws.send(text)
+            answer = await _recv(ws)
+            assert answer["type"] == "session.error" and answer["session_id"] == sid
+            assert answer["payload"]["code"] == code, text
+        last = frame("control.mode.set", {"mode": "plan"}, sid)
+        for text in (cancel, cancel, allowed, unknown, allowed, last):
+            await ws.send(text)
+        # One socket's frames are handled in order, so once `last` is there, a duplicate
+        # would be there too. The socket stayed up through every refusal.
+        await fake_client.wait_received(sid, 4)
+    assert fake_client.sessions[sid].received == [cancel, allowed, unknown, last]
+
+
+async def test_duplicates_across_two_edge_sockets_reach_the_client_once(edge_master, fake_client):
+    _, sid, ticket = await _session(edge_master, fake_client)
+    second = await _ticket(edge_master, sid)
+    answer = frame("control.interaction.response", {"interaction_id": "p1", "option_id": "ok"}, sid)
+    async with edge_master.websocket(sid, ticket) as one, edge_master.websocket(sid, second) as two:
+        await _greeted(one)
+        await _greeted(two)
+        await one.send(answer)
+        await two.send(answer)  # the same answer from the phone and the desktop
+        later = frame("control.prompt.cancel", {}, sid)
+        await two.send(later)
+        await fake_client.wait_received(sid, 2)
+        # Both sockets see every client frame, in the same order (fan-out).
+        pushed = [frame("agent.text.delta", {"content_index": 0, "text": str(n)}, sid)
+                  for n in range(5)]  # fmt: skip
+        for text in pushed:
+            await fake_client.push(sid, text)
+        assert [await one.receive() for _ in pushed] == pushed
+        assert [await two.receive() for _ in pushed] == pushed
+    assert fake_client.sessions[sid].received == [answer, later]
+
+
+async def test_a_config_change_reaches_the_nodes_edges_only(edge_master, fake_client):
+    node_id, sid, ticket = await _session(edge_master, fake_client)
+    other_node = await edge_master.node("discord:other", fake_client.address)
+    async with edge_master.websocket(sid, ticket) as ws:
+        await _greeted(ws)
+        put = await edge_master.client.put(
+            "/v1/nodes/config/capabilities",
+            json={
+                "config_version": 2,
+                "effective_at": "2026-01-01T00:00:00Z",
+                "reason": "plugin_loaded: vision_v2",
+                "capabilities": ["vision_v2"],
+            },
+            headers={"Authorization": f"Bearer {other_node['access_token']}"},
+        )
+        assert put.status_code == 200  # another node's change: nothing for this socket
+        node = await _node_token(edge_master, node_id)
+        put = await edge_master.client.put(
+            "/v1/nodes/config/capabilities",
+            json={
+                "config_version": 2,
+                "effective_at": "2026-01-01T00:00:00Z",
+                "reason": "plugin_loaded: vision_v2",
+                "capabilities": ["vision_v2"],
+            },
+            headers={"Authorization": f"Bearer {node}"},
+        )
+        assert put.status_code == 200
+        notice = await _recv(ws)  # the first frame: the other node's change sent nothing here
+    assert notice["type"] == "node.config.changed"
+    assert notice["payload"] == {
+        "node_id": node_id,
+        "changed_scope": "capabilities",
+        "config_version": 2,
+        "reason": "plugin_loaded: vision_v2",
+    }
+
+
+async def _node_token(edge_master, node_id: str) -> str:
+    """A fresh access token for the node, minted the way pairing and refresh mint them."""
+    services = edge_master.services
+    async with services.db.begin() as conn:
+        issued = await services.tokens.issue(conn, node_id)
+    return issued["access_token"]
