@@ -22,6 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import handlers
 from adapters.slack.access import SlackAccess, members_from
+from adapters.slack.mrkdwn import from_slack_text
 from adapters.slack.platform import SlackPlatform, web_client
 from adapters.slack.settings import SlackSettings
 from gateway.platform import ConversationHooks
@@ -104,7 +105,7 @@ class SlackBot:
     async def prompt_of(self, event: dict[str, Any]) -> PromptRequest:
         """Typed text (escaped when built, §16.2.2) and shared files within their limits."""
         draft = PromptDraft()
-        draft.add_text(event.get("text") or "")
+        draft.add_text(from_slack_text(event.get("text") or ""))
         limits = draft.attachment_limits
         for shared in event.get("files") or []:
             name, size = shared.get("name", "file"), int(shared.get("size") or 0)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.slack import choices, views
 from adapters.slack.access import REFUSAL
+from adapters.slack.mrkdwn import from_slack_text
 from adapters.slack.platform import REVEAL_ACTION
 from gateway.platform import Choice, ConversationRef, Invocation, MessageRef, StaleChoice
 from gateway.prompt import PickedFile, PromptDraft, PromptError, slash_prompt
@@ -96,7 +97,7 @@ def register(app, bot: SlackBot) -> None:
         if not await allowed(command, channel, user):
             await ack(text=REFUSAL, response_type="ephemeral")
             return
-        verb, *words = (command.get("text") or "").split()
+        verb, *words = from_slack_text(command.get("text") or "").split() or [""]
         conversation = ConversationRef("slack", channel)
         invocation = Invocation(user, conversation, None, _team(command))
         if verb == "prompt":

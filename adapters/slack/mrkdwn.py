@@ -37,6 +37,31 @@ def unescape(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
+_SLACK_REF = re.compile(r"<([@#!])([^|>]+)(?:\|([^>]*))?>|<([^|>]+)(?:\|([^>]*))?>")
+
+
+def from_slack_text(text: str) -> str:
+    """What a user typed, from Slack's message `text`: Slack escapes `&`, `<`, `>` and writes
+    mentions and links as `<@U1>`, `<#C1|name>`, `<!here>`, `<https://x|label>`.
+
+    Mentions become `@id` / `#name` / `@here`; a link its URL (with its label when the user gave
+    one); then the entities are decoded, so the prompt escapes what the user really typed.
+    """
+
+    def plain(match: re.Match[str]) -> str:
+        sigil, target, label, url, url_label = match.groups()
+        if sigil == "@":
+            return "@" + (label or target)
+        if sigil == "#":
+            return "#" + (label or target)
+        if sigil == "!":
+            return label or "@" + target.split("^")[0]
+        url = url.removeprefix("mailto:")
+        return url if not url_label or url_label == url else f"{url_label} ({url})"
+
+    return unescape(_SLACK_REF.sub(plain, text))
+
+
 def _styled(text: str) -> str:
     """Markdown emphasis and links → mrkdwn, on already escaped text without code spans."""
     text = _ITALIC.sub(r"_\1_", text)

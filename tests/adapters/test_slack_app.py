@@ -128,15 +128,17 @@ async def test_the_composer_sends_an_agent_command_as_a_slash_command(slack_app)
 async def test_a_thread_message_is_an_escaped_prompt_with_its_file(slack_app):
     fake, bot, hooks = slack_app
     shared = fake.add_file("notes.txt", b"hello")
-    event = fake.world.message_event(
-        r"look at \ this", thread_ts="1700000000.000300", files=[shared]
-    )
+    # As Slack sends what alice typed: `look at <@file:x|y> \ this @U0B0B https://x.org`.
+    typed = r"look at &lt;@file:x|y&gt; \ this <@U0B0B> <https://x.org>"
+    event = fake.world.message_event(typed, thread_ts="1700000000.000300", files=[shared])
     top_level = fake.world.message_event("not in a thread")
     await fake.post_event_to(bot.http_url, top_level)
     assert (await fake.post_event_to(bot.http_url, event)).status == 200
     await eventually(lambda: hooks.of("prompt"), "the prompt hook")
     [(_, invocation, request)] = hooks.of("prompt")
-    assert request.prompt_text == r"look at \\ this"
+    # Escaped once, at the edge (K-08, §16.2.2): the typed token is not a file reference.
+    assert request.prompt_text == r"look at \<@file:x|y> \\ this @U0B0B https://x.org"
+    assert request.file_references == []
     assert [a.name for a in request.attachments] == ["notes.txt"]
     assert invocation.message.message_id == event["ts"]
     assert invocation.conversation.thread_id == "1700000000.000300"

@@ -80,3 +80,22 @@ def test_a_message_never_holds_more_than_50_blocks():
     assert len(messages) >= 2 and all(len(m) <= MAX_BLOCKS for m in messages)
     texts = [b["text"]["text"] for m in messages for b in m]
     assert unescape("".join(texts)).replace("\n", "") == markdown.replace("\n", "")
+
+
+def test_slack_message_text_becomes_what_the_user_typed():
+    from adapters.slack.mrkdwn import from_slack_text
+
+    sent = (
+        "a &lt;b&gt; &amp; <@U1> <@U2|bob> <#C1|rawp> <!here> <https://x.org> <https://y.org|docs>"
+    )
+    assert (
+        from_slack_text(sent) == "a <b> & @U1 @bob #rawp @here https://x.org docs (https://y.org)"
+    )
+    assert from_slack_text("<mailto:a@b.org|a@b.org>") == "a@b.org"
+
+
+@given(plain)
+def test_what_slack_escapes_comes_back_unchanged(text):
+    from adapters.slack.mrkdwn import escape, from_slack_text
+
+    assert from_slack_text(escape(text)) == text
