@@ -43,9 +43,11 @@ def apply_endpoints(settings: DiscordSettings) -> None:
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
 
 
-def intents() -> discord.Intents:
+def intents(settings: DiscordSettings) -> discord.Intents:
     chosen = discord.Intents.default()  # guilds, guild messages, reactions…
     chosen.message_content = True  # privileged: thread messages are prompts
+    # Privileged, and only asked for when needed: a role's members (approver roles).
+    chosen.members = bool(settings.approver_roles)
     return chosen
 
 
@@ -57,12 +59,12 @@ class DiscordBot:
         **client_options: Any,
     ) -> None:
         self.settings = settings
-        self.client = discord.Client(intents=intents(), **client_options)
+        self.client = discord.Client(intents=intents(settings), **client_options)
         self.tree = app_commands.CommandTree(self.client)
         policy = AccessPolicy(
             settings.allowed_guilds, settings.allowed_channels, settings.allowed_roles
         )
-        self.platform = DiscordPlatform(self.client, hooks, policy)
+        self.platform = DiscordPlatform(self.client, hooks, policy, settings.approver_roles)
         self.tree.add_command(RawpCommands(self.platform))
         self.ready = asyncio.Event()
         self.client.setup_hook = self._setup

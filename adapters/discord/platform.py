@@ -72,10 +72,12 @@ class DiscordPlatform(ChatPlatform):
         client: discord.Client,
         hooks: ConversationHooks | None = None,
         policy: AccessPolicy | None = None,
+        approver_roles: frozenset[str] = frozenset(),
     ) -> None:
         self.client = client
         self.hooks = GuardedHooks(hooks or ConversationHooks())
         self.policy = policy or AccessPolicy()
+        self.approver_roles = approver_roles
         self.board = ChoiceBoard()
         self.button_class = choice_button_class(self._on_click)
         # (thread id, user id) → that user's latest click there, for ephemeral notes
@@ -137,6 +139,21 @@ class DiscordPlatform(ChatPlatform):
 
     async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
         return None  # Discord has no status line; the interim message stands in (G-NS-12)
+
+    def approver_ids(self, conversation: ConversationRef) -> frozenset[str]:
+        """Members of the approver roles in the conversation's guild, for
+        `RenderOptions.approver_ids` (they may answer any approval). Needs the Server Members
+        intent, which the bot asks for when DISCORD_APPROVER_ROLES is set."""
+        channel = self.client.get_channel(int(conversation.channel_id))
+        guild = getattr(channel, "guild", None)
+        if guild is None or not self.approver_roles:
+            return frozenset()
+        return frozenset(
+            str(member.id)
+            for role_id in self.approver_roles
+            if (role := guild.get_role(int(role_id))) is not None
+            for member in role.members
+        )
 
     # --- conversations ----------------------------------------------------------------------
 

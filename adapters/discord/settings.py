@@ -28,6 +28,8 @@ class DiscordSettings:
     allowed_guilds: frozenset[str] = frozenset()
     allowed_channels: frozenset[str] = frozenset()
     allowed_roles: frozenset[str] = frozenset()
+    # Members of these roles may answer any approval, not only the turn's user.
+    approver_roles: frozenset[str] = frozenset()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DiscordSettings:
@@ -42,4 +44,5 @@ class DiscordSettings:
             allowed_guilds=id_set(env.get("DISCORD_ALLOWED_GUILDS")),
             allowed_channels=id_set(env.get("DISCORD_ALLOWED_CHANNELS")),
             allowed_roles=id_set(env.get("DISCORD_ALLOWED_ROLES")),
+            approver_roles=id_set(env.get("DISCORD_APPROVER_ROLES")),
         )

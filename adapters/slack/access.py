@@ -60,11 +60,12 @@ class SlackAccess:
         if not self.usergroups:
             return True
         for group in sorted(self.usergroups):
-            if user_id in await self._members(group):
+            if user_id in await self.members(group):
                 return True
         return False
 
-    async def _members(self, group: str) -> frozenset[str]:
+    async def members(self, group: str) -> frozenset[str]:
+        """A user group's members, remembered for `ttl_s`."""
         cached = self._cache.get(group)
         if cached and self._clock() - cached[0] < self._ttl:
             return cached[1]

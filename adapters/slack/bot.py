@@ -92,6 +92,14 @@ class SlackBot:
             await self._runner.cleanup()
             self._runner = None
 
+    async def approver_ids(self) -> frozenset[str]:
+        """Members of SLACK_APPROVER_USERGROUPS, for `RenderOptions.approver_ids` (they may
+        answer any approval); read with usergroups.users.list like the access groups."""
+        found: set[str] = set()
+        for group in sorted(self.settings.approver_usergroups):
+            found |= await self.access.members(group)
+        return frozenset(found)
+
     # --- helpers for the listeners --------------------------------------------------------
 
     @staticmethod

@@ -33,6 +33,8 @@ class SlackSettings:
     allowed_teams: frozenset[str] = frozenset()
     allowed_channels: frozenset[str] = frozenset()
     allowed_usergroups: frozenset[str] = frozenset()
+    # Members of these user groups may answer any approval, not only the turn's user.
+    approver_usergroups: frozenset[str] = frozenset()
     max_retries: int = 5  # 429s waited out per call before giving up
 
     def __post_init__(self) -> None:
@@ -61,4 +63,5 @@ class SlackSettings:
             allowed_teams=id_set(env.get("SLACK_ALLOWED_TEAMS")),
             allowed_channels=id_set(env.get("SLACK_ALLOWED_CHANNELS")),
             allowed_usergroups=id_set(env.get("SLACK_ALLOWED_USERGROUPS")),
+            approver_usergroups=id_set(env.get("SLACK_APPROVER_USERGROUPS")),
         )

@@ -8,7 +8,7 @@ import pytest
 
 from gateway.chunker import fence_after
 from gateway.platform import ConversationRef, MessageRef
-from gateway.render import SessionRenderer
+from gateway.render import RenderOptions, SessionRenderer
 from rawp.events import InteractionResponse
 from tests.adapters.chat_support import RecordingHooks
 from tests.adapters.discord_support import running_bot
@@ -153,3 +153,38 @@ async def test_buttons_keep_working_after_a_restart():
             response = await second.sent.next()
             assert response.payload.option_id == "allow"
             await second.play(frames[asking + 1 :])
+
+
+async def test_members_of_an_approver_role_may_answer_a_turn_they_did_not_start():
+    async with FakeDiscord() as fake:
+        thread = await fake.add_thread("session 1")
+        operators = frozenset({fake.world.operator_role_id})
+        async with running_bot(fake, approver_roles=operators) as bot:
+            conversation = ConversationRef("discord", fake.world.channel_id, thread["id"])
+            approvers = bot.platform.approver_ids(conversation)
+            assert fake.world.alice["id"] in approvers and fake.world.bob["id"] not in approvers
+            sent = Recorder()
+            renderer = SessionRenderer(
+                bot.platform,
+                conversation,
+                SESSION,
+                send_frame=sent,
+                options=RenderOptions(approver_ids=approvers),
+            )
+            bobs = await fake.inject_message(
+                "run the tests", channel_id=thread["id"], author=fake.world.bob
+            )
+            renderer.expect_prompt(
+                PROMPT, MessageRef(conversation, bobs["id"]), fake.world.bob["id"]
+            )
+            frames = load_fixture("approval.jsonl")
+            asking = next(i for i, f in enumerate(frames) if f.type == "agent.interaction.request")
+            for frame in frames[: asking + 1]:
+                await renderer.feed(frame)
+            posted = fake.calls("POST", f"/channels/{thread['id']}/messages")[-1]
+            prompt = fake.rest.messages[posted.response["id"]]
+            deny = prompt["components"][0]["components"][1]["custom_id"]
+            await fake.inject_button(deny, message=prompt)  # alice, an operator
+            assert (await sent.next()).payload.option_id == "deny"
+            for frame in frames[asking + 1 :]:
+                await renderer.feed(frame)

@@ -7,6 +7,7 @@ import json
 import pytest
 from aiohttp import web
 
+from adapters.slack import SlackBot, SlackSettings
 from adapters.slack.access import SlackAccess, members_from
 from adapters.slack.platform import web_client
 from tests.adapters.chat_support import RecordingHooks
@@ -191,6 +192,15 @@ async def test_user_groups_come_from_usergroups_users_list():
         now[0] = 301.0
         assert await access.allows("T1", "C1", "U-ALICE")
         assert asked == ["S-OPS", "S-OPS"]
+        bot = SlackBot(
+            SlackSettings(
+                bot_token="xoxb-test",
+                app_token="xapp-test",
+                api_base_url=f"http://127.0.0.1:{port}/api/",
+                approver_usergroups=frozenset({"S-OPS", "S-EMPTY"}),
+            )
+        )
+        assert await bot.approver_ids() == {"U-ALICE"}
     finally:
         await runner.cleanup()
 
