@@ -28,6 +28,7 @@ class EdgeSettings:
     oidc_jwks_url: str | None = None
     oidc_audience: str | None = None
     oidc_jwks_cache_seconds: int = 300
+    oidc_min_refetch_seconds: float = 10.0  # an unknown kid refetches the JWKS at most this often
     # §9.4: edge_ws_ticket lifetime, seconds (single use).
     ticket_ttl: int = 60
     # A-24 security policy: tool_overrides / slash commands an edge may not ask for.

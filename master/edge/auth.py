@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from joserfc import jwt
-from joserfc.errors import ExpiredTokenError, JoseError
+from joserfc.errors import ExpiredTokenError, InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
@@ -106,7 +106,7 @@ class OidcVerifier:
         keys = await self._key_set(force=False)
         try:
             decoded = jwt.decode(token, keys, algorithms=OIDC_ALGORITHMS)
-        except ValueError:
+        except InvalidKeyIdError:
             # An unknown kid: the issuer may have rotated its keys; fetch once more.
             keys = await self._key_set(force=True)
             decoded = self._decode(token, keys)
@@ -142,8 +142,9 @@ class OidcVerifier:
         async with self._lock:
             age = self._clock.monotonic() - self._fetched_at
             fresh = age < self._settings.oidc_jwks_cache_seconds
-            # A forced refetch is still spaced 10 s apart: forged kids must not flood the issuer.
-            if self._keys is not None and ((fresh and not force) or age < 10):
+            # Forced refetches are spaced too: forged kids must not flood the issuer.
+            spaced = age < self._settings.oidc_min_refetch_seconds
+            if self._keys is not None and ((fresh and not force) or spaced):
                 return self._keys
             self._keys = await self._fetch()
             self._fetched_at = self._clock.monotonic()
