@@ -8,7 +8,7 @@ import pytest
 
 from tests.adapters.chat_support import RecordingHooks
 from tests.adapters.discord_support import running_bot
-from tests.fakes.discord_payloads import command_option
+from tests.fakes.discord_payloads import button_row, command_option
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.support import eventually
 
@@ -140,6 +140,21 @@ async def test_users_without_an_allowed_role_are_refused_privately():
             webhook = f"/webhooks/{fake.world.application_id}/{allowed['token']}"
             assert (await fake.wait_for_call("POST", webhook)).body["content"] == "laptop · online"
             assert [c[1].user_id for c in hooks.of("nodes")] == [fake.world.alice["id"]]
+            # A prompt button, and a message in a session thread, from bob: refused / ignored.
+            thread = await fake.add_thread("session 1")
+            button = f"rawp:c:{thread['id']}:perm-9:allow"
+            message = fake.world.message(
+                thread["id"], "Allow?", extra={"components": [button_row(button, "Allow")]}
+            )
+            click = await fake.inject_button(button, message=message, user_payload=bob)
+            answer = await fake.wait_for_interaction_answer(click)
+            assert answer.body["data"]["flags"] == EPHEMERAL
+            assert "not available to you" in answer.body["data"]["content"]
+            await fake.inject_message("ignored", channel_id=thread["id"], author=bob)
+            await fake.inject_message("heard", channel_id=thread["id"])
+            await eventually(lambda: hooks.of("prompt"), "alice's prompt")
+            assert [c[2].prompt_text for c in hooks.of("prompt")] == ["heard"]
+            assert hooks.of("stale") == []
 
 
 async def test_a_guild_not_allowed_is_refused():
