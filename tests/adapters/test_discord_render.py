@@ -188,3 +188,35 @@ async def test_members_of_an_approver_role_may_answer_a_turn_they_did_not_start(
             assert (await sent.next()).payload.option_id == "deny"
             for frame in frames[asking + 1 :]:
                 await renderer.feed(frame)
+
+
+async def test_a_free_text_question_is_answered_through_a_modal(turn):
+    from tests.gateway.support import frame
+
+    await turn.user_says("deploy")
+    await turn.play(
+        [
+            frame("session.turn.start", {"turn_id": "t-q", "prompt_message_id": PROMPT}, "t-q"),
+            frame(
+                "agent.interaction.request",
+                {"interaction_id": "q-1", "kind": "input", "prompt": "Which branch?"},
+                "t-q",
+            ),
+        ]
+    )
+    posted = turn.fake.calls("POST", f"/channels/{turn.conversation.thread_id}/messages")[-1]
+    prompt = turn.fake.rest.messages[posted.response["id"]]
+    [button] = prompt["components"][0]["components"]
+    assert button["label"] == "Answer…"
+    click = await turn.fake.inject_button(button["custom_id"], message=prompt)
+    opened = await turn.fake.wait_for_interaction_answer(click)
+    assert opened.body["type"] == 9  # a modal
+    modal_id = opened.body["data"]["custom_id"]
+    assert modal_id == f"rawp:m:{turn.conversation.thread_id}:q-1"
+    submit = await turn.fake.inject_modal_submit(
+        modal_id, {"rawp:answer": "release/2.0"}, channel_id=turn.conversation.thread_id
+    )
+    await turn.fake.wait_for_interaction_answer(submit)
+    answer = await turn.sent.next()
+    assert answer.payload == InteractionResponse(interaction_id="q-1", text="release/2.0")
+    await turn.renderer.close()  # the turn never ends here: stop its typing

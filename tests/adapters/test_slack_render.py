@@ -157,3 +157,37 @@ async def test_buttons_keep_working_after_a_restart():
             assert (await fake.post_interactive_to(restarted.http_url, click)).status == 200
             assert (await second.sent.next()).payload.option_id == "allow"
             await second.play(frames[asking + 1 :])
+
+
+async def test_a_free_text_question_is_answered_through_a_modal(slack_turn):
+    from tests.gateway.support import frame
+
+    turn, fake = slack_turn, slack_turn.fake
+    await turn.user_says("deploy")
+    await turn.play(
+        [
+            frame("session.turn.start", {"turn_id": "t-q", "prompt_message_id": PROMPT}, "t-q"),
+            frame(
+                "agent.interaction.request",
+                {"interaction_id": "q-1", "kind": "input", "prompt": "Which branch?"},
+                "t-q",
+            ),
+        ]
+    )
+    posted = fake.calls("chat.postMessage")[-1]
+    [button] = posted.body["blocks"][1]["elements"]
+    assert button["text"]["text"] == "Answer…"
+    click = fake.world.block_actions(
+        button["action_id"], button["value"], message=posted.response["message"]
+    )
+    await fake.post_interactive_to(turn.bot.http_url, click)
+    view = (await fake.wait_for_call("views.open")).body["view"]
+    assert view["blocks"][0]["label"]["text"] == "Which branch?"
+    values = {"answer": {"answer_text": {"type": "plain_text_input", "value": "release/2.0"}}}
+    submit = fake.world.view_submission(
+        view["callback_id"], values, private_metadata=view["private_metadata"]
+    )
+    assert (await fake.post_interactive_to(turn.bot.http_url, submit)).status == 200
+    answer = await turn.sent.next()
+    assert answer.payload == InteractionResponse(interaction_id="q-1", text="release/2.0")
+    await turn.renderer.close()  # the turn never ends here: stop its typing
