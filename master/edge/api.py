@@ -10,7 +10,7 @@ from typing import Any
 
 from quart import Blueprint, Response, request
 
-from master.api.common import json_body, limit_by_address, services
+from master.api.common import json_body, remote_address, services
 from master.edge.auth import EdgeUser
 from master.edge.wiring import EdgeServices
 from master.settings import EdgeSettings
@@ -35,7 +35,9 @@ async def user() -> EdgeUser:
 @blueprint.post("/v1/edge/auth/token")
 async def issue_user_token():
     """§9.1: the edge service credential buys a short-lived token for one platform user."""
-    await limit_by_address()
+    s = services()
+    # A gateway asks for many users' tokens: the per-user budget, per remote address.
+    await s.limiter.hit(f"edge-token:{remote_address()}", s.settings.edge.user_budget)
     body = await json_body()
     return edge().auth.issue(request.headers.get("Authorization"), body.get("subject"))
 
