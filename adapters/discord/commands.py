@@ -65,7 +65,10 @@ class RawpCommands(app_commands.Group):
     def __init__(self, platform: DiscordPlatform) -> None:
         super().__init__(name="rawp", description="Drive coding agents on your own machines")
         self.platform = platform
-        self.hooks = platform.hooks
+
+    @property
+    def hooks(self):
+        return self.platform.hooks  # read at each call: the conversation layer may replace them
 
     async def _answer(self, interaction: discord.Interaction, work) -> None:
         """Defer privately (the hook may talk to the master), then show its answer privately."""
@@ -213,6 +216,6 @@ class RawpCommands(app_commands.Group):
         invocation = Invocation(
             invocation.user_id, invocation.conversation, message, invocation.workspace_id
         )
-        reply = await self.platform.hooks.prompt(invocation, request)
+        reply = await self.hooks.prompt(invocation, request)
         if reply:
             await interaction.followup.send(reply, ephemeral=True)

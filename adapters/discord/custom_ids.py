@@ -46,7 +46,8 @@ def digest(interaction_id: str) -> str:
 def choice_id(key: str, interaction_id: str, option_id: str, index: int) -> ChoiceId:
     """The shortest faithful id: the option by id if it fits, else by index."""
     interaction = interaction_id
-    if len(f"{PREFIX}{key}:{_part(interaction)}:#99") > MAX_CUSTOM_ID:
+    by_index = _part(f"#{index}")  # the shortest the option can be ("#" is escaped as %23)
+    if len(f"{PREFIX}{key}:{_part(interaction)}:{by_index}") > MAX_CUSTOM_ID:
         interaction = digest(interaction_id)
     candidate = ChoiceId(key, interaction, option_id)
     if len(candidate.encode()) <= MAX_CUSTOM_ID:

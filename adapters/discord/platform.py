@@ -93,6 +93,10 @@ class DiscordPlatform(ChatPlatform):
     def _message(self, message: MessageRef) -> discord.PartialMessage:
         return self._channel(message.conversation).get_partial_message(int(message.message_id))
 
+    def use_hooks(self, hooks: ConversationHooks) -> None:
+        """Plug in the conversation layer (its failures become apologies: GuardedHooks)."""
+        self.hooks = GuardedHooks(hooks)
+
     # --- content ----------------------------------------------------------------------------
 
     async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:

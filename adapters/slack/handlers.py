@@ -50,7 +50,7 @@ def _team(body: dict[str, Any]) -> str | None:
 
 
 def register(app, bot: SlackBot) -> None:
-    platform, hooks = bot.platform, bot.platform.hooks
+    platform = bot.platform  # its hooks are read at each call: they may be replaced
 
     async def allowed(body, channel: str | None, user: str) -> bool:
         return await bot.access.allows(_team(body), channel, user)
@@ -76,7 +76,7 @@ def register(app, bot: SlackBot) -> None:
         except PromptError as refused:
             await platform.send_ephemeral(conversation, user, f"⚠️ {refused}")
             return
-        reply = await hooks.prompt(invocation, request)
+        reply = await platform.hooks.prompt(invocation, request)
         if reply:
             await platform.send_ephemeral(conversation, user, reply)
 
@@ -107,9 +107,9 @@ def register(app, bot: SlackBot) -> None:
             return
         await ack()
         if verb == "start" and len(words) == 2:
-            reply = await hooks.start_session(invocation, words[0], words[1])
+            reply = await platform.hooks.start_session(invocation, words[0], words[1])
         elif verb in SIMPLE_VERBS and not words:
-            reply = await getattr(hooks, SIMPLE_VERBS[verb])(invocation)
+            reply = await getattr(platform.hooks, SIMPLE_VERBS[verb])(invocation)
         else:
             reply = HELP.format(c=bot.settings.command)
         await respond(text=reply or "Done.", response_type="ephemeral")
@@ -156,7 +156,7 @@ def register(app, bot: SlackBot) -> None:
             waiting.answers.put_nowait(choice)  # the core accepts it or refuses it privately
             return
         invocation = Invocation(choice.user_id, conversation, None, _team(body))
-        note = await hooks.stale_choice(StaleChoice(invocation, value.interaction, choice))
+        note = await platform.hooks.stale_choice(StaleChoice(invocation, value.interaction, choice))
         if note:
             await platform.send_ephemeral(conversation, choice.user_id, note)
 
@@ -199,7 +199,9 @@ def register(app, bot: SlackBot) -> None:
         ):
             await ack(options=[])
             return
-        found = await bot.within_budget(hooks.search_files(invocation, payload.get("value", "")))
+        found = await bot.within_budget(
+            platform.hooks.search_files(invocation, payload.get("value", ""))
+        )
         await ack(options=views.options([(c.path, c.path) for c in found or []]))
 
     @app.options(views.COMMAND_ACTION)
@@ -211,7 +213,7 @@ def register(app, bot: SlackBot) -> None:
             await ack(options=[])
             return
         typed = (payload.get("value") or "").removeprefix("/")
-        published = await bot.within_budget(hooks.agent_commands(invocation)) or []
+        published = await bot.within_budget(platform.hooks.agent_commands(invocation)) or []
         matching = sorted(
             (c for c in published if c.name.startswith(typed)),  # G-CMD-14
             key=lambda c: (c.category or "", c.name),  # G-CMD-16
@@ -238,13 +240,13 @@ def register(app, bot: SlackBot) -> None:
         invocation = Invocation(
             invocation.user_id, invocation.conversation, posted, invocation.workspace_id
         )
-        reply = await hooks.prompt(invocation, request)
+        reply = await platform.hooks.prompt(invocation, request)
         if reply:
             await platform.send_ephemeral(invocation.conversation, invocation.user_id, reply)
 
     async def compose(invocation, text: str, paths: list[str], command_name: str | None):
         if command_name and invocation is not None:
-            published = {c.name: c for c in await hooks.agent_commands(invocation)}
+            published = {c.name: c for c in await platform.hooks.agent_commands(invocation)}
             if command_name not in published:
                 raise PromptError(f"the agent offers no command /{command_name}")
             # G-CMD-28/30: shown without the slash, the name in bold.

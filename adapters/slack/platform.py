@@ -78,6 +78,10 @@ class SlackPlatform(ChatPlatform):
         self._status_text: dict[ConversationRef, str] = {}
         self._status_message: dict[ConversationRef, MessageRef] = {}
 
+    def use_hooks(self, hooks: ConversationHooks) -> None:
+        """Plug in the conversation layer (its failures become apologies: GuardedHooks)."""
+        self.hooks = GuardedHooks(hooks)
+
     # --- content ----------------------------------------------------------------------------
 
     async def _post(self, conversation: ConversationRef, text: str, blocks: list[dict]):

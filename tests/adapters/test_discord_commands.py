@@ -197,3 +197,15 @@ async def test_a_failing_hook_answers_with_an_apology_not_silence():
         reply = await fake.wait_for_call("POST", webhook)
         assert reply.body["content"].startswith("⚠️ Something went wrong on our side")
         assert reply.body["flags"] == EPHEMERAL
+
+
+async def test_without_a_conversation_layer_commands_say_so_until_one_is_plugged_in():
+    async with FakeDiscord() as fake, running_bot(fake) as bot:
+        webhook = f"/webhooks/{fake.world.application_id}"
+        first = await fake.inject_slash_command("rawp", sub("nodes"))
+        reply = await fake.wait_for_call("POST", f"{webhook}/{first['token']}")
+        assert reply.body["content"] == "The gateway is not connected to a master yet."
+        bot.platform.use_hooks(RecordingHooks())
+        second = await fake.inject_slash_command("rawp", sub("nodes"))
+        reply = await fake.wait_for_call("POST", f"{webhook}/{second['token']}")
+        assert reply.body["content"] == "laptop · online"

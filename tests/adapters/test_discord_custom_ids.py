@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from adapters.discord import custom_ids
@@ -11,6 +11,7 @@ snowflakes = st.integers(min_value=10**16, max_value=2**63 - 1).map(str)
 
 
 @given(snowflakes, st.text(min_size=1, max_size=200), st.text(min_size=1, max_size=200))
+@example("100000000000000000", "0:\x80\x80\x80𐀀𐀀𐀀𐀀", "0000")  # "#7" escapes to "%237"
 def test_every_id_fits_and_round_trips(key, interaction_id, option_id):
     choice = custom_ids.choice_id(key, interaction_id, option_id, index=7)
     encoded = choice.encode()

@@ -252,3 +252,14 @@ async def test_a_failing_hook_answers_with_an_apology_not_silence():
         await fake.post_slash_command_to(bot.http_url, command)
         reply = await fake.log.wait_for_call("POST", "/response-url/*")
         assert reply.body["text"].startswith("⚠️ Something went wrong on our side")
+
+
+async def test_without_a_conversation_layer_commands_say_so_until_one_is_plugged_in():
+    async with FakeSlack() as fake, running_app(fake) as bot:
+        await fake.post_slash_command_to(bot.http_url, fake.world.slash_command("/rawp", "nodes"))
+        reply = await fake.log.wait_for_call("POST", "/response-url/*")
+        assert reply.body["text"] == "The gateway is not connected to a master yet."
+        bot.platform.use_hooks(RecordingHooks())
+        await fake.post_slash_command_to(bot.http_url, fake.world.slash_command("/rawp", "nodes"))
+        reply = await fake.log.wait_for_call("POST", "/response-url/*", count=2)
+        assert reply.body["text"] == "laptop · online"
