@@ -128,8 +128,8 @@ class ClientLink:
         repeat = False
         try:
             if reattach_first:
+                # A fresh master process has no greeting cached: this one goes to the edges.
                 await self._come_back()
-                repeat = True
             while not self._closing:
                 await self._pump(repeat_greeting=repeat)
                 if self._closing:

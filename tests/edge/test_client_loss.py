@@ -63,3 +63,52 @@ async def test_sessions_of_a_vanished_client_detach_then_terminate(lonely_stack)
         assert nodes["nodes"][0]["active_sessions_count"] == 0
         status, metrics = await edge.call("GET", f"/v1/edge/nodes/{node_id}/metrics?period=week")
         assert status == 200 and "health check failed" in metrics["health"]["last_error"]
+
+
+@pytest.fixture
+def restart_stack(processes, tmp_path):
+    made = start_stack(processes, tmp_path, OWNER)
+    made.start_client()
+    yield made
+    made.proxy.close()
+
+
+async def test_a_restarted_master_reattaches_its_sessions_when_an_edge_returns(restart_stack):
+    from tests.edge.stack import EDGE_SECRET, frame, recv_until
+    from tests.support import wait_for_http
+
+    stack = restart_stack
+    async with edge_for(stack.master_url, OWNER) as edge:
+        status, nodes = await edge.call("GET", "/v1/edge/nodes")
+        node_id = nodes["nodes"][0]["node_id"]
+        status, made = await edge.call(
+            "POST",
+            f"/v1/edge/nodes/{node_id}/sessions",
+            {"agent_name": "demo", "workspace_path": str(stack.root)},
+        )
+        sid = made["session_id"]
+        ws = await edge.connect(sid, made["edge_ws_ticket"])
+        await ws.send(frame("control.prompt.request", {"prompt_text": "before"}, sid))
+        await recv_until(ws, "session.turn.end")
+
+    master = stack.processes.procs[0]
+    master.terminate()
+    assert master.wait(timeout=30) == 0
+    await asyncio.wait_for(ws.wait_closed(), 10)  # the edge learns at once, and comes back
+
+    again = stack.processes.rawp(*stack.master_args, env={"RAWP_EDGE_SECRET": EDGE_SECRET})
+    wait_for_http(f"{stack.master_url}/v1/edge/nodes", proc=again, timeout=30)
+    async with edge_for(stack.master_url, OWNER) as edge:
+        status, listed = await edge.call("GET", "/v1/edge/sessions")
+        assert [(s["session_id"], s["status"]) for s in listed["sessions"]] == [(sid, "DETACHED")]
+        status, ticket = await edge.call("POST", f"/v1/edge/sessions/{sid}/tickets")
+        assert status == 201
+        back = await edge.connect(sid, ticket["edge_ws_ticket"])
+        greeting = await recv_until(back, "tool.catalog.publish")  # from the client, anew
+        assert greeting[0]["type"] == "session.capabilities"
+        await back.send(frame("control.prompt.request", {"prompt_text": "after"}, sid))
+        turn = await recv_until(back, "session.turn.end")
+        done = next(f for f in turn if f["type"] == "agent.text.done")
+        assert 'You said: "after"' in done["payload"]["text"]
+        status, listed = await edge.call("GET", "/v1/edge/sessions?status=RUNNING")
+        assert [s["session_id"] for s in listed["sessions"]] == [sid]

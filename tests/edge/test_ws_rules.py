@@ -204,3 +204,21 @@ async def _node_token(edge_master, node_id: str) -> str:
     async with services.db.begin() as conn:
         issued = await services.tokens.issue(conn, node_id)
     return issued["access_token"]
+
+
+async def test_unregistering_the_node_ends_its_sessions_and_closes_their_sockets(
+    edge_master, fake_client
+):
+    node_id, sid, ticket = await _session(edge_master, fake_client)
+    async with edge_master.websocket(sid, ticket) as ws:
+        await _greeted(ws)
+        token = await _node_token(edge_master, node_id)
+        response = await edge_master.client.delete(
+            "/v1/nodes/self", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert response.status_code == 204
+        with pytest.raises(Exception) as closed:  # quart's WebsocketDisconnectError
+            await asyncio.wait_for(ws.receive(), 10)
+        assert "Disconnect" in type(closed.value).__name__
+    assert await edge_master.call(ALICE, "GET", "/v1/edge/sessions") == (200, {"sessions": []})
+    assert await edge_master.call(ALICE, "GET", "/v1/edge/nodes") == (200, {"nodes": []})
