@@ -2,9 +2,9 @@
 
 What is indexed: regular files, and symlinks to regular files whose target lies inside the
 root. Never indexed: `.git`, anything ignored (ignore.py), sockets and other special files,
-symlinks that leave the root. Symlinked directories are not descended even when they point
-inside the root: what they show is already indexed under its real path, and following them
-invites cycles.
+symlinks that leave the root, names that are not valid UTF-8 (nor anything below them).
+Symlinked directories are not descended even when they point inside the root: what they show
+is already indexed under its real path, and following them invites cycles.
 """
 
 from __future__ import annotations
@@ -49,9 +49,22 @@ def _link_target(root: str, path: str) -> os.stat_result | None:
     return info if stat.S_ISREG(info.st_mode) else None
 
 
+def _utf8(name: str) -> bool:
+    """Whether a name from the OS is real text (undecodable bytes arrive as lone surrogates)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def stat_entry(root: str, rel: str) -> Stamp | str | None:
     """What `rel` is now: a file's `Stamp`, `"dir"` for a real directory, or None (gone,
-    special, or a symlink that leaves the root)."""
+    special, a symlink that leaves the root, or a name that is not UTF-8)."""
+    if not _utf8(rel):
+        return None
     path = os.path.join(root, rel)
     try:
         info = os.lstat(path)
@@ -93,6 +106,8 @@ def walk(
         else:
             rules.drop_dir(dir_rel)
         for child in children:
+            if not _utf8(child.name):
+                continue  # not valid UTF-8 on disk: no JSON string can name it
             rel = prefix + child.name
             try:
                 if child.is_dir(follow_symlinks=False):

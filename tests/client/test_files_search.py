@@ -249,3 +249,11 @@ async def test_symlinks_leaving_the_root_are_not_indexed(tmp_path):
         assert await paths(service, root, "secret", scope="global") == []
     finally:
         await service.close()
+
+
+async def test_names_that_are_not_utf8_are_skipped(service, workspace):
+    make_tree(workspace, ["good_name.txt"])
+    (workspace / os.fsdecode(b"dir\xff")).mkdir()
+    for raw in (b"bad\xfe_name.txt", b"dir\xff/inside_name.txt"):
+        (workspace / os.fsdecode(raw)).touch()
+    assert await paths(service, workspace, "name") == ["good_name.txt"]
