@@ -77,7 +77,9 @@ class DiscordBot:
         return self.platform.hooks
 
     async def _setup(self) -> None:
+        """After login, before the gateway connects: REST works from here on."""
         self.platform.register()
+        self.platform.online.set()
         await self.tree.sync()
 
     async def on_ready(self) -> None:
@@ -109,6 +111,7 @@ class DiscordBot:
             raise TimeoutError("the Discord bot did not become ready")
 
     async def close(self) -> None:
+        self.platform.online.clear()
         await self.client.close()
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -78,6 +78,9 @@ class DiscordPlatform(ChatPlatform):
         self.hooks = GuardedHooks(hooks or ConversationHooks())
         self.policy = policy or AccessPolicy()
         self.approver_roles = approver_roles
+        # Set once the client has logged in (its REST session exists): a conversation layer
+        # resuming sessions may render before the bot finished starting; that output waits.
+        self.online = asyncio.Event()
         self.board = ChoiceBoard()
         self.button_class = choice_button_class(self._on_click)
         # (thread id, user id) → that user's latest click there, for ephemeral notes
@@ -100,14 +103,17 @@ class DiscordPlatform(ChatPlatform):
     # --- content ----------------------------------------------------------------------------
 
     async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
+        await self.online.wait()
         sent = await self._channel(conversation).send(text, allowed_mentions=NO_MENTIONS)
         return MessageRef(conversation, str(sent.id))
 
     async def edit_message(self, message: MessageRef, text: str) -> None:
+        await self.online.wait()
         with contextlib.suppress(discord.NotFound):
             await self._message(message).edit(content=text, allowed_mentions=NO_MENTIONS)
 
     async def delete_message(self, message: MessageRef) -> None:
+        await self.online.wait()
         with contextlib.suppress(discord.NotFound):
             await self._message(message).delete()
 
@@ -116,6 +122,7 @@ class DiscordPlatform(ChatPlatform):
             await self.send_message(conversation, piece)
 
     async def send_ephemeral(self, conversation: ConversationRef, user_id: str, text: str) -> None:
+        await self.online.wait()
         click = self._clicks.get((str(target_id(conversation)), user_id))
         if click is not None and not click.is_expired():
             with contextlib.suppress(discord.NotFound):
@@ -129,16 +136,19 @@ class DiscordPlatform(ChatPlatform):
     # --- decorations ------------------------------------------------------------------------
 
     async def add_reaction(self, message: MessageRef, emoji: str) -> None:
+        await self.online.wait()
         with contextlib.suppress(discord.NotFound):
             await self._message(message).add_reaction(emoji)
 
     async def remove_reaction(self, message: MessageRef, emoji: str) -> None:
+        await self.online.wait()
         me = self.client.user
         if me is not None:
             with contextlib.suppress(discord.NotFound):
                 await self._message(message).remove_reaction(emoji, me)
 
     async def trigger_typing(self, conversation: ConversationRef) -> None:
+        await self.online.wait()
         await self._channel(conversation).typing()  # one trigger; the heartbeat repeats it
 
     async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
@@ -162,6 +172,7 @@ class DiscordPlatform(ChatPlatform):
     # --- conversations ----------------------------------------------------------------------
 
     async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
+        await self.online.wait()
         if conversation.thread_id is not None:
             return conversation  # already in a thread: the session lives there
         channel = self.client.get_channel(int(conversation.channel_id))
@@ -177,6 +188,7 @@ class DiscordPlatform(ChatPlatform):
     async def send_interaction(
         self, conversation: ConversationRef, prompt: InteractionPrompt
     ) -> MessageRef:
+        await self.online.wait()
         key = str(target_id(conversation))
         text = f"❓ {prompt.prompt}"[: self.limits.max_message_length]
         view = prompt_view(self.button_class, key, prompt)
@@ -194,6 +206,7 @@ class DiscordPlatform(ChatPlatform):
             return None
 
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:
+        await self.online.wait()
         closed = self.board.close(message.message_id)
         text = f"{closed.text}\n{outcome}" if closed else outcome
         with contextlib.suppress(discord.NotFound):

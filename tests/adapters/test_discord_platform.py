@@ -6,12 +6,13 @@ import asyncio
 
 import pytest
 
+from adapters.discord import DiscordBot
 from adapters.discord.settings import PUBLIC_API_BASE_URL, DiscordSettings
 from gateway.hidden import ZWSP
 from gateway.platform import ConversationRef, MessageRef
 from tests.adapters.chat_support import RecordingHooks
-from tests.adapters.discord_support import running_bot
-from tests.fakes.discord_server import FakeDiscord
+from tests.adapters.discord_support import running_bot, settings_for
+from tests.fakes.discord_server import FakeDiscord, discord_endpoints
 
 
 @pytest.fixture
@@ -151,3 +152,23 @@ def test_settings_read_the_endpoints_and_lists_from_the_environment():
     assert DiscordSettings.from_env({"DISCORD_BOT_TOKEN": "x"}).api_base_url == PUBLIC_API_BASE_URL
     with pytest.raises(ValueError, match="DISCORD_BOT_TOKEN"):
         DiscordSettings.from_env({})
+
+
+async def test_output_rendered_before_login_waits_for_it():
+    """A conversation layer resuming sessions may render before the bot has logged in."""
+    async with FakeDiscord() as fake:
+        thread = await fake.add_thread("session 1")
+        with discord_endpoints(fake):
+            bot = DiscordBot(settings_for(fake), guild_ready_timeout=0.05)
+            conversation = ConversationRef("discord", fake.world.channel_id, thread["id"])
+            early = asyncio.create_task(bot.platform.send_message(conversation, "resumed"))
+            await asyncio.sleep(0)
+            assert not early.done()
+            await bot.run_in_background(ready_timeout=15)
+            try:
+                sent = await asyncio.wait_for(early, 10)
+                post = await fake.wait_for_call("POST", f"/channels/{thread['id']}/messages")
+                assert post.body["content"] == "resumed"
+                assert sent.message_id == post.response["id"]
+            finally:
+                await bot.close()
