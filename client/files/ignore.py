@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterable
 
 from pathspec import GitIgnoreSpec
@@ -25,7 +26,7 @@ class GitignorePatterns:
     """The patterns of one `.gitignore` file (or a search's exclude list), compiled for speed."""
 
     def __init__(self, lines: Iterable[str]) -> None:
-        self._spec = GitIgnoreSpec.from_lines(list(lines))
+        self._spec = _compile(list(lines))
         patterns = [p for p in self._spec.patterns if p.include is not None]
         self.empty = not patterns
         self._any: re.Pattern[str] | None = None
@@ -36,7 +37,9 @@ class GitignorePatterns:
                 f"(?:{_NAMED_GROUP.sub('(?:', p.regex.pattern)})" for p in patterns
             )
             try:
-                self._any = re.compile(alternatives)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", FutureWarning)  # re's nested-set notice
+                    self._any = re.compile(alternatives)
             except re.error:
                 self._any = None
 
@@ -47,6 +50,24 @@ class GitignorePatterns:
         if self._any is not None:
             return True if self._any.match(path) else None
         return self._spec.check_file(path).include
+
+
+def _compile(lines: list[str]) -> GitIgnoreSpec:
+    """Git skips a line it cannot parse (`!`, a trailing `\\`, `[z-a]`) and keeps the rest;
+    so does this — one bad line must not stop the whole index or search."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            return GitIgnoreSpec.from_lines(lines)
+        except Exception:
+            valid = []
+            for line in lines:
+                try:
+                    GitIgnoreSpec.from_lines([line])
+                except Exception:
+                    continue
+                valid.append(line)
+            return GitIgnoreSpec.from_lines(valid)
 
 
 def _read_lines(path: str) -> list[str] | None:

@@ -257,3 +257,10 @@ async def test_names_that_are_not_utf8_are_skipped(service, workspace):
     for raw in (b"bad\xfe_name.txt", b"dir\xff/inside_name.txt"):
         (workspace / os.fsdecode(raw)).touch()
     assert await paths(service, workspace, "name") == ["good_name.txt"]
+
+
+async def test_unparsable_pattern_lines_are_skipped_as_git_does(service, workspace):
+    make_tree(workspace, {".gitignore": "!\n[z-a]\n*.log\ntrail\\\n", "a.log": "", "a.txt": ""})
+    assert set(await paths(service, workspace, "a")) == {"a.txt"}
+    found = await paths(service, workspace, "a", exclude_patterns=["[z-a]", "*.txt"])
+    assert found == []
