@@ -125,11 +125,11 @@ def _edge_options(parser: argparse.ArgumentParser) -> None:
         help="comma-separated slash commands edges may not send (RAWP_EDGE_DENY_COMMANDS)",
     )
     edge.add_argument(
-        "--edge-queue-frames",
+        "--edge-queue-bytes",
         type=int,
-        default=int(env("RAWP_EDGE_QUEUE_FRAMES", "1024")),
-        help="frames queued per edge socket before a slow edge is disconnected "
-        "(RAWP_EDGE_QUEUE_FRAMES)",
+        default=int(env("RAWP_EDGE_QUEUE_BYTES", str(16 * 1024 * 1024))),
+        help="backlog per edge socket before a slow edge is disconnected, in bytes of frame "
+        "text (RAWP_EDGE_QUEUE_BYTES, default 16 MiB)",
     )
 
 
@@ -145,8 +145,8 @@ def edge_settings_from(args: argparse.Namespace):
         raise CommandError(
             "--edge-oidc-issuer, --edge-oidc-jwks-url and --edge-oidc-audience go together"
         )
-    if args.edge_token_ttl <= 0 or args.edge_queue_frames <= 0:
-        raise CommandError("--edge-token-ttl and --edge-queue-frames must be positive")
+    if args.edge_token_ttl <= 0 or args.edge_queue_bytes <= 0:
+        raise CommandError("--edge-token-ttl and --edge-queue-bytes must be positive")
     return EdgeSettings(
         secret=os.environ.get("RAWP_EDGE_SECRET") or None,
         user_token_ttl=args.edge_token_ttl,
@@ -155,7 +155,7 @@ def edge_settings_from(args: argparse.Namespace):
         oidc_audience=args.edge_oidc_audience,
         deny_tools=_names(args.edge_deny_tools),
         deny_commands=_names(args.edge_deny_commands),
-        queue_frames=args.edge_queue_frames,
+        queue_bytes=args.edge_queue_bytes,
     )
 
 

@@ -35,8 +35,8 @@ class EdgeSettings:
     # "*" in deny_tools refuses every tool override.
     deny_tools: tuple[str, ...] = ("*",)
     deny_commands: tuple[str, ...] = ()
-    # Backpressure: frames queued for one edge socket before it is disconnected.
-    queue_frames: int = 1024
+    # Backpressure: characters of frames queued for one edge socket before it is disconnected.
+    queue_bytes: int = 16 * 1024 * 1024
     # E-WS-11: control message_ids remembered per session for de-duplication.
     dedupe_window: int = 4096
     # K-09: a node not heard from for this long is offline; health answers are reused this long.

@@ -228,6 +228,9 @@ class ClientLink:
             subprotocols=list(SUBPROTOCOLS),
             max_size=self.live.limits.max_frame_size,
             open_timeout=10,
+            # Frames are small and already counted against max_frame_size uncompressed;
+            # permessage-deflate would cost both ends CPU on every frame for little gain.
+            compression=None,
             ping_interval=20,
             ping_timeout=20,
         )

@@ -4,9 +4,11 @@ Rules:
 
 1. Frames for the edge are queued without waiting (`offer`); a sender task writes them. A slow
    edge therefore never holds up the client link or the other edges of the session.
-2. When the queue is full the edge is too slow to keep up: it is disconnected with close code
-   1013 ("try again later") and a reason, and may reconnect with a new ticket (A-22) and
-   `last_message_id` to pick up where it stopped.
+2. The queue is bounded by the size of the frames waiting in it (characters of frame text),
+   not by their number: a burst — the replay after a reattach can be a whole client buffer,
+   16 MiB by default — must not cut off an edge that reads as fast as it can. An edge whose
+   backlog passes the bound is too slow: it is disconnected with close code 1013 ("try again
+   later") and a reason, and may reconnect with a new ticket (A-22) and `last_message_id`.
 3. `serve` ends when the edge closes, the sender fails, or the socket is kicked (rule 2 or the
    session ending); then the socket is closed with the recorded code and reason.
 """
@@ -24,7 +26,6 @@ log = logging.getLogger("rawp.master.edge.socket")
 TOO_SLOW = 1013
 GOING_AWAY = 1001
 NORMAL = 1000
-_CLOSE = object()
 
 
 class Wire(Protocol):
@@ -37,14 +38,15 @@ class Wire(Protocol):
 
 class EdgeSocket:
     def __init__(
-        self, wire: Wire, *, user_id: str, session_id: str, node_id: str, max_frames: int
+        self, wire: Wire, *, user_id: str, session_id: str, node_id: str, max_backlog: int
     ) -> None:
         self.wire = wire
         self.user_id = user_id
         self.session_id = session_id
         self.node_id = node_id
-        self.max_frames = max_frames
-        self._queue: asyncio.Queue = asyncio.Queue(maxsize=max_frames)
+        self.max_backlog = max_backlog
+        self.backlog = 0  # characters of frame text queued and not yet written
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._kicked = asyncio.Event()
         self.close_code = NORMAL
         self.close_reason = ""
@@ -57,15 +59,15 @@ class EdgeSocket:
         """Queue one frame (rule 1); past the bound the socket is kicked (rule 2)."""
         if self._kicked.is_set():
             return False
-        try:
-            self._queue.put_nowait(text)
-        except asyncio.QueueFull:
+        if self.backlog + len(text) > self.max_backlog:
             self.kick(
                 TOO_SLOW,
-                f"edge too slow: more than {self.max_frames} frames waiting; "
+                "edge too slow: its backlog passed the limit; "
                 "reconnect with a new ticket and last_message_id",
             )
             return False
+        self.backlog += len(text)
+        self._queue.put_nowait(text)
         return True
 
     def kick(self, code: int, reason: str) -> None:
@@ -98,6 +100,7 @@ class EdgeSocket:
         while True:
             text = await self._queue.get()
             await self.wire.send(text)
+            self.backlog -= len(text)
 
     async def _receive_loop(self, on_frame: Callable[[str | bytes], Awaitable[None]]) -> None:
         while True:

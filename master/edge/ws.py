@@ -53,7 +53,7 @@ async def edge_stream():
         user_id=live.user_id,
         session_id=live.id,
         node_id=live.node_id,
-        max_frames=s.settings.edge.queue_frames,
+        max_backlog=s.settings.edge.queue_bytes,
     )
     relay = s.edge.relay
     for text in relay.greeting(live.id):

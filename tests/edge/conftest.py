@@ -60,7 +60,7 @@ def edge_settings(tmp_path, database_url):
             deny_tools=("Bash",),
             deny_commands=("nuke",),
             dedupe_window=8,
-            queue_frames=64,
+            queue_bytes=64 * 1024,
             health_cache_seconds=0,
         ),
     )

@@ -32,14 +32,14 @@ class Wire:
         self.closed = (code, reason)
 
 
-def _edge(wire: Wire, node: str = "n1", session: str = "s1", max_frames: int = 8) -> EdgeSocket:
-    return EdgeSocket(wire, user_id="u", session_id=session, node_id=node, max_frames=max_frames)
+def _edge(wire: Wire, node: str = "n1", session: str = "s1", backlog: int = 80) -> EdgeSocket:
+    return EdgeSocket(wire, user_id="u", session_id=session, node_id=node, max_backlog=backlog)
 
 
 async def test_a_stuck_edge_is_cut_off_and_the_other_gets_everything():
     relay = InProcessRelay()
     slow_wire, fast_wire = Wire(stuck=True), Wire(stuck=False)
-    slow, fast = _edge(slow_wire), _edge(fast_wire, max_frames=1000)
+    slow, fast = _edge(slow_wire), _edge(fast_wire, backlog=10_000)
     relay.attach(slow)
     relay.attach(fast)
     received: list = []
