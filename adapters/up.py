@@ -1,15 +1,39 @@
 """`rawp up`: master, client and gateway in one process on loopback.
 
 This is the one wiring module allowed to import master, client and gateway together
-(tests/test_layout.py names it).
+(tests/test_layout.py names it). One asyncio loop runs:
+
+1. the master's Quart app under hypercorn on a loopback port, in development mode (`--dev`:
+   http:// and loopback addresses allowed — said in the output), with a fresh edge secret
+   for this run only and its SQLite database under `<state-dir>/master`;
+2. the local client's app on another loopback port, its workspace the chosen one and its
+   agents the agents file (else the demo agent), state under `<state-dir>/client`;
+3. pairing through the real HTTP API when needed: a pairing URL from the Edge API for the
+   owner, then the client's own pairing call (which syncs both config scopes). Ports are kept
+   in `<state-dir>/up.json` and reused while free, so a second run needs no new pairing; when
+   an address changed, the old node first leaves the master (§3.5) and the client pairs anew;
+4. the gateway (adapters.launch): the console unless Discord/Slack tokens are configured.
+
+Then it shuts down in order — the session ended (its agent stops), the client (every agent it
+started is ended), the master — and leaves no process behind.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import json
+import logging
 import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
-from rawp.cli import not_ready
+from rawp.cli import CommandError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,16 +41,331 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workspace",
         default=env("RAWP_WORKSPACE", "."),
-        help="directory the agent works in (default: the current directory)",
+        help="directory the agent works in (RAWP_WORKSPACE; default: the current directory)",
     )
     parser.add_argument(
         "--agent",
         default=env("RAWP_AGENT", "demo"),
-        help="agent to start, by name from the agents file (default: demo)",
+        help="agent to start, by name from the agents file (RAWP_AGENT; default: demo)",
+    )
+    parser.add_argument(
+        "--agents-file",
+        default=env("RAWP_AGENTS_FILE") or None,
+        help="TOML file naming the agents (RAWP_AGENTS_FILE); default: the demo agent only",
     )
     parser.add_argument(
         "--state-dir",
         default=env("RAWP_STATE_DIR", ".rawp"),
-        help="where the SQLite database and keys live (default: .rawp)",
+        help="where the SQLite databases and keys live (RAWP_STATE_DIR; default: .rawp)",
     )
-    parser.set_defaults(handler=not_ready("`rawp up`"))
+    parser.add_argument(
+        "--platform",
+        choices=("discord", "slack", "console"),
+        default=env("RAWP_PLATFORM") or None,
+        help="chat platform (RAWP_PLATFORM); default: Discord and/or Slack when their tokens "
+        "are configured, else the console",
+    )
+    parser.add_argument(
+        "--owner",
+        default=env("RAWP_UP_OWNER") or None,
+        help="the chat user this machine is paired for, e.g. discord:<your user id> or "
+        "slack:<team id>:<user id> (RAWP_UP_OWNER; the console needs none)",
+    )
+    parser.add_argument(
+        "--master-port",
+        type=int,
+        default=int(env("RAWP_UP_MASTER_PORT") or 0),
+        help="loopback port of the master (RAWP_UP_MASTER_PORT; default: last run's or a free one)",
+    )
+    parser.add_argument(
+        "--client-port",
+        type=int,
+        default=int(env("RAWP_UP_CLIENT_PORT") or 0),
+        help="loopback port of the client (RAWP_UP_CLIENT_PORT; default: last run's or a free one)",
+    )
+    parser.add_argument(
+        "--show-thinking",
+        action="store_true",
+        default=env("RAWP_GATEWAY_SHOW_THINKING") == "1",
+        help="show the model's thinking as hidden (spoiler) messages",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from adapters.launch import LaunchError, choose_platforms
+
+    workspace = Path(args.workspace).expanduser().resolve()
+    if not workspace.is_dir():
+        raise CommandError(f"--workspace {args.workspace}: no such directory")
+    agents_file = Path(args.agents_file).expanduser().resolve() if args.agents_file else None
+    if agents_file is not None and not agents_file.is_file():
+        raise CommandError(f"--agents-file {args.agents_file}: no such file")
+    try:
+        platforms = choose_platforms(args.platform)
+    except LaunchError as exc:
+        raise CommandError(str(exc)) from None
+    owner = args.owner or "console:local"
+    if platforms != ("console",) and not args.owner:
+        raise CommandError(
+            "set RAWP_UP_OWNER (or --owner) to your chat identity, e.g. discord:<your user id> "
+            "or slack:<team id>:<user id>, so this machine is yours in chat"
+        )
+    options = UpOptions(
+        state_dir=Path(args.state_dir).expanduser().resolve(),
+        workspace=workspace,
+        agent=args.agent,
+        agents_file=agents_file,
+        platforms=platforms,
+        owner=owner,
+        master_port=args.master_port,
+        client_port=args.client_port,
+        show_thinking=args.show_thinking,
+    )
+    try:
+        return asyncio.run(run_up(options))
+    except LaunchError as exc:
+        raise CommandError(str(exc)) from None
+    except KeyboardInterrupt:
+        return 130
+
+
+# --- the stack ------------------------------------------------------------------------------
+
+LOOPBACK = "127.0.0.1"
+# This module is imported while `rawp` builds its parser, right after the interpreter starts:
+# "ready" is measured from here, imports of the three tiers included.
+COMMAND_STARTED = time.monotonic()
+PORTS_FILE = "up.json"
+READY_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    state_dir: Path
+    workspace: Path
+    agent: str
+    agents_file: Path | None
+    platforms: tuple[str, ...]
+    owner: str
+    master_port: int = 0
+    client_port: int = 0
+    show_thinking: bool = False
+
+
+def say(text: str) -> None:
+    """Status lines go to stderr: stdout is the chat transcript (scripts read it)."""
+    print(f"rawp up: {text}", file=sys.stderr, flush=True)
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the servers bind: a port whose old connections linger in TIME_WAIT is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
+def choose_ports(options: UpOptions) -> tuple[int, int]:
+    """Configured ports, else last run's while they are free, else free ones (rule 3)."""
+    try:
+        last = json.loads((options.state_dir / PORTS_FILE).read_text())
+    except (OSError, ValueError):
+        last = {}
+    chosen = []
+    for wanted, key in ((options.master_port, "master_port"), (options.client_port, "client_port")):
+        previous = last.get(key) if isinstance(last, dict) else None
+        if wanted:
+            chosen.append(wanted)
+        elif isinstance(previous, int) and previous not in chosen and port_is_free(previous):
+            chosen.append(previous)
+        else:
+            port = free_port()
+            while port in chosen:
+                port = free_port()
+            chosen.append(port)
+    return chosen[0], chosen[1]
+
+
+def quiet_logging() -> None:
+    """The console is the chat: servers only speak up with warnings, on stderr."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for name in ("hypercorn.error", "hypercorn.access"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+async def serve_app(app, port: int, stop: asyncio.Event) -> asyncio.Task:
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [f"{LOOPBACK}:{port}"]
+    config.accesslog = None  # pairing URLs carry their token in the query (no secrets logged)
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.graceful_timeout = 5.0
+    return asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))
+
+
+async def wait_until_up(url: str, server: asyncio.Task) -> None:
+    import aiohttp
+
+    from adapters.launch import LaunchError
+
+    deadline = asyncio.get_running_loop().time() + READY_TIMEOUT_S
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
+        while True:
+            if server.done():
+                server.result()  # raises what stopped it (a port in use…)
+                raise LaunchError(f"the server for {url} stopped while starting")
+            try:
+                async with http.get(url):
+                    return  # any answer: it is serving
+            except (aiohttp.ClientError, OSError, TimeoutError):
+                pass
+            if asyncio.get_running_loop().time() > deadline:
+                raise LaunchError(f"{url} did not answer within {READY_TIMEOUT_S:.0f} s")
+            await asyncio.sleep(0.01)
+
+
+async def run_up(options: UpOptions) -> int:
+    from adapters.launch import GatewayConfig, run_gateway
+    from client.app import create_app as create_client_app
+    from client.settings import ClientSettings
+    from master.app import create_app as create_master_app
+    from master.settings import EdgeSettings, Settings
+    from rawp.clock import new_secret
+
+    quiet_logging()
+    options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    master_port, client_port = choose_ports(options)
+    master_url = f"http://{LOOPBACK}:{master_port}"
+    edge_secret = new_secret()  # this run's only: nothing outside this process needs it
+    master_settings = Settings(
+        state_dir=options.state_dir / "master",
+        host=LOOPBACK,
+        port=master_port,
+        dev=True,
+        edge=EdgeSettings(secret=edge_secret),
+    )
+    client_settings = ClientSettings(
+        state_dir=options.state_dir / "client",
+        allowed_roots=[options.workspace],
+        host=LOOPBACK,
+        port=client_port,
+        agents_file=options.agents_file,
+        default_workspace=options.workspace,
+        dev=True,
+        kill_grace=2.0,
+    )
+    stop_servers = asyncio.Event()
+    master = await serve_app(create_master_app(master_settings), master_port, stop_servers)
+    client: asyncio.Task | None = None
+    try:
+        await wait_until_up(f"{master_url}/v1/edge/nodes", master)
+        # Before the client app exists: it would start syncing with a stale pairing.
+        await leave_stale_pairing(client_settings, master_url)
+        client_app = create_client_app(client_settings)
+        client = await serve_app(client_app, client_port, stop_servers)
+        await wait_until_up(f"{client_settings.address}/v1/health", client)
+        client_services = client_app.config["client_services"]
+        await pair_if_needed(client_services, master_url, edge_secret, options.owner)
+        save_ports(options.state_dir, master_port, client_port)
+        say(
+            f"development mode (--dev) on loopback: master {master_url}, client "
+            f"{client_settings.address} (http, no TLS); agent {options.agent!r} in "
+            f"{options.workspace}; ready {time.monotonic() - COMMAND_STARTED:.2f} s after start"
+        )
+        config = GatewayConfig(
+            master_url=master_url,
+            edge_secret=edge_secret,
+            database=options.state_dir / "gateway" / "conversations.sqlite3",
+            platforms=options.platforms,
+            agents=(options.agent,),
+            workspace=str(options.workspace),
+            show_thinking=options.show_thinking,
+            console_user=options.owner.partition(":")[2] or "local",
+            node=client_services.state.credentials.node_id,
+            agent=options.agent,
+        )
+        return await run_gateway(config, stop=signal_event())
+    finally:
+        stop_servers.set()
+        for server in (client, master):  # the client first: it ends the agents it started
+            if server is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(server, 15)
+
+
+def signal_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+def save_ports(state_dir: Path, master_port: int, client_port: int) -> None:
+    (state_dir / PORTS_FILE).write_text(
+        json.dumps({"master_port": master_port, "client_port": client_port})
+    )
+
+
+async def leave_stale_pairing(settings, master_url: str) -> None:
+    """Rule 3: a pairing for another address is undone before the client starts.
+
+    The master is the same one (same key and database under the state dir), only its port
+    may have moved, so the old node's tokens still work against the new URL: the node leaves
+    (§3.5) and the credentials are cleared. If the master does not know it any more, the
+    credentials are cleared all the same.
+    """
+    from client.master_link import MasterLink, MasterLinkError
+    from client.state import StateDir
+
+    state = StateDir.open(settings.state_dir)
+    creds = state.credentials
+    if not creds.paired:
+        return
+    stored = state.path / "address"
+    same_address = stored.is_file() and stored.read_text() == settings.address
+    if creds.master_url == master_url and same_address:
+        return
+    creds.master_url = master_url
+    state.save()
+    link = MasterLink(state, settings)
+    try:
+        await asyncio.wait_for(link.unpair(), 10)
+    except (MasterLinkError, TimeoutError, OSError):
+        pass
+    finally:
+        await link.close()
+    creds.master_url = creds.node_id = creds.access_token = creds.refresh_token = None
+    creds.server_credentials = None
+    state.save()
+
+
+async def pair_if_needed(client_services, master_url: str, edge_secret: str, owner: str) -> None:
+    """Pair through the real HTTP API: a pairing URL for the owner from the Edge API, then the
+    client's own `POST /v1/auth/pair` (which syncs both config scopes)."""
+    from gateway.edge_client import EdgeClient
+
+    state = client_services.state
+    if state.credentials.paired:
+        return
+    edge = EdgeClient(master_url, edge_secret)
+    try:
+        answer = await edge.pairing_url(owner)
+    finally:
+        await edge.close()
+    device = f"{socket.gethostname()} (rawp up)"[:100]
+    await client_services.link.pair(answer["pairing_url"], device, client_services.auth.issue())
+    (state.path / "address").write_text(client_services.settings.address)

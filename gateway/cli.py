@@ -1,11 +1,22 @@
-"""`rawp gateway`: run the chat bot for Discord, Slack or the console."""
+"""`rawp gateway`: run the chat bot for Discord, Slack or the console.
+
+The platforms live in `adapters/`, above this package (tests/test_layout.py: gateway never
+imports adapters). So, like `rawp.cli` loading each command by module name, the handler loads
+the wiring module `adapters.launch` by name at run time; nothing here depends on a platform.
+The edge service credential is read from the environment only (`RAWP_EDGE_SECRET`), so it
+never shows in a process list.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+from pathlib import Path
 
-from rawp.cli import not_ready
+from rawp.cli import CommandError
+
+WIRING_MODULE = "adapters.launch"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +29,96 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--platform",
         choices=("discord", "slack", "console"),
-        default=env("RAWP_PLATFORM"),
-        help="chat platform; default: the one whose token is configured",
+        default=env("RAWP_PLATFORM") or None,
+        help="chat platform (RAWP_PLATFORM); default: every platform whose token is "
+        "configured (DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN), else the console",
     )
-    parser.set_defaults(handler=not_ready("the chat gateway"))
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path(env("RAWP_GATEWAY_STATE_DIR") or ".rawp/gateway"),
+        help="where the conversation ↔ session database lives (RAWP_GATEWAY_STATE_DIR)",
+    )
+    parser.add_argument(
+        "--agents",
+        default=env("RAWP_GATEWAY_AGENTS", "demo"),
+        help="comma-separated agent names offered when starting a session "
+        "(RAWP_GATEWAY_AGENTS; any other name may still be typed)",
+    )
+    parser.add_argument(
+        "--workspace",
+        default=env("RAWP_GATEWAY_WORKSPACE") or None,
+        help="workspace path sessions start in (RAWP_GATEWAY_WORKSPACE); "
+        "default: the node's own default workspace",
+    )
+    parser.add_argument(
+        "--show-thinking",
+        action="store_true",
+        default=env("RAWP_GATEWAY_SHOW_THINKING") == "1",
+        help="show the model's thinking as hidden (spoiler) messages "
+        "(RAWP_GATEWAY_SHOW_THINKING=1)",
+    )
+    console = parser.add_argument_group("console platform")
+    console.add_argument(
+        "--user",
+        default=env("RAWP_CONSOLE_USER", "local"),
+        help="the console user; its master user is console:<user> (RAWP_CONSOLE_USER)",
+    )
+    console.add_argument(
+        "--node",
+        default=env("RAWP_CONSOLE_NODE") or None,
+        help="machine to start the session on, by id or device name (RAWP_CONSOLE_NODE; "
+        "default: the first online one)",
+    )
+    console.add_argument(
+        "--agent",
+        default=env("RAWP_CONSOLE_AGENT", "demo"),
+        help="agent to start in the console session (RAWP_CONSOLE_AGENT, default demo)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    secret = os.environ.get("RAWP_EDGE_SECRET", "")
+    if not secret:
+        raise CommandError(
+            "set RAWP_EDGE_SECRET to the master's edge service credential "
+            "(the same value the master was started with)"
+        )
+    launch = importlib.import_module(WIRING_MODULE)
+    try:
+        platforms = launch.choose_platforms(args.platform)
+    except launch.LaunchError as exc:
+        raise CommandError(str(exc)) from None
+    if platforms == ("console",):
+        # The console is the chat: only warnings go to stderr, the transcript to stdout.
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    else:
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+        )
+    config = launch.GatewayConfig(
+        master_url=args.master_url,
+        edge_secret=secret,
+        database=Path(args.state_dir) / "conversations.sqlite3",
+        platforms=platforms,
+        agents=names(args.agents) or ("demo",),
+        workspace=args.workspace,
+        show_thinking=args.show_thinking,
+        console_user=args.user,
+        node=args.node,
+        agent=args.agent,
+    )
+    try:
+        return asyncio.run(launch.run_gateway(config))
+    except launch.LaunchError as exc:
+        raise CommandError(str(exc)) from None
+    except KeyboardInterrupt:
+        return 130

@@ -16,10 +16,20 @@ from gateway.session import ChatSession
 
 
 async def run_chat(
-    platform: ConsolePlatform, composer: ConsoleComposer, session: ChatSession
+    platform: ConsolePlatform,
+    composer: ConsoleComposer,
+    session: ChatSession,
+    *,
+    pump: asyncio.Task[None] | None = None,
 ) -> int:
-    """Chat until the input ends or the session's link closes; the number of prompts sent."""
-    pump = asyncio.create_task(session.pump(), name="console-session")
+    """Chat until the input ends or the session's link closes; the number of prompts sent.
+
+    `pump` is the task already rendering the session (the conversation layer runs one per live
+    session); without it, one is started here and stopped at the end.
+    """
+    owned = pump is None
+    if pump is None:
+        pump = asyncio.create_task(session.pump(), name="console-session")
     sent = 0
     try:
         while not pump.done():
@@ -32,7 +42,8 @@ async def run_chat(
             sent += 1
             await asyncio.wait({finished, pump}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pump
+        if owned:
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
     return sent

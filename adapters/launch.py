@@ -1,0 +1,243 @@
+"""Running the gateway on its platforms: what `rawp gateway` and `rawp up` call.
+
+The gateway core (gateway/) never imports a platform, so the wiring lives here: build the Edge
+API client and the conversation store, one `ConversationService` per platform, the platform's
+bot around it, then run until stopped.
+
+- Platforms: named explicitly, else every platform whose token is configured
+  (`DISCORD_BOT_TOKEN`, `SLACK_BOT_TOKEN`), else the console.
+- The console is a single conversation: the session is started on the configured node (else
+  the user's first online node) with the configured agent, prompts are read one per line until
+  the input ends, every turn is rendered before the next line is read, and the session is
+  ended on the way out (its agent stops). Exit code 0 when the input simply ended.
+- Discord and Slack run until SIGINT/SIGTERM; their sessions keep running on the master and
+  are picked up again (`resume`) when the gateway restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from gateway.conversation_store import ConversationStore
+from gateway.conversations import ConversationService, ConversationSettings
+from gateway.edge_client import EdgeApiError, EdgeClient
+from gateway.platform import Invocation
+from gateway.render import RenderOptions
+
+log = logging.getLogger(__name__)
+
+PLATFORMS = ("discord", "slack", "console")
+CONSOLE_WAIT_FOR_NODE_S = 30.0
+
+
+class LaunchError(Exception):
+    """A configuration the gateway cannot run with; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    master_url: str
+    edge_secret: str = field(repr=False)
+    database: Path
+    platforms: tuple[str, ...]
+    agents: tuple[str, ...] = ("demo",)
+    workspace: str | None = None
+    show_thinking: bool = False
+    # the console conversation
+    console_user: str = "local"
+    node: str | None = None
+    agent: str = "demo"
+
+
+def choose_platforms(
+    requested: str | None, env: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The platform asked for, else those with a token configured, else the console."""
+    env = os.environ if env is None else env
+    if requested:
+        if requested not in PLATFORMS:
+            raise LaunchError(f"unknown platform {requested!r}; one of {', '.join(PLATFORMS)}")
+        return (requested,)
+    found = tuple(
+        name
+        for name, variable in (("discord", "DISCORD_BOT_TOKEN"), ("slack", "SLACK_BOT_TOKEN"))
+        if env.get(variable)
+    )
+    return found or ("console",)
+
+
+async def run_gateway(
+    config: GatewayConfig,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stop: asyncio.Event | None = None,
+) -> int:
+    edge = EdgeClient(config.master_url, config.edge_secret)
+    store = await ConversationStore.open(config.database)
+    settings = ConversationSettings(
+        agents=config.agents,
+        workspace_path=config.workspace,
+        render=RenderOptions(show_thinking=config.show_thinking),
+    )
+    services: list[ConversationService] = []
+    try:
+        if config.platforms == ("console",):
+            service = ConversationService(edge, store, settings)
+            services.append(service)
+            return await run_console(
+                service, config, stdin or sys.stdin, stdout or sys.stdout, stop=stop
+            )
+        bots = []
+        for name in config.platforms:
+            service = ConversationService(edge, store, settings)
+            services.append(service)
+            bots.append(_bot(name, service))
+        return await _serve_bots(bots, services, stop or _signal_event())
+    finally:
+        for service in services:
+            await service.close()
+        await store.close()
+        await edge.close()
+
+
+def _bot(name: str, service: ConversationService):
+    if name == "discord":
+        from adapters.discord import DiscordBot, DiscordSettings
+
+        try:
+            bot = DiscordBot(DiscordSettings.from_env(), service)
+        except ValueError as exc:
+            raise LaunchError(str(exc)) from None
+    elif name == "slack":
+        from adapters.slack import SlackBot, SlackSettings
+
+        try:
+            bot = SlackBot(SlackSettings.from_env(), service)
+        except ValueError as exc:
+            raise LaunchError(str(exc)) from None
+    else:
+        raise LaunchError(f"the {name} platform runs on its own (--platform {name})")
+    service.bind_platform(bot.platform)
+    return bot
+
+
+async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.Event) -> int:
+    for service in services:
+        resumed = await service.resume()
+        if resumed:
+            log.info("%s: %d conversations resumed", service.platform.name, resumed)
+    tasks = [asyncio.create_task(bot.serve(), name=f"bot-{i}") for i, bot in enumerate(bots)]
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait({*tasks, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        for task in done - {stopper}:
+            task.result()  # a bot that could not log in says why
+    finally:
+        stopper.cancel()
+        for bot in bots:
+            with contextlib.suppress(Exception):
+                await bot.close()
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    return 0
+
+
+def _signal_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+# --- the console ----------------------------------------------------------------------------
+
+
+async def run_console(
+    service: ConversationService,
+    config: GatewayConfig,
+    stdin: TextIO,
+    stdout: TextIO,
+    *,
+    stop: asyncio.Event | None = None,
+) -> int:
+    from adapters.console import ConsoleComposer, ConsolePlatform, LineReader, run_chat
+
+    lines = LineReader(stdin)
+    platform = ConsolePlatform(stdout, lines, user_id=config.console_user)
+    service.bind_platform(platform)
+    invocation = Invocation(platform.user_id, platform.conversation)
+    node = config.node or await _first_node(service, invocation)
+    reply = await service.start_session(invocation, node, config.agent)
+    live = service.conversation_session(platform.conversation)
+    if live is None:
+        raise LaunchError(f"could not start {config.agent!r} on {node}: {reply}")
+    platform.note(reply or "")
+    if _is_terminal(stdin):
+        platform.note(
+            "Type a prompt and press Enter. `/` lists the agent's commands, `@name` picks a "
+            "file, Ctrl-D quits."
+        )
+    composer = ConsoleComposer(
+        platform,
+        lines,
+        commands=lambda: live.renderer.commands,
+        file_search=live.search_files,
+    )
+    chat = asyncio.create_task(run_chat(platform, composer, live.chat, pump=live.pump))
+    waiters = {chat}
+    if stop is not None:
+        waiters.add(asyncio.create_task(stop.wait()))
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waiters - {chat}:
+            task.cancel()
+        if not chat.done():
+            chat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await chat
+        await service.end(invocation)  # the agent is ended, not left running
+    return 0
+
+
+async def _first_node(service: ConversationService, invocation: Invocation) -> str:
+    """The console user's first online node, waiting a little for one to come up."""
+    from gateway.conversations import subject_of
+
+    subject = subject_of(invocation)
+    deadline = asyncio.get_running_loop().time() + CONSOLE_WAIT_FOR_NODE_S
+    while True:
+        try:
+            nodes = await service.edge.list_nodes(subject)
+        except EdgeApiError as exc:
+            raise LaunchError(f"the master refused to list nodes: {exc.message}") from None
+        online = [n for n in nodes if n.get("status") != "offline"]
+        if online:
+            return online[0]["node_id"]
+        if asyncio.get_running_loop().time() > deadline:
+            raise LaunchError(
+                f"no machine is paired for {subject}, or none is online: pair one with "
+                f"`rawp master pairing-url --user {subject}` and `rawp client pair <url>`"
+            )
+        await asyncio.sleep(0.5)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

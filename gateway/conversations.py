@@ -1,0 +1,399 @@
+"""The conversation layer: chat verbs → Edge API calls, threads ↔ sessions (issue 10).
+
+`ConversationService` is the `ConversationHooks` every adapter calls. Rules:
+
+1. Who is asking: each chat user is their own master user, the subject
+   `platform:user` (`discord:123`, `console:local`), Slack `slack:team:user` because Slack
+   user ids are per workspace. The gateway trades its edge secret for that user's token
+   (gateway.edge_client), so a user only ever sees and drives their own nodes and sessions.
+2. Start: the node is named by id, device name (any case) or a unique prefix of either; the
+   session is created on the master (`POST /v1/edge/nodes/{id}/sessions`), a thread is opened
+   under the invoking conversation, the thread ↔ session binding is stored (SQLite,
+   gateway.conversation_store) and the session goes live: its WebSocket is opened with the
+   ticket the master returned and its frames are rendered into the thread.
+3. Every message in a bound conversation is a prompt for its session — from the session's owner
+   only: anyone else is told so and nothing is sent (the agent runs on the owner's machine).
+4. Restart: bindings survive in SQLite. `resume()` reconnects every open one with a fresh
+   ticket (A-22); a conversation whose session has ended meanwhile is marked ended. A prompt in
+   a conversation not yet live reconnects it first.
+5. A session that ends elsewhere (terminated by another edge, its node gone) ends its
+   conversation: the binding is marked ended and the thread is told.
+6. Stop sends `control.prompt.cancel` for the running turn; end deletes the session on the
+   master, closes the link and marks the binding ended. A slash command typed in the channel
+   instead of the thread acts on the user's newest open session under that channel.
+7. Every answer is text for the user; a refusal from the master is shown with its error code,
+   never a stack trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gateway.conversation_store import Binding, ConversationStore
+from gateway.edge_client import EdgeApiError, EdgeClient
+from gateway.edge_link import SessionLink
+from gateway.live import LiveSession
+from gateway.platform import (
+    ChatPlatform,
+    ConversationHooks,
+    ConversationRef,
+    Invocation,
+    StaleChoice,
+    Suggestion,
+)
+from gateway.render import RenderOptions, SessionRenderer
+from rawp.events import Command, FileCandidate, PromptRequest
+
+log = logging.getLogger(__name__)
+
+NO_SESSION = "No session in this conversation yet. Start one with the start command."
+SESSION_ENDED = "This session has ended. Start a new one with the start command."
+NOT_YOURS = "This session belongs to someone else; start your own with the start command."
+FRIENDLY = {
+    "MASTER_UNREACHABLE": "The master cannot be reached right now; try again in a moment.",
+    "CONFIG_NOT_SYNCED": "That machine is still connecting to the master; try again shortly.",
+    "NODE_NOT_FOUND": "No such machine on your account. List yours with the nodes command.",
+    "SESSION_NOT_FOUND": SESSION_ENDED,
+}
+WORKSPACE_SCOPED = {"slack"}  # platforms whose user ids are unique per workspace only
+
+
+def subject_of(invocation: Invocation) -> str:
+    """The master user a chat user is (rule 1)."""
+    platform = invocation.conversation.platform
+    if platform in WORKSPACE_SCOPED and invocation.workspace_id:
+        return f"{platform}:{invocation.workspace_id}:{invocation.user_id}"
+    return f"{platform}:{invocation.user_id}"
+
+
+def _folded(node: dict, key: str) -> str:
+    return str(node.get(key) or "").casefold()
+
+
+def _device(node: dict) -> str:
+    return str(node.get("device_name") or node["node_id"])
+
+
+def refusal(exc: EdgeApiError) -> str:
+    friendly = FRIENDLY.get(exc.error_code)
+    return f"❌ {friendly or exc.message} ({exc.error_code})"
+
+
+@dataclass(frozen=True)
+class ConversationSettings:
+    agents: Sequence[str] = ("demo",)  # offered by autocomplete; any name may be typed
+    workspace_path: str | None = None  # None: the node's default workspace (A-21)
+    render: RenderOptions = field(default_factory=RenderOptions)
+
+
+class ConversationService(ConversationHooks):
+    def __init__(
+        self,
+        edge: EdgeClient,
+        store: ConversationStore,
+        settings: ConversationSettings | None = None,
+        platform: ChatPlatform | None = None,
+    ) -> None:
+        self.edge = edge
+        self.store = store
+        self.settings = settings or ConversationSettings()
+        self.platform = platform
+        self.live: dict[str, LiveSession] = {}  # session_id → live session
+        self._reviving: dict[str, asyncio.Lock] = {}
+
+    def bind_platform(self, platform: ChatPlatform) -> None:
+        """Adapters build their platform around the hooks; it is handed back here."""
+        self.platform = platform
+
+    # --- life cycle --------------------------------------------------------------------------
+
+    async def resume(self) -> int:
+        """Reconnect every open conversation (rule 4); how many went live."""
+        revived = 0
+        for binding in await self.store.open_bindings():
+            if binding.conversation.platform != self._platform.name:
+                continue
+            try:
+                await self._revive(binding)
+                revived += 1
+            except EdgeApiError as exc:
+                log.info("conversation of session %s not resumed: %s", binding.session_id, exc)
+        return revived
+
+    async def close(self) -> None:
+        """Let go of every live session (they keep running on the master)."""
+        for live in list(self.live.values()):
+            await live.close()
+        self.live.clear()
+
+    @property
+    def _platform(self) -> ChatPlatform:
+        if self.platform is None:
+            raise RuntimeError("no chat platform is bound to the conversation service")
+        return self.platform
+
+    # --- starting ----------------------------------------------------------------------------
+
+    async def start_session(self, invocation: Invocation, node: str, agent: str) -> str | None:
+        subject = subject_of(invocation)
+        try:
+            chosen = await self._resolve_node(subject, node)
+            if isinstance(chosen, str):
+                return chosen
+            created = await self.edge.create_session(
+                subject, chosen["node_id"], agent, self.settings.workspace_path
+            )
+        except EdgeApiError as exc:
+            return refusal(exc)
+        device = chosen.get("device_name") or chosen["node_id"]
+        session_id = created["session_id"]
+        thread = await self._platform.open_thread(
+            invocation.conversation, f"{agent} on {device}"[:100]
+        )
+        binding = await self.store.bind(
+            thread,
+            subject=subject,
+            session_id=session_id,
+            node_id=chosen["node_id"],
+            agent_name=agent,
+        )
+        self._go_live(binding, ticket=created.get("edge_ws_ticket"))
+        greeting = f"▶️ {agent} on {device} — session `{session_id}`."
+        if thread != invocation.conversation:
+            await self._platform.send_message(
+                thread, greeting + " Every message in this thread is a prompt."
+            )
+        return greeting
+
+    async def _resolve_node(self, subject: str, wanted: str) -> dict | str:
+        nodes = await self.edge.list_nodes(subject)
+        if not nodes:
+            return "You have no machines yet. Pair one with the pair command."
+        text = wanted.strip().casefold()
+        for key in ("node_id", "device_name"):
+            exact = [n for n in nodes if str(n.get(key, "")).casefold() == text]
+            if len(exact) == 1:
+                return exact[0]
+        keys = ("node_id", "device_name")
+        prefixed = [n for n in nodes if text and any(_folded(n, k).startswith(text) for k in keys)]
+        if len(prefixed) == 1:
+            return prefixed[0]
+        names = ", ".join(str(n.get("device_name") or n["node_id"]) for n in nodes)
+        if prefixed:
+            return f"“{wanted}” matches several machines: {names}. Name one exactly."
+        return f"No machine called “{wanted}”. Yours: {names}."
+
+    def _go_live(self, binding: Binding, ticket: str | None) -> LiveSession:
+        link = SessionLink(self.edge, binding.subject, binding.session_id, ticket=ticket)
+        renderer = SessionRenderer(
+            self._platform,
+            binding.conversation,
+            binding.session_id,
+            send_frame=link.send,
+            options=self.settings.render,
+        )
+        live = LiveSession(link, renderer, on_end=self._ended_elsewhere)
+        self.live[binding.session_id] = live
+        live.start()
+        return live
+
+    async def _revive(self, binding: Binding) -> LiveSession:
+        """The binding's live session, reconnecting it with a fresh ticket if needed."""
+        lock = self._reviving.setdefault(binding.session_id, asyncio.Lock())
+        async with lock:
+            live = self.live.get(binding.session_id)
+            if live is not None:
+                return live
+            try:
+                ticket = await self.edge.new_ticket(binding.subject, binding.session_id)
+            except EdgeApiError as exc:
+                if exc.status in (403, 404):
+                    await self.store.mark_ended(binding.session_id)
+                raise
+            return self._go_live(binding, ticket)
+
+    async def _ended_elsewhere(self, live: LiveSession) -> None:
+        """Rule 5: the link ended without us closing it."""
+        if self.live.pop(live.session_id, None) is None:
+            return
+        await self.store.mark_ended(live.session_id)
+        try:
+            await self._platform.send_message(live.renderer.conversation, "⏹ " + SESSION_ENDED)
+        except Exception:
+            log.warning("could not tell a conversation its session ended", exc_info=True)
+
+    # --- finding a conversation's session ----------------------------------------------------
+
+    async def _binding(self, invocation: Invocation) -> Binding | str:
+        binding = await self.store.get(invocation.conversation)
+        subject = subject_of(invocation)
+        if (binding is None or binding.ended) and invocation.conversation.thread_id is None:
+            binding = await self.store.latest_in_channel(invocation.conversation, subject) or (
+                binding
+            )
+        if binding is None:
+            return NO_SESSION
+        if binding.ended:
+            return SESSION_ENDED
+        if binding.subject != subject:
+            return NOT_YOURS
+        return binding
+
+    async def live_session(self, invocation: Invocation) -> LiveSession | str:
+        """The invocation's session, live (reconnected if needed), or why there is none."""
+        binding = await self._binding(invocation)
+        if isinstance(binding, str):
+            return binding
+        try:
+            return await self._revive(binding)
+        except EdgeApiError as exc:
+            return refusal(exc)
+
+    # --- the verbs ---------------------------------------------------------------------------
+
+    async def prompt(self, invocation: Invocation, request: PromptRequest) -> str | None:
+        live = await self.live_session(invocation)
+        if isinstance(live, str):
+            return live
+        try:
+            await live.chat.send_prompt(
+                request, message=invocation.message, user_id=invocation.user_id
+            )
+        except ConnectionError:
+            return SESSION_ENDED
+        return None  # the turn answers in the conversation itself
+
+    async def stop(self, invocation: Invocation) -> str | None:
+        live = await self.live_session(invocation)
+        if isinstance(live, str):
+            return live
+        turn = live.renderer.turn
+        if turn is None:
+            return "Nothing is running."
+        try:
+            await live.chat.cancel(turn.turn_id)
+        except ConnectionError:
+            return SESSION_ENDED
+        return "⏹ Stopping the turn."
+
+    async def end(self, invocation: Invocation) -> str | None:
+        binding = await self._binding(invocation)
+        if isinstance(binding, str):
+            return binding
+        live = self.live.pop(binding.session_id, None)
+        if live is not None:
+            await live.close()
+        try:
+            await self.edge.end_session(binding.subject, binding.session_id)
+        except EdgeApiError as exc:
+            if exc.status not in (403, 404):  # already gone: ending it is done all the same
+                return refusal(exc)
+        await self.store.mark_ended(binding.session_id)
+        return f"Session `{binding.session_id}` ended."
+
+    async def pair(self, invocation: Invocation) -> str | None:
+        try:
+            answer = await self.edge.pairing_url(subject_of(invocation))
+        except EdgeApiError as exc:
+            return refusal(exc)
+        minutes = max(1, int(answer.get("expires_in", 900)) // 60)
+        return (
+            "On the machine you want to use, run:\n"
+            f"rawp client pair '{answer['pairing_url']}'\n"
+            f"then `rawp client`. The URL works once, for {minutes} minutes."
+        )
+
+    async def list_nodes(self, invocation: Invocation) -> str | None:
+        try:
+            nodes = await self.edge.list_nodes(subject_of(invocation))
+        except EdgeApiError as exc:
+            return refusal(exc)
+        if not nodes:
+            return "You have no machines yet. Pair one with the pair command."
+        lines = ["Your machines:"]
+        for n in nodes:
+            count = n.get("active_sessions_count", 0)
+            lines.append(
+                f"• {n.get('device_name') or '?'} (`{n['node_id']}`) — {n.get('status', '?')}"
+                + (f", {count} session{'s' if count != 1 else ''}" if count else "")
+            )
+        return "\n".join(lines)
+
+    async def list_sessions(self, invocation: Invocation) -> str | None:
+        try:
+            sessions = await self.edge.list_sessions(subject_of(invocation))
+            names = {
+                n["node_id"]: n.get("device_name")
+                for n in await self.edge.list_nodes(subject_of(invocation))
+            }
+        except EdgeApiError as exc:
+            return refusal(exc)
+        if not sessions:
+            return "You have no open sessions."
+        lines = ["Your sessions:"]
+        for s in sessions:
+            device = names.get(s["node_id"]) or s["node_id"]
+            lines.append(
+                f"• `{s['session_id']}` — {s.get('agent_name', '?')} on {device}, "
+                f"{s.get('status', '?')}"
+            )
+        return "\n".join(lines)
+
+    # --- autocomplete ------------------------------------------------------------------------
+
+    async def suggest_nodes(self, invocation: Invocation, typed: str) -> list[Suggestion]:
+        try:
+            nodes = await self.edge.list_nodes(subject_of(invocation))
+        except EdgeApiError:
+            return []
+        text = typed.casefold()
+        return [
+            Suggestion(f"{_device(n)} ({n.get('status', '?')})", n["node_id"])
+            for n in nodes
+            if text in _folded(n, "device_name") or text in _folded(n, "node_id")
+        ]
+
+    async def suggest_agents(
+        self, invocation: Invocation, node: str | None, typed: str
+    ) -> list[Suggestion]:
+        text = typed.casefold()
+        names = [a for a in self.settings.agents if text in a.casefold()]
+        if typed and typed not in names:
+            names.append(typed)  # any agent the node's agents file names may be typed
+        return [Suggestion(a, a) for a in names]
+
+    async def search_files(self, invocation: Invocation, typed: str) -> list[FileCandidate]:
+        live = await self.live_session(invocation)
+        if isinstance(live, str):
+            return []
+        return await live.search_files(typed)
+
+    async def agent_commands(self, invocation: Invocation) -> list[Command]:
+        live = await self.live_session(invocation)
+        if isinstance(live, str):
+            return []
+        return live.renderer.commands.listing()
+
+    async def stale_choice(self, stale: StaleChoice) -> str | None:
+        """A button from before a restart (rule 4): answered through the session if it is
+        still open and the clicker is its owner; the agent ignores an answer it no longer
+        waits for."""
+        live = await self.live_session(stale.invocation)
+        if isinstance(live, str):
+            return live
+        try:
+            await live.answer_stale(stale.interaction_id, stale.choice)
+        except ConnectionError:
+            return SESSION_ENDED
+        return None
+
+    # --- for the console ---------------------------------------------------------------------
+
+    def conversation_session(self, conversation: ConversationRef) -> LiveSession | None:
+        for live in self.live.values():
+            if live.renderer.conversation == conversation:
+                return live
+        return None

@@ -1,0 +1,189 @@
+"""The gateway's REST connection to the master's Edge API (RAWP §9.1–§9.3, A-22).
+
+Rules:
+
+1. A gateway acts for many chat users. For each one it trades the edge service credential
+   (`RAWP_EDGE_SECRET`) for a short-lived user token (`POST /v1/edge/auth/token`, §9.1) with
+   the subject `platform:id` (`discord:123`, `slack:T1:U2`, `console:me`), keeps it, and asks
+   again a minute before it expires (E-AUTH-02: every call carries a valid token).
+2. A 401 on a call means the token died early (the master restarted with a new key, a clock
+   jump): the token is dropped, a new one fetched, and the call retried once.
+3. Every non-2xx answer becomes `EdgeApiError` with the master's §7.1 `error_code` and
+   `message`; an unreachable master is `EdgeApiError(0, "MASTER_UNREACHABLE", …)`. The secret
+   and tokens never appear in a log line or an error.
+4. `open_link` gives a session's `SessionLink` (gateway.edge_link): the edge WebSocket that
+   reconnects with fresh tickets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import aiohttp
+import orjson
+
+from rawp.clock import SYSTEM_CLOCK, Clock
+
+log = logging.getLogger(__name__)
+
+TOKEN_MARGIN_S = 60.0  # renew a user token this long before it expires (rule 1)
+REQUEST_TIMEOUT_S = 30.0  # creating a session waits for the client's session/init
+
+
+class EdgeApiError(Exception):
+    """The master refused a call, or could not be reached (status 0)."""
+
+    def __init__(self, status: int, error_code: str, message: str) -> None:
+        super().__init__(f"{error_code}: {message}")
+        self.status = status
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass
+class _Token:
+    value: str
+    expires_at: float  # clock.monotonic()
+
+
+class EdgeClient:
+    def __init__(
+        self,
+        master_url: str,
+        edge_secret: str,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> None:
+        if not edge_secret:
+            raise ValueError("the gateway needs the edge service credential (RAWP_EDGE_SECRET)")
+        self.master_url = master_url.rstrip("/")
+        self._secret = edge_secret
+        self._clock = clock
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._http: aiohttp.ClientSession | None = None
+        self._tokens: dict[str, _Token] = {}
+        self._token_locks: dict[str, asyncio.Lock] = {}
+
+    def __repr__(self) -> str:  # never the secret (rule 3)
+        return f"EdgeClient({self.master_url!r})"
+
+    @property
+    def http(self) -> aiohttp.ClientSession:
+        if self._http is None or self._http.closed:
+            self._http = aiohttp.ClientSession(timeout=self._timeout)
+        return self._http
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    # --- user tokens (rules 1 and 2) ---------------------------------------------------------
+
+    async def token(self, subject: str) -> str:
+        lock = self._token_locks.setdefault(subject, asyncio.Lock())
+        async with lock:  # one exchange per subject at a time, however many callers wait
+            held = self._tokens.get(subject)
+            if held is not None and self._clock.monotonic() < held.expires_at - TOKEN_MARGIN_S:
+                return held.value
+            status, body = await self._send(
+                "POST",
+                "/v1/edge/auth/token",
+                {"subject": subject},
+                authorization=f"Bearer {self._secret}",
+            )
+            if status != 200 or not isinstance(body, dict) or "access_token" not in body:
+                raise _error(status, body)
+            expires_in = float(body.get("expires_in") or 0)
+            self._tokens[subject] = _Token(
+                body["access_token"], self._clock.monotonic() + expires_in
+            )
+            return body["access_token"]
+
+    def forget_token(self, subject: str) -> None:
+        self._tokens.pop(subject, None)
+
+    async def call(self, subject: str, method: str, path: str, body: Any = None) -> Any:
+        """One Edge API call as `subject`; the decoded answer (None for 204)."""
+        for attempt in (1, 2):
+            token = await self.token(subject)
+            status, answer = await self._send(method, path, body, authorization=f"Bearer {token}")
+            if status == 401 and attempt == 1:
+                self.forget_token(subject)  # rule 2
+                continue
+            if 200 <= status < 300:
+                return answer
+            raise _error(status, answer)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send(
+        self, method: str, path: str, body: Any, *, authorization: str
+    ) -> tuple[int, Any]:
+        headers = {"Authorization": authorization}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            data = orjson.dumps(body)
+        try:
+            async with self.http.request(
+                method, self.master_url + path, data=data, headers=headers
+            ) as response:
+                raw = await response.read()
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise EdgeApiError(
+                0, "MASTER_UNREACHABLE", f"the master at {self.master_url} did not answer: {exc}"
+            ) from None
+        if not raw:
+            return status, None
+        try:
+            return status, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return status, {"message": raw[:200].decode(errors="replace")}
+
+    # --- the routes (docs/edge-api.md) ---------------------------------------------------------
+
+    async def list_nodes(self, subject: str) -> list[dict[str, Any]]:
+        return (await self.call(subject, "GET", "/v1/edge/nodes"))["nodes"]
+
+    async def create_session(
+        self, subject: str, node_id: str, agent_name: str, workspace_path: str | None = None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"agent_name": agent_name}
+        if workspace_path:
+            body["workspace_path"] = workspace_path
+        return await self.call(subject, "POST", f"/v1/edge/nodes/{quote(node_id)}/sessions", body)
+
+    async def list_sessions(self, subject: str) -> list[dict[str, Any]]:
+        return (await self.call(subject, "GET", "/v1/edge/sessions"))["sessions"]
+
+    async def end_session(self, subject: str, session_id: str) -> None:
+        await self.call(subject, "DELETE", f"/v1/edge/sessions/{quote(session_id)}")
+
+    async def new_ticket(self, subject: str, session_id: str) -> str:
+        """A-22: a fresh single-use `edge_ws_ticket` for the session."""
+        answer = await self.call(subject, "POST", f"/v1/edge/sessions/{quote(session_id)}/tickets")
+        return answer["edge_ws_ticket"]
+
+    async def pairing_url(self, subject: str) -> dict[str, Any]:
+        return await self.call(subject, "POST", "/v1/edge/pairing-urls")
+
+    def stream_url(self, session_id: str, ticket: str, last_message_id: str | None) -> str:
+        """`/v1/edge/ws/stream` with the ticket (never logged: it is a credential)."""
+        base = self.master_url.replace("https://", "wss://", 1).replace("http://", "ws://", 1)
+        query = {"ticket": ticket, "session_id": session_id}
+        if last_message_id:
+            query["last_message_id"] = last_message_id
+        return f"{base}/v1/edge/ws/stream?{urlencode(query)}"
+
+
+def _error(status: int, body: Any) -> EdgeApiError:
+    if isinstance(body, dict):
+        code = body.get("error_code") or f"HTTP_{status}"
+        return EdgeApiError(status, str(code), str(body.get("message") or code))
+    return EdgeApiError(status, f"HTTP_{status}", f"the master answered HTTP {status}")

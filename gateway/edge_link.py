@@ -1,0 +1,171 @@
+"""One session's edge WebSocket (RAWP §9.4), as the `FrameLink` a `ChatSession` reads.
+
+Rules:
+
+1. The socket is opened with a single-use ticket: the one `POST …/sessions` returned, or a
+   fresh one from `POST /v1/edge/sessions/{id}/tickets` (A-22) for every later connection.
+2. When the socket drops (network, master restart, 1013 "too slow", 1001 "going away") the link
+   reconnects with a new ticket and `last_message_id` = the last frame it delivered, so the
+   master replays what was missed (docs/edge-api.md). Waits between attempts grow from
+   `backoff_s` to `max_backoff_s`. A frame sent while the link is down waits for the
+   reconnect; control frames are de-duplicated by `message_id` on the master (E-WS-11), so one
+   resent after a cut is harmless.
+3. Frames are de-duplicated by `message_id` (dps-profile §8): a replayed frame, or a greeting
+   frame the master repeats on every connect, is delivered once.
+4. The link ends for good (`receive` → None) when the session is gone: a new ticket is refused
+   with 404 (TERMINATED sessions are unknown to the Edge API) or 403, or `close()` was called.
+   A frame that does not parse is logged and skipped; the socket stays up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+
+import aiohttp
+
+from gateway.edge_client import EdgeApiError, EdgeClient
+from rawp.frames import SUBPROTOCOLS, Frame, FrameError, dump_frame, parse_frame
+
+log = logging.getLogger(__name__)
+
+GONE = (403, 404)  # a new ticket refused with these: the session has ended (rule 4)
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+
+class SessionLink:
+    def __init__(
+        self,
+        edge: EdgeClient,
+        subject: str,
+        session_id: str,
+        *,
+        ticket: str | None = None,
+        backoff_s: float = 0.2,
+        max_backoff_s: float = 10.0,
+        dedupe_window: int = 10_000,
+    ) -> None:
+        self.edge = edge
+        self.subject = subject
+        self.session_id = session_id
+        self._ticket = ticket
+        self._backoff = backoff_s
+        self._max_backoff = max_backoff_s
+        self._dedupe_window = dedupe_window
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._last_message_id: str | None = None
+        self._ws: aiohttp.ClientWebSocketResponse | None = None
+        self._connect_lock = asyncio.Lock()
+        self._closed = False
+        self._gone = False
+        self.connects = 0  # how many sockets this link has opened (tests, logs)
+
+    @property
+    def ended(self) -> bool:
+        return self._closed or self._gone
+
+    # --- FrameLink ---------------------------------------------------------------------------
+
+    async def send(self, frame: Frame) -> None:
+        text = dump_frame(frame)
+        while not self.ended:
+            ws = await self._socket()
+            if ws is None:
+                break
+            try:
+                await ws.send_str(text)
+                return
+            except (aiohttp.ClientError, ConnectionError, RuntimeError) as exc:
+                log.info("session %s: send failed (%s); reconnecting", self.session_id, exc)
+                await self._drop(ws)
+        raise ConnectionError(f"session {self.session_id} has ended")
+
+    async def receive(self) -> Frame | None:
+        while not self.ended:
+            ws = await self._socket()
+            if ws is None:
+                return None
+            message = await ws.receive()
+            if message.type in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
+                frame = self._accept(message.data)
+                if frame is not None:
+                    return frame
+                continue
+            # CLOSE / CLOSED / ERROR: the socket is done; reconnect unless the session is (rule 2)
+            log.info(
+                "session %s: edge socket closed (%s %s)",
+                self.session_id,
+                ws.close_code,
+                message.extra if isinstance(message.extra, str) else "",
+            )
+            await self._drop(ws)
+        return None
+
+    async def close(self) -> None:
+        self._closed = True
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await ws.close()
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _accept(self, data: str | bytes) -> Frame | None:
+        try:
+            frame = parse_frame(data, max_size=MAX_FRAME_BYTES)
+        except FrameError as exc:
+            log.warning("session %s: unreadable frame skipped: %s", self.session_id, exc)
+            return None
+        if frame.message_id in self._seen:
+            return None  # rule 3
+        self._seen[frame.message_id] = None
+        if len(self._seen) > self._dedupe_window:
+            self._seen.popitem(last=False)
+        if frame.type != "session.history":  # the master's own note is not a cursor
+            self._last_message_id = frame.message_id
+        return frame
+
+    async def _drop(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        if self._ws is ws:
+            self._ws = None
+        with contextlib.suppress(Exception):
+            await ws.close()
+
+    async def _socket(self) -> aiohttp.ClientWebSocketResponse | None:
+        """The open socket, connecting (and reconnecting with backoff) as needed."""
+        async with self._connect_lock:
+            wait = self._backoff
+            while not self.ended:
+                if self._ws is not None and not self._ws.closed:
+                    return self._ws
+                try:
+                    self._ws = await self._connect()
+                    return self._ws
+                except EdgeApiError as exc:
+                    if exc.status in GONE:
+                        log.info("session %s has ended: %s", self.session_id, exc.message)
+                        self._gone = True
+                        return None
+                    log.info("session %s: reconnect failed: %s", self.session_id, exc.message)
+                except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                    log.info("session %s: reconnect failed: %s", self.session_id, exc)
+                await asyncio.sleep(wait)
+                wait = min(self._max_backoff, wait * 2)
+            return None
+
+    async def _connect(self) -> aiohttp.ClientWebSocketResponse:
+        ticket, self._ticket = self._ticket, None
+        if ticket is None:
+            ticket = await self.edge.new_ticket(self.subject, self.session_id)  # rule 1
+        url = self.edge.stream_url(self.session_id, ticket, self._last_message_id)
+        try:
+            ws = await self.edge.http.ws_connect(
+                url, protocols=SUBPROTOCOLS, max_msg_size=MAX_FRAME_BYTES, heartbeat=30.0
+            )
+        except aiohttp.WSServerHandshakeError as exc:
+            # 401: the ticket was spent or expired → the next attempt asks for a new one.
+            raise EdgeApiError(exc.status, f"HTTP_{exc.status}", "edge socket refused") from None
+        self.connects += 1
+        return ws
