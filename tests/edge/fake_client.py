@@ -117,6 +117,10 @@ class FakeClient:
         """Send `text` to the master as this session's client, exactly as given."""
         await self.sessions[session_id].sockets[-1].send_str(text)
 
+    async def drop(self, session_id: str) -> None:
+        """Close the session's socket from the client's side, as a blip would."""
+        await self.sessions[session_id].sockets[-1].close()
+
     async def wait_received(self, session_id: str, count: int) -> list[str]:
         session = self.sessions[session_id]
         async with asyncio.timeout(10):

@@ -222,3 +222,29 @@ async def test_unregistering_the_node_ends_its_sessions_and_closes_their_sockets
         assert "Disconnect" in type(closed.value).__name__
     assert await edge_master.call(ALICE, "GET", "/v1/edge/sessions") == (200, {"sessions": []})
     assert await edge_master.call(ALICE, "GET", "/v1/edge/nodes") == (200, {"nodes": []})
+
+
+async def test_the_master_reattaches_after_its_last_relayed_frame(edge_master, fake_client):
+    _, sid, ticket = await _session(edge_master, fake_client)
+    async with edge_master.websocket(sid, ticket) as ws:
+        await _greeted(ws)
+        first, second, third = (
+            frame("agent.text.delta", {"content_index": 0, "text": t}, sid) for t in "abc"
+        )
+        for text in (first, second):
+            await fake_client.push(sid, text)
+            assert await ws.receive() == text
+        await fake_client.drop(sid)  # the client's side of the link goes away
+        during = frame("control.prompt.cancel", {}, sid)
+        await ws.send(during)  # sent while the master is reattaching: kept, then delivered
+        received = await fake_client.wait_received(sid, 1)
+        assert received == [during]
+        reattach = fake_client.init_bodies[-1]
+        assert reattach["reattach"] is True
+        assert reattach["last_message_id"] == orjson.loads(second)["message_id"]
+        assert len(fake_client.sessions[sid].sockets) == 2
+        # The new socket's greeting is not sent again; the stream goes on where it was.
+        await fake_client.push(sid, third)
+        assert await ws.receive() == third
+    status, listed = await edge_master.call(ALICE, "GET", "/v1/edge/sessions?status=RUNNING")
+    assert status == 200 and [s["session_id"] for s in listed["sessions"]] == [sid]
