@@ -88,3 +88,17 @@ async def test_the_replay_ring_is_bounded_and_finds_cursors():
     relay.remember_greeting("s", "tool.catalog.publish", "cat")
     relay.remember_greeting("s", "session.capabilities", "caps")
     assert relay.greeting("s") == ["caps", "cat"]
+
+
+def test_control_ids_are_remembered_within_a_bounded_window():
+    from master.edge.live import LiveSession
+    from rawp.config import DEFAULT_LIMITS
+
+    live = LiveSession("s", "n", "u", "demo", DEFAULT_LIMITS, dedupe_window=3)
+    assert [live.claim_control(i) for i in ("a", "b", "a", "c", "d")] == [
+        True, True, False, True, True,
+    ]  # fmt: skip
+    assert len(live._controls) == 3  # "a" was the oldest and is forgotten
+    assert live.claim_control("a") and not live.claim_control("d")
+    live.release_control("d")  # undelivered: may come again
+    assert live.claim_control("d")
