@@ -8,8 +8,11 @@ Rules:
    reconnects with a new ticket and `last_message_id` = the last frame it delivered, so the
    master replays what was missed (docs/edge-api.md). Waits between attempts grow from
    `backoff_s` to `max_backoff_s`. A frame sent while the link is down waits for the
-   reconnect; control frames are de-duplicated by `message_id` on the master (E-WS-11), so one
-   resent after a cut is harmless.
+   reconnect. A frame written just before a socket dropped may never have arrived (a write
+   into a dying socket does not fail), so frames sent in the last `RESEND_WINDOW_S` seconds
+   before a drop are sent again on the new socket: the master de-duplicates control frames by
+   `message_id` within the session (E-WS-11, A-25), so one that did arrive is not run twice.
+   The window is short because a master that restarted has forgotten those ids.
 3. Frames are de-duplicated by `message_id` (dps-profile §8): a replayed frame, or a greeting
    frame the master repeats on every connect, is delivered once.
 4. The link ends for good (`receive` → None) when the session is gone: a new ticket is refused
@@ -22,17 +25,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 
 import aiohttp
 
 from gateway.edge_client import EdgeApiError, EdgeClient
+from rawp.clock import SYSTEM_CLOCK, Clock
 from rawp.frames import SUBPROTOCOLS, Frame, FrameError, dump_frame, parse_frame
 
 log = logging.getLogger(__name__)
 
 GONE = (403, 404)  # a new ticket refused with these: the session has ended (rule 4)
 MAX_FRAME_BYTES = 16 * 1024 * 1024
+RESEND_WINDOW_S = 5.0
+RESEND_MAX = 64
 
 
 class SessionLink:
@@ -46,6 +52,7 @@ class SessionLink:
         backoff_s: float = 0.2,
         max_backoff_s: float = 10.0,
         dedupe_window: int = 10_000,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.edge = edge
         self.subject = subject
@@ -58,6 +65,8 @@ class SessionLink:
         self._last_message_id: str | None = None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._connect_lock = asyncio.Lock()
+        self._clock = clock
+        self._recent: deque[tuple[float, str]] = deque(maxlen=RESEND_MAX)  # (sent at, text)
         self._closed = False
         self._gone = False
         self.connects = 0  # how many sockets this link has opened (tests, logs)
@@ -76,6 +85,7 @@ class SessionLink:
                 break
             try:
                 await ws.send_str(text)
+                self._recent.append((self._clock.monotonic(), text))
                 return
             except (aiohttp.ClientError, ConnectionError, RuntimeError) as exc:
                 log.info("session %s: send failed (%s); reconnecting", self.session_id, exc)
@@ -142,6 +152,7 @@ class SessionLink:
                     return self._ws
                 try:
                     self._ws = await self._connect()
+                    await self._resend(self._ws)
                     return self._ws
                 except EdgeApiError as exc:
                     if exc.status in GONE:
@@ -154,6 +165,15 @@ class SessionLink:
                 await asyncio.sleep(wait)
                 wait = min(self._max_backoff, wait * 2)
             return None
+
+    async def _resend(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        """Rule 2: what went out just before the last drop goes out again."""
+        since = self._clock.monotonic() - RESEND_WINDOW_S
+        recent = [text for sent_at, text in self._recent if sent_at >= since]
+        self._recent.clear()
+        for text in recent:
+            await ws.send_str(text)
+            self._recent.append((self._clock.monotonic(), text))
 
     async def _connect(self) -> aiohttp.ClientWebSocketResponse:
         ticket, self._ticket = self._ticket, None
