@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from client.agents.acp import AcpAgent
 from client.agents.base import Agent, AgentSpec
 from client.agents.claude_code import ClaudeCodeAgent
 from client.agents.openai import OpenAIAgent
@@ -36,6 +37,7 @@ KINDS: dict[str, type[Agent]] = {
     "script": ScriptAgent,
     "openai": OpenAIAgent,
     "claude-code": ClaudeCodeAgent,
+    "acp": AcpAgent,
 }
 
 

@@ -90,7 +90,10 @@ class FakeAnthropic:
             return web.json_response(body, status=status, headers={"x-should-retry": "false"})
         if not body.get("stream"):
             return web.json_response(_message(body, turn))
-        return await self._stream(request, body, turn)
+        try:
+            return await self._stream(request, body, turn)
+        except ConnectionError:  # the agent hung up mid-stream (interrupted, killed)
+            return web.Response(status=499)
 
     async def _stream(self, request: web.Request, body: dict, turn: Turn) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})

@@ -13,8 +13,16 @@ import pytest
 
 from tests.agents.conftest import model_env
 from tests.agents.fake_anthropic import FakeAnthropic, Turn, text, thinking, tool_use
-from tests.agents.wire import kinds, of, open_session, send_prompt, stop_reason, write_agents_file
-from tests.client.harness import frame, recv, recv_until, running_client
+from tests.agents.wire import (
+    drive,
+    kinds,
+    of,
+    open_session,
+    send_prompt,
+    stop_reason,
+    write_agents_file,
+)
+from tests.client.harness import frame, recv_until, running_client
 
 
 def inline_table(values: dict[str, str]) -> str:
@@ -32,29 +40,6 @@ async def live(tmp_path, node_agents):
         )
         async with running_client(tmp_path, agents_file=path) as client:
             yield client, fake
-
-
-async def drive(ws, sid: str, prompt: str, answers: list[str] = (), wait: float = 90) -> list[dict]:
-    """One turn; each approval request is answered with the next of `answers`, in order."""
-    answers = list(answers)
-    await send_prompt(ws, sid, prompt)
-    frames = []
-    while True:
-        frames.append(await recv(ws, wait))
-        if frames[-1]["type"] == "agent.interaction.request":
-            assert answers, f"an approval nobody expected: {frames[-1]['payload']}"
-            reply = {
-                "interaction_id": frames[-1]["payload"]["interaction_id"],
-                "option_id": answers.pop(0),
-            }
-            await ws.send(
-                frame(
-                    "control.interaction.response", reply, sid, parent_id=frames[-1]["message_id"]
-                )
-            )
-        if frames[-1]["type"] == "session.turn.end":
-            assert not answers, f"approvals never asked: {answers}"
-            return frames
 
 
 async def test_plain_answer_with_thinking_commands_and_usage(live):

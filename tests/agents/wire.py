@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +50,31 @@ def of(frames: list[dict[str, Any]], type: str) -> list[dict[str, Any]]:
 def stop_reason(frames: list[dict[str, Any]]) -> str:
     assert frames[-1]["type"] == "session.turn.end"
     return frames[-1]["payload"]["stop_reason"]
+
+
+async def drive(
+    ws, sid: str, prompt: str, answers: Sequence[str] = (), wait: float = 90, refs=None
+) -> list[dict]:
+    """One turn; each approval request is answered with the next of `answers`, in order."""
+    answers = list(answers)
+    await send_prompt(ws, sid, prompt, refs)
+    frames = []
+    while True:
+        frames.append(await recv(ws, wait))
+        if frames[-1]["type"] == "agent.interaction.request":
+            assert answers, f"an approval nobody expected: {frames[-1]['payload']}"
+            ask = frames[-1]["payload"]
+            wanted = answers.pop(0)  # an option_id, or the start of an option kind
+            option = next(
+                (o for o in ask["options"] if o["option_id"] == wanted),
+                None,
+            ) or next(o for o in ask["options"] if (o.get("kind") or "").startswith(wanted))
+            reply = {"interaction_id": ask["interaction_id"], "option_id": option["option_id"]}
+            await ws.send(
+                frame(
+                    "control.interaction.response", reply, sid, parent_id=frames[-1]["message_id"]
+                )
+            )
+        if frames[-1]["type"] == "session.turn.end":
+            assert not answers, f"approvals never asked: {answers}"
+            return frames

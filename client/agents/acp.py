@@ -1,0 +1,382 @@
+"""The `acp` agent kind: any agent that speaks the Agent Client Protocol over stdio.
+
+Gemini CLI (`gemini --experimental-acp`), the Claude Code and Codex ACP adapters, … The
+agents file names the command (`command`, argv), optional `env` and an `install_hint` shown
+when the command is missing. The `agent-client-protocol` package is the client side:
+
+* first prompt: the agent is started in the workspace (its own process group), `initialize`
+  (we offer `fs.readTextFile`/`fs.writeTextFile`, no terminal), then `session/new` with the
+  workspace as `cwd`;
+* each prompt: `session/prompt` with a text block and one `resource_link` per referenced file
+  (DPS §16.3; the token's place keeps its `display_path`, A-32); `session/update`
+  notifications become DPS events (`acp_updates`); the answer's `stopReason` ends the turn;
+* `session/request_permission` → `agent.interaction.request` with the agent's own options;
+  the user's choice goes back as `selected`, a cancel as `cancelled`;
+* `control.prompt.cancel` → `session/cancel`; an agent that does not answer within the grace
+  period is ended (SIGTERM, SIGKILL);
+* `fs/read_text_file` and `fs/write_text_file` are served only inside the workspace (§7.2).
+
+A missing command or a crash ends the turn with `agent.error` (`fatal`); the next prompt starts
+the agent again, in a new ACP session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp.client.connection import ClientSideConnection
+from acp.helpers import resource_link_block
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    Implementation,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    WriteTextFileResponse,
+)
+
+from client.agents.acp_updates import AcpTurn
+from client.agents.base import Agent, Prompt, Reference
+from client.process import spawn, terminate_group
+from rawp.clock import new_id
+from rawp.events import InteractionResponse, StopReason
+from rawp.fileref import FileToken, Part, to_literal
+
+STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+
+
+def check_settings(settings: dict[str, Any]) -> None:
+    command = settings.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
+        raise ValueError("`command` must be a non-empty list of strings (the agent's argv)")
+    env = settings.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise ValueError("`env` must be a table of strings")
+
+
+class _Client:
+    """What the agent may ask of us (the ACP `Client` interface)."""
+
+    def __init__(self, agent: AcpAgent) -> None:
+        self.agent = agent
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        turn = self.agent.turn
+        if turn is not None:
+            await turn.update(update)
+        elif type(update).__name__ == "AvailableCommandsUpdate":
+            self.agent.early_updates.append(update)  # sent before the first prompt
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **_: Any
+    ) -> RequestPermissionResponse:
+        return await self.agent.ask(tool_call, options)
+
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **_: Any,
+    ) -> ReadTextFileResponse:
+        text = self.agent.confined(path).read_text(errors="replace")
+        if line is not None or limit is not None:
+            lines = text.splitlines(keepends=True)
+            start = max(0, (line or 1) - 1)
+            text = "".join(lines[start : start + limit if limit else None])
+        return ReadTextFileResponse(content=text)
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **_: Any
+    ) -> WriteTextFileResponse:
+        target = self.agent.confined(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+        return WriteTextFileResponse()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    def on_connect(self, conn: Any) -> None:
+        return None
+
+
+class AcpAgent(Agent):
+    kind = "acp"
+    check_settings = staticmethod(check_settings)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        check_settings(self.spec.settings)
+        self.settings = self.spec.settings
+        self.turn: AcpTurn | None = None
+        self.early_updates: list[Any] = []
+        self._proc: asyncio.subprocess.Process | None = None
+        self._conn: ClientSideConnection | None = None
+        self._acp_session: str | None = None
+        self._asks: dict[str, tuple[asyncio.Future, dict[str, str]]] = {}
+        self._stderr: list[str] = []
+        self._cancelled = False
+        self._turn_over = asyncio.Event()
+        self._turn_over.set()
+        self.cost_total = 0.0
+
+    def convert(
+        self,
+        message_id: str,
+        parts: Sequence[Part],
+        references: Sequence[Reference],
+        input_type: str,
+    ) -> Prompt:
+        by_id = {ref.ref_id: ref for ref in references}
+        files: list[str] = []
+        for part in parts:
+            ref = by_id.get(part.ref_id) if isinstance(part, FileToken) else None
+            if ref is not None and ref.path is not None and ref.path not in files:
+                files.append(ref.path)
+        return Prompt(message_id, to_literal(parts), tuple(files), input_type)
+
+    def confined(self, path: str) -> Path:
+        """A path the agent named, if it is inside the workspace (RAWP §7.2)."""
+        root = self.workspace.resolve()
+        target = (root / path).resolve()
+        if not target.is_relative_to(root):
+            raise RequestError.invalid_params({"path": path, "reason": "outside the workspace"})
+        return target
+
+    # --- the process -------------------------------------------------------------------------
+
+    async def _ensure(self) -> str | None:
+        if self._proc is not None and self._proc.returncode is None and self._acp_session:
+            return None
+        await self._stop()
+        command = self.settings["command"]
+        binary = shutil.which(command[0]) if os.sep not in command[0] else command[0]
+        hint = (
+            self.settings.get("install_hint") or f"install the agent that provides {command[0]!r}"
+        )
+        if binary is None or not os.access(binary, os.X_OK):
+            return f"the ACP agent command {command[0]!r} was not found; {hint}"
+        env = {**os.environ, **self.settings.get("env", {})}
+        try:
+            proc = self._proc = await spawn([binary, *command[1:]], cwd=self.workspace, env=env)
+        except OSError as exc:
+            return f"cannot start {command[0]!r}: {exc.strerror or exc}; {hint}"
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self._stderr = []
+        self._stderr_task = asyncio.create_task(self._read_stderr(proc.stderr))
+        self._conn = ClientSideConnection(_Client(self), proc.stdin, proc.stdout)
+        try:
+            await self._until_exit(
+                self._conn.initialize(
+                    protocol_version=PROTOCOL_VERSION,
+                    client_capabilities=ClientCapabilities(
+                        fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                        terminal=False,
+                    ),
+                    client_info=Implementation(name="rawp-client", version="0.1.0"),
+                ),
+                float(self.settings.get("startup_timeout", 60)),
+            )
+            session = await self._until_exit(
+                self._conn.new_session(cwd=str(self.workspace), mcp_servers=[]),
+                float(self.settings.get("startup_timeout", 60)),
+            )
+        except (ConnectionError, RequestError, TimeoutError) as exc:
+            await self._stop()
+            return f"the ACP agent did not start ({type(exc).__name__} {exc}): {self._tail()}"
+        self._acp_session = session.session_id
+        return None
+
+    async def _until_exit(self, work: Any, limit: float | None = None) -> Any:
+        """Await `work`, but raise ConnectionError as soon as the agent process exits."""
+        proc = self._proc
+        assert proc is not None
+        task = asyncio.ensure_future(work)
+        exited = asyncio.ensure_future(proc.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {task, exited}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            exited.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        if not done:
+            raise TimeoutError("no answer")
+        raise ConnectionError(f"the agent exited with status {proc.returncode}")
+
+    async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:
+        async for raw in stderr:
+            self._stderr = [*self._stderr[-19:], raw.decode(errors="replace").rstrip()]
+
+    def _tail(self) -> str:
+        return " | ".join(line for line in self._stderr if line)[-1000:] or "no output"
+
+    # --- one turn -----------------------------------------------------------------------------
+
+    async def prompt(self, prompt: Prompt) -> StopReason:
+        self._cancelled = False
+        self._turn_over.clear()
+        problem = await self._ensure()
+        turn = self.turn = AcpTurn(
+            self.emit, cost_so_far=self.cost_total, workspace=self.workspace.resolve()
+        )
+        try:
+            if problem is not None:
+                await self._fatal("AGENT_START_FAILED", problem)
+                return "error"
+            for update in self.early_updates:
+                await turn.update(update)
+            self.early_updates = []
+            await turn.set_state("thinking")
+            blocks: list[Any] = [text_block(prompt.text)]
+            for path in prompt.files:
+                target = self.workspace / path
+                blocks.append(resource_link_block(target.name, target.resolve().as_uri()))
+            assert self._conn is not None and self._acp_session is not None
+            try:
+                answer = await self._until_exit(
+                    self._conn.prompt(session_id=self._acp_session, prompt=blocks)
+                )
+            except ConnectionError:
+                status = self._proc.returncode if self._proc else None
+                await self._stop()
+                if self._cancelled:
+                    await turn.finish("cancelled", None)
+                    return "cancelled"
+                await self._fatal(
+                    "AGENT_EXITED",
+                    f"the ACP agent exited (status {status}) during the turn: {self._tail()}; "
+                    "the next prompt starts it again",
+                )
+                await turn.finish("error", None)
+                return "error"
+            except RequestError as exc:
+                await self.emit(
+                    "agent.error",
+                    {
+                        "code": "AGENT_ERROR",
+                        "message": f"{exc} {exc.data or ''}".strip()[:2000],
+                        "severity": "error",
+                    },
+                )
+                await turn.finish("error", None)
+                return "error"
+            stop = answer.stop_reason if answer.stop_reason in STOP_REASONS else "end_turn"
+            if self._cancelled:
+                stop = "cancelled"
+            await turn.finish(stop, answer.usage)
+            self.cost_total = turn.cost_total
+            return stop  # type: ignore[return-value]
+        finally:
+            self.turn = None
+            self._turn_over.set()
+            for future, _ in self._asks.values():
+                if not future.done():
+                    future.set_result(None)
+            self._asks.clear()
+
+    # --- approvals ----------------------------------------------------------------------------
+
+    async def ask(self, tool_call: Any, options: list[Any]) -> RequestPermissionResponse:
+        turn = self.turn
+        if turn is None or self._cancelled:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        call = tool_call.model_dump(by_alias=True, exclude_none=True, mode="json")
+        interaction_id = new_id()
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        by_id = {o.option_id: o.kind for o in options}
+        self._asks[interaction_id] = (future, by_id)
+        await turn.blocks.close()
+        if call.get("toolCallId") and call["toolCallId"] not in turn.calls:
+            await turn.update(_as_start(tool_call))
+        await turn.announce(call.get("toolCallId"))
+        await turn.set_state("awaiting_input")
+        payload = {
+            "interaction_id": interaction_id,
+            "kind": "approval",
+            "prompt": f"Allow {call.get('title') or 'this tool call'}?",
+            "options": [
+                {"option_id": o.option_id, "label": o.name, "kind": o.kind} for o in options
+            ],
+        }
+        if call.get("toolCallId"):
+            payload["invocation_id"] = call["toolCallId"]
+        await self.emit("agent.interaction.request", payload)
+        option_id = await future
+        if option_id is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        await turn.set_state("tool_calling")
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(option_id=option_id, outcome="selected")
+        )
+
+    async def respond(self, response: InteractionResponse) -> None:
+        entry = self._asks.pop(response.interaction_id, None)
+        if entry is None:
+            return
+        future, options = entry
+        if not future.done():
+            # An option the agent did not offer is read as its first "reject" option.
+            choice = response.option_id
+            if choice not in options:
+                choice = next((o for o, k in options.items() if k.startswith("reject")), None)
+            future.set_result(choice)
+
+    async def cancel(self) -> None:
+        if self._turn_over.is_set():
+            return
+        self._cancelled = True
+        for future, _ in self._asks.values():
+            if not future.done():
+                future.set_result(None)
+        if self._conn is not None and self._acp_session is not None:
+            with contextlib.suppress(Exception):
+                await self._conn.cancel(session_id=self._acp_session)
+        try:
+            await asyncio.wait_for(self._turn_over.wait(), max(self.kill_grace, 5.0))
+        except TimeoutError:
+            await self._stop()  # the agent ignored session/cancel
+
+    async def _stop(self) -> None:
+        conn, self._conn = self._conn, None
+        proc, self._proc = self._proc, None
+        self._acp_session = None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), 2)
+        if proc is not None:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            await terminate_group(proc, self.kill_grace)
+
+    async def close(self) -> None:
+        await self._stop()
+
+    async def _fatal(self, code: str, message: str) -> None:
+        await self.emit(
+            "agent.error",
+            {"code": code, "message": message, "severity": "fatal", "retryable": False},
+        )
+
+
+def _as_start(tool_call: Any) -> dict[str, Any]:
+    data = tool_call.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return {**data, "sessionUpdate": "tool_call", "title": data.get("title") or "tool"}
