@@ -48,7 +48,6 @@ async def test_plain_answer_with_thinking_and_commands(live):
     fake.script.append(Turn([thinking("Greeting."), text("Hello from ACP")]))
     sid, ws = await open_session(client, "acp")
     frames = await drive(ws, sid, "hi")
-    print(json.dumps([(f["type"], f["payload"]) for f in frames])[:3000])
     sequence = kinds(frames, drop_deltas=True)
     assert sequence[0] == "session.turn.start" and sequence[-1] == "session.turn.end"
     assert sequence.index("agent.thinking.done") < sequence.index("agent.text.done")
@@ -134,7 +133,6 @@ async def test_a_model_error_is_an_agent_error(live):
     fake.script.append(Turn(error=(400, "invalid_request_error", "prompt is too long")))
     sid, ws = await open_session(client, "acp")
     frames = await drive(ws, sid, "a huge prompt")
-    print(json.dumps([(f["type"], f["payload"]) for f in frames])[:3000])
     errors = of(frames, "agent.error")
     assert errors and errors[0]["severity"] in ("error", "fatal")
     assert stop_reason(frames) == "error"
