@@ -92,13 +92,16 @@ class DataPlane:
             log.warning("session %s: the client sent an unreadable frame; dropped", live.id)
             return None
         if kind == "session.usage":
-            await self.usage.record(
-                message_id=message_id,
-                session_id=live.id,
-                node_id=live.node_id,
-                user_id=live.user_id,
-                payload=envelope.get("payload"),
-            )
+            try:
+                await self.usage.record(
+                    message_id=message_id,
+                    session_id=live.id,
+                    node_id=live.node_id,
+                    user_id=live.user_id,
+                    payload=envelope.get("payload"),
+                )
+            except Exception:  # the bookkeeping failing must not stop the stream
+                log.exception("session %s: could not record a session.usage", live.id)
         elif kind == "agent.error":
             payload = envelope.get("payload")
             if isinstance(payload, dict) and payload.get("severity") == "fatal":
@@ -169,5 +172,8 @@ class DataPlane:
         live.last_activity = now
         if now - live.activity_written >= ACTIVITY_WRITE_INTERVAL:
             live.activity_written = now
-            async with self._db.begin() as conn:
-                await store.touch_session(conn, live.id, self._clock.now())
+            try:
+                async with self._db.begin() as conn:
+                    await store.touch_session(conn, live.id, self._clock.now())
+            except Exception:  # only bookkeeping: the frame has gone through already
+                log.exception("session %s: could not store last_activity_at", live.id)
