@@ -304,7 +304,7 @@ class ClaudeCodeAgent(Agent):
         return await turn.finish(None, cancelled=False)
 
     async def _publish_commands(self) -> None:
-        if self._commands is None or self._commands == self._published:
+        if self._commands is None or self._commands == (self._published or []):
             return
         self._published = self._commands
         commands = [

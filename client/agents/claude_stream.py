@@ -132,6 +132,7 @@ class ClaudeTurn:
             elif parent or synthetic or message_id in self.streamed:
                 continue
             elif kind in ("text", "thinking"):
+                await self.set_state("thinking")
                 await self.blocks.delta(kind, block.get(kind, ""))
                 await self.blocks.close()
             elif kind == "redacted_thinking":
