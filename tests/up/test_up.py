@@ -1,0 +1,98 @@
+"""`rawp up` as a newcomer runs it: one process, prompts piped in, turns printed, exit 0.
+
+The command is the README's (`rawp up`, run as `python -m rawp.cli up` like every process test),
+started in an empty directory with no platform tokens, so the console platform is used.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import psutil
+
+from client.demo_agent import answer_text
+from gateway.chunker import split_markdown
+from tests.support import Processes
+
+NO_PLATFORMS = {"DISCORD_BOT_TOKEN": "", "SLACK_BOT_TOKEN": "", "RAWP_PLATFORM": ""}
+LONG_PROMPT = "write something long"
+APPROVE_PROMPT = "please approve this"
+
+
+def fences_balanced(chunk: str) -> bool:
+    return sum(1 for line in chunk.splitlines() if line.startswith("```")) % 2 == 0
+
+
+def run_up(processes: Processes, tmp_path, stdin: str, *extra: str) -> tuple[int, str, str]:
+    workspace = tmp_path / "project"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "main.py").write_text("print('hello')\n")
+    proc = processes.rawp(
+        "up", "--state-dir", str(tmp_path / "state"), *extra,
+        env=NO_PLATFORMS, cwd=workspace,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    out, err = proc.communicate(stdin.encode(), timeout=180)
+    return proc.returncode, out.decode(), err.decode()
+
+
+def agents_running_in(path) -> list[str]:
+    left = []
+    for process in psutil.process_iter(["cmdline", "cwd"]):
+        try:
+            if process.info["cwd"] and str(path) in process.info["cwd"]:
+                left.append(" ".join(process.info["cmdline"] or []))
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return left
+
+
+def test_two_piped_prompts_print_both_turns_and_exit_zero(processes, tmp_path):
+    code, out, err = run_up(processes, tmp_path, f"{LONG_PROMPT}\n{APPROVE_PROMPT}\n1\n")
+    assert code == 0, f"stdout:\n{out}\nstderr:\n{err}"
+    assert "development mode (--dev) on loopback" in err
+    assert "▶️ demo on" in out
+
+    # Turn 1: the tool line, then the long answer sent as several messages, each within the
+    # limit with its code fences balanced, printed one after the other.
+    first_tool = out.index("✅ Edit (")
+    chunks = split_markdown(answer_text(LONG_PROMPT, [], "text"), 2000)
+    assert len(chunks) >= 3
+    assert all(len(c) <= 2000 and fences_balanced(c) for c in chunks)
+    long_at = out.index("\n".join(chunks))
+    assert first_tool < long_at
+    assert "## Part 9" in out and "```python" in out
+
+    # Turn 2: the numbered approval prompt, answered "1" from stdin, and the agent's report.
+    question = out.index("❓ Apply the change to the workspace?", long_at)
+    assert "  [1] Allow once\n  [2] Deny\n" in out[question:]
+    answered = out.index("Answered: Allow once", question)
+    reported = out.index("You chose: allow", answered)
+    assert out.index(f'You said: "{APPROVE_PROMPT}"') > reported
+    assert out.count("✅ done") == 2
+    assert agents_running_in(tmp_path / "project") == []  # the agent ended with the session
+
+
+def test_a_second_run_reuses_the_state_and_the_flags_choose_the_workspace(processes, tmp_path):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "notes.md").write_text("# notes\n")
+    first = run_up(processes, tmp_path, "hello\n")
+    assert first[0] == 0, first
+    code, out, err = run_up(processes, tmp_path, "and again\n", "--workspace", str(other))
+    assert code == 0, f"stdout:\n{out}\nstderr:\n{err}"
+    assert f"in {other}" in err
+    assert 'You said: "and again"' in out
+    assert (tmp_path / "state" / "master").is_dir() and (tmp_path / "state" / "client").is_dir()
+
+
+def test_empty_input_ends_the_session_at_once(processes, tmp_path):
+    code, out, err = run_up(processes, tmp_path, "")
+    assert code == 0, err
+    assert "▶️ demo on" in out and "You said" not in out
+
+
+def test_a_missing_workspace_is_a_clear_error(processes, tmp_path):
+    code, _, err = run_up(processes, tmp_path, "", "--workspace", str(tmp_path / "nope"))
+    assert code == 2
+    assert "no such directory" in err and "Traceback" not in err
