@@ -1,9 +1,9 @@
 """The README's self-host steps, one process each, on loopback with `--dev`:
 
-    RAWP_EDGE_SECRET=… rawp master --dev
-    rawp master --dev pairing-url --user console:local    → a pairing URL
-    rawp client --dev pair '<url>' && rawp client --dev
-    RAWP_EDGE_SECRET=… rawp gateway --platform console     → one turn from stdin
+RAWP_EDGE_SECRET=… rawp master --dev
+rawp master --dev pairing-url --user console:local    → a pairing URL
+rawp client --dev pair '<url>' && rawp client --dev
+RAWP_EDGE_SECRET=… rawp gateway --platform console     → one turn from stdin
 """
 
 from __future__ import annotations
