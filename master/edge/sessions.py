@@ -129,6 +129,7 @@ class EdgeSessions:
         self._adopt(live, link)
         await self._config.set_session_status(live.id, SessionState.RUNNING)
         ticket = await self._tickets.issue(live.id, user.id)
+        log.info("session %s: started on node %s for %s", live.id, node_id, user.id)
         pinned = started.pinned
         return {
             "session_id": live.id,
@@ -225,6 +226,7 @@ class EdgeSessions:
         live = self.live.get(row.id) or _detached(row, self._settings.dedupe_window)
         await self._forget(live, SessionState.TERMINATED, NORMAL, "session terminated")
         await self._end_on_client(live)
+        log.info("session %s: ended by %s", live.id, user.id)
 
     async def new_ticket(self, user: EdgeUser, session_id: str) -> dict[str, Any]:
         """A-22: a fresh single-use ticket, for a reconnect or a second device."""

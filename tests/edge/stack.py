@@ -45,6 +45,7 @@ class Stack:
     client_port: int
     proxy: CuttableProxy
     client_state: Path
+    master_log: Path
     client_proc: Any = None
     node_id: str | None = None
 
@@ -142,7 +143,11 @@ def start_stack(processes: Processes, tmp: Path, subject: str) -> Stack:
     (workspace / "src" / "app.py").write_text("print('hi')\n")
     (workspace / "README.md").write_text("# demo\n")
     master_args = ["master", "--dev", "--port", str(master_port), "--state-dir", str(tmp / "m")]
-    master = processes.rawp(*master_args, env={"RAWP_EDGE_SECRET": EDGE_SECRET})
+    # The master's output goes to a file: nothing drains a pipe, and tests read what it logged.
+    master_log = tmp / "master.log"
+    master = processes.rawp(
+        *master_args, env={"RAWP_EDGE_SECRET": EDGE_SECRET}, stdout=master_log.open("ab")
+    )
     master_url = f"http://127.0.0.1:{master_port}"
     wait_for_http(f"{master_url}/v1/edge/nodes", proc=master, timeout=30)
     proxy = CuttableProxy(client_port)
@@ -168,6 +173,7 @@ def start_stack(processes: Processes, tmp: Path, subject: str) -> Stack:
         client_port=client_port,
         proxy=proxy,
         client_state=client_state,
+        master_log=master_log,
     )
 
 

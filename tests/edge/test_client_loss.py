@@ -96,7 +96,11 @@ async def test_a_restarted_master_reattaches_its_sessions_when_an_edge_returns(r
     assert master.wait(timeout=30) == 0
     await asyncio.wait_for(ws.wait_closed(), 10)  # the edge learns at once, and comes back
 
-    again = stack.processes.rawp(*stack.master_args, env={"RAWP_EDGE_SECRET": EDGE_SECRET})
+    again = stack.processes.rawp(
+        *stack.master_args,
+        env={"RAWP_EDGE_SECRET": EDGE_SECRET},
+        stdout=stack.master_log.open("ab"),
+    )
     wait_for_http(f"{stack.master_url}/v1/edge/nodes", proc=again, timeout=30)
     async with edge_for(stack.master_url, OWNER) as edge:
         status, listed = await edge.call("GET", "/v1/edge/sessions")

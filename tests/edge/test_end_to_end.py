@@ -251,3 +251,19 @@ async def test_a_network_blip_between_master_and_client_leaves_no_gap(stack):
         again = await recv_until(ws, "session.turn.end")
         assert again[-1]["payload"]["stop_reason"] == "end_turn"
         await edge.call("DELETE", f"/v1/edge/sessions/{sid}")
+
+
+async def test_secrets_never_reach_the_masters_log(stack):
+    from tests.edge.stack import EDGE_SECRET
+
+    async with edge_for(stack.master_url, OWNER) as edge:
+        made = await _session(edge, stack)
+        ws = await edge.connect(made["session_id"], made["edge_ws_ticket"])
+        await _greeted(ws)
+        status, again = await edge.call("POST", f"/v1/edge/sessions/{made['session_id']}/tickets")
+        assert status == 201
+        await edge.call("DELETE", f"/v1/edge/sessions/{made['session_id']}")
+        log = stack.master_log.read_text()
+        assert made["session_id"] in log  # the log does tell what happened to the session
+        for secret in (EDGE_SECRET, edge.token, made["edge_ws_ticket"], again["edge_ws_ticket"]):
+            assert secret not in log
