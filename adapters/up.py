@@ -246,6 +246,11 @@ async def run_up(options: UpOptions) -> int:
 
     quiet_logging()
     options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # The default state dir sits in the workspace: keep its keys and databases out of git and
+    # out of the agent's file search (which honours .gitignore files).
+    ignore = options.state_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# rawp up state: keys and databases\n*\n")
     master_port, client_port = choose_ports(options)
     master_url = f"http://{LOOPBACK}:{master_port}"
     edge_secret = new_secret()  # this run's only: nothing outside this process needs it

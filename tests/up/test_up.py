@@ -96,3 +96,21 @@ def test_a_missing_workspace_is_a_clear_error(processes, tmp_path):
     code, _, err = run_up(processes, tmp_path, "", "--workspace", str(tmp_path / "nope"))
     assert code == 2
     assert "no such directory" in err and "Traceback" not in err
+
+
+def test_file_completion_and_agent_commands_in_the_console(processes, tmp_path):
+    # The state dir inside the workspace, as with the default `.rawp`: its keys must not be
+    # offered by the file search.
+    state_inside = tmp_path / "project" / ".rawp"
+    stdin = "hello\n/\nexplain @main\n1\nshow @master\n/review\n"
+    code, out, err = run_up(processes, tmp_path, stdin, "--state-dir", str(state_inside))
+    assert code == 0, f"stdout:\n{out}\nstderr:\n{err}"
+    assert "/review — Review the working tree" in out  # `/` lists the published commands
+    assert "/explain <path> — Explain a file" in out
+    assert "@main:\n  [1] main.py\n" in out  # `@` asks control.file.search, pick by number
+    assert 'You said: "explain main.py"' in out  # the token, as the script agent reads it
+    assert "Referenced files:\n- main.py" in out
+    assert 'You said: "show @master"' in out  # nothing found: kept as typed text
+    assert "master-signing-key" not in out
+    assert "Ran the slash command /review." in out  # sent as input_type slash_command
+    assert out.count("✅ done") == 4
