@@ -134,7 +134,8 @@ async def test_a_model_error_is_an_agent_error(live):
     sid, ws = await open_session(client, "acp")
     frames = await drive(ws, sid, "a huge prompt")
     errors = of(frames, "agent.error")
-    assert errors and errors[0]["severity"] in ("error", "fatal")
+    assert errors and errors[0]["severity"] == "error" and errors[0]["code"] == "AGENT_ERROR"
+    assert "too long" in errors[0]["message"].lower()
     assert stop_reason(frames) == "error"
 
 

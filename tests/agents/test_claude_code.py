@@ -36,7 +36,8 @@ async def live(tmp_path, node_agents):
         path = write_agents_file(
             tmp_path,
             '[agents.claude]\nkind = "claude-code"\n'
-            f"command = [{json.dumps(str(node_agents.claude))}]\nenv = {inline_table(env)}\n",
+            f"command = [{json.dumps(str(node_agents.claude))}]\nenv = {inline_table(env)}\n"
+            'model = "claude-rawp-test"\n',
         )
         async with running_client(tmp_path, agents_file=path) as client:
             yield client, fake
@@ -69,6 +70,7 @@ async def test_plain_answer_with_thinking_commands_and_usage(live):
     assert stop_reason(frames) == "end_turn"
     # The prompt reached the model: the CLI really ran against the fake.
     assert "hi" in json.dumps(fake.main_requests()[0]["messages"][-1])
+    assert fake.main_requests()[0]["model"] == "claude-rawp-test"  # the `model` setting
     # A second turn: the same process, the conversation goes on; the cost is a per-turn delta.
     fake.script.append(Turn([text("Again")], usage=(300, 20)))
     again = await drive(ws, sid, "and again")
