@@ -106,7 +106,12 @@ async def test_two_reads_in_parallel_then_an_edit_diff(live):
     )
     fake.script.append(Turn([text("Changed the greeting.")]))
     sid, ws = await open_session(client, "claude")
-    frames = await drive(ws, sid, "make it say hello", answers=["allow"])
+    refs = [{"ref_id": "ref_0", "path": "app.py", "display_path": "app.py"}]
+    frames = await drive(ws, sid, "make <@file:ref_0|app.py> say hello", ["allow"], refs=refs)
+    # §16.3: the sentence keeps the display path; the @-mention made the CLI attach the file.
+    first = json.dumps(fake.main_requests()[0]["messages"])
+    assert "make app.py say hello" in first and "@app.py" in first
+    assert "return 'hi'" in first
     requests = of(frames, "tool.invoke.request")
     assert [r["tool_name"] for r in requests] == ["Read", "Read", "Edit"]
     assert requests[0]["parallel_group_id"] == requests[1]["parallel_group_id"] is not None

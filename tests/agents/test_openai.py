@@ -221,13 +221,17 @@ async def test_file_references_as_file_markers_or_inlined(setup):
     (client.workspace / "src").mkdir()
     (client.workspace / "src" / "a.py").write_text("print('a')\n")
     refs = [{"ref_id": "ref_0", "path": "src/a.py", "display_path": "src/a.py"}]
-    fake.script.extend([Reply(answer("ok")), Reply(answer("ok"))])
+    fake.script.extend([Reply(answer("ok")), Reply(answer("ok")), Reply(answer("ok"))])
     sid, ws = await open_session(client, "llm")
     await turn(ws, sid, "explain <@file:ref_0|src/a.py> please", refs)
     assert fake.requests[0]["messages"][-1]["content"] == "explain [File: src/a.py] please"
+    # F-ADPT-05: a reference to a file that does not exist stays as its display path.
+    gone = [{"ref_id": "ref_1", "path": "src/gone.py", "display_path": "src/gone.py"}]
+    await turn(ws, sid, "and <@file:ref_1|src/gone.py>", gone)
+    assert fake.requests[1]["messages"][-1]["content"] == "and src/gone.py"
     sid, ws = await open_session(client, "inline")
     await turn(ws, sid, "explain <@file:ref_0|src/a.py>", refs)
-    content = fake.requests[1]["messages"][-1]["content"]
+    content = fake.requests[2]["messages"][-1]["content"]
     assert content.startswith("explain [File: src/a.py]\n\n[File: src/a.py]\n```\nprint('a')\n")
 
 
