@@ -153,6 +153,7 @@ class ConversationService(ConversationHooks):
         thread = await self._platform.open_thread(
             invocation.conversation, f"{agent} on {device}"[:100]
         )
+        await self._replace_previous(thread, subject)
         binding = await self.store.bind(
             thread,
             subject=subject,
@@ -167,6 +168,22 @@ class ConversationService(ConversationHooks):
                 thread, greeting + " Every message in this thread is a prompt."
             )
         return greeting
+
+    async def _replace_previous(self, thread: ConversationRef, subject: str) -> None:
+        """Started inside a thread that already has a session (the console, a command typed
+        in a thread): the old session ends, so one thread never renders two sessions."""
+        previous = await self.store.get(thread)
+        if previous is None or previous.ended:
+            return
+        live = self.live.pop(previous.session_id, None)
+        if live is not None:
+            await live.close()
+        if previous.subject == subject:
+            try:
+                await self.edge.end_session(subject, previous.session_id)
+            except EdgeApiError as exc:
+                log.info("previous session %s not ended: %s", previous.session_id, exc)
+        await self.store.mark_ended(previous.session_id)
 
     async def _resolve_node(self, subject: str, wanted: str) -> dict | str:
         nodes = await self.edge.list_nodes(subject)

@@ -38,6 +38,8 @@ class ThreadedPlatform(RecordingPlatform):
 
     async def open_thread(self, conversation, title):
         self._record("thread", title)
+        if conversation.thread_id is not None:  # already in a thread: the session lives there
+            return conversation
         return ConversationRef(
             conversation.platform, conversation.channel_id, f"th{next(_threads)}"
         )
@@ -228,3 +230,16 @@ async def test_a_refused_agent_is_reported_with_its_code(world):
     reply = await svc.start_session(invocation(ALICE, channel("c-agent")), "test-box", "nope")
     assert reply.startswith("❌") and "(" in reply
     assert not svc.live
+
+
+async def test_starting_again_in_a_thread_ends_its_previous_session(world):
+    svc = await world()
+    thread = await start(svc, channel("c-again"))
+    old = (await svc.store.get(thread)).session_id
+    reply = await svc.start_session(invocation(ALICE, thread), "test-box", "demo")
+    new = reply.split("`")[1]
+    assert new != old and list(svc.live) == [new]
+    assert (await svc.store.get(thread)).session_id == new
+    open_ids = await svc.list_sessions(invocation(ALICE, thread))
+    assert old not in open_ids and new in open_ids
+    await svc.end(invocation(ALICE, thread))
