@@ -42,7 +42,7 @@ from typing import Any
 
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.claude_stream import ClaudeTurn
-from client.agents.claude_tools import catalog
+from client.agents.claude_tools import CATEGORIES, DESCRIPTIONS, catalog
 from client.process import spawn, terminate_group
 from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import FileToken, Part, to_literal
@@ -86,6 +86,7 @@ class ClaudeCodeAgent(Agent):
         self._claude_session: str | None = None
         self._commands: list[dict[str, Any]] | None = None
         self._published: list[dict[str, Any]] | None = None
+        self._tool_names: list[Any] | None = None
         self._approvals: dict[str, dict[str, Any]] = {}  # interaction id → the CLI's request
         self._turn: ClaudeTurn | None = None
         self._turn_over = asyncio.Event()
@@ -288,6 +289,7 @@ class ClaudeCodeAgent(Agent):
             else:
                 if kind == "system" and message.get("subtype") == "init":
                     self._claude_session = message.get("session_id") or self._claude_session
+                    await self._publish_tools(message.get("tools"))
                 await turn.feed(message)
 
     async def _crashed(self, turn: ClaudeTurn) -> StopReason:
@@ -302,6 +304,21 @@ class ClaudeCodeAgent(Agent):
             "the next prompt starts it again",
         )
         return await turn.finish(None, cancelled=False)
+
+    async def _publish_tools(self, names: Any) -> None:
+        """Re-publish the catalog with the tools this CLI version really has (DPS §5)."""
+        if self.spec.tools or not isinstance(names, list) or names == self._tool_names:
+            return
+        self._tool_names = names
+        tools = [
+            CatalogTool(
+                name=str(name),
+                description=DESCRIPTIONS.get(str(name), ""),
+                category=CATEGORIES.get(str(name), "other"),
+            ).model_dump(mode="json")
+            for name in names
+        ]
+        await self.emit("tool.catalog.publish", {"tools": tools})
 
     async def _publish_commands(self) -> None:
         if self._commands is None or self._commands == (self._published or []):

@@ -54,6 +54,7 @@ async def test_plain_answer_with_thinking_commands_and_usage(live):
         "session.turn.start",
         "agent.commands.publish",
         "agent.state.changed",
+        "tool.catalog.publish",  # the tools this CLI version really has
         "agent.thinking.done",
         "agent.text.done",
         "session.usage",
@@ -65,6 +66,9 @@ async def test_plain_answer_with_thinking_commands_and_usage(live):
     assert of(frames, "agent.text.done") == [{"content_index": 1, "text": "Hello there"}]
     usage = of(frames, "session.usage")[0]
     assert usage["input_tokens"] == 300 and usage["output_tokens"] == 20 and usage["cost_usd"] > 0
+    tools = {t["name"]: t for t in of(frames, "tool.catalog.publish")[0]["tools"]}
+    assert tools["Bash"]["category"] == "execute" and tools["Bash"]["direct"] is False
+    assert tools["Edit"]["category"] == "edit"
     commands = {c["name"] for c in of(frames, "agent.commands.publish")[0]["commands"]}
     assert commands  # whatever this CLI version offers, from its initialize answer
     assert stop_reason(frames) == "end_turn"
@@ -76,6 +80,7 @@ async def test_plain_answer_with_thinking_commands_and_usage(live):
     again = await drive(ws, sid, "and again")
     assert of(again, "session.usage")[0]["cost_usd"] == pytest.approx(usage["cost_usd"])
     assert "agent.commands.publish" not in kinds(again)  # unchanged, not re-sent
+    assert "tool.catalog.publish" not in kinds(again)
     assert "Hello there" in json.dumps(fake.main_requests()[-1]["messages"])
 
 

@@ -73,6 +73,7 @@ async def test_redacted_thinking_rate_limit_warning_retry_and_usage(tmp_path, re
         ("session.turn.start",),
         ("agent.commands.publish",),
         ("agent.state.changed", "thinking"),
+        ("tool.catalog.publish",),
         ("agent.error", "RATE_LIMIT", "warning"),
         ("agent.error", "API_RETRY", "warning"),
         ("agent.thinking.delta", 0, "Let me think"),
@@ -110,6 +111,7 @@ async def test_every_tool_result_type_parallel_groups_and_a_sub_agent(tmp_path, 
     assert compact(frames) == [
         ("session.turn.start",),
         ("agent.state.changed", "thinking"),
+        ("tool.catalog.publish",),
         ("agent.text.delta", 0, "Plan first."),
         ("agent.text.done", 0, "Plan first."),
         ("agent.state.changed", "tool_calling"),
@@ -161,6 +163,7 @@ async def test_an_error_result_and_the_max_turns_stop(tmp_path, replay):
     assert compact(first) == [
         ("session.turn.start",),
         ("agent.state.changed", "thinking"),
+        ("tool.catalog.publish",),
         ("agent.error", "RATE_LIMIT", "warning"),
         ("session.usage",),
         ("agent.error", "MODEL_ERROR", "error"),
