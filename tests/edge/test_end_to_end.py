@@ -267,3 +267,25 @@ async def test_secrets_never_reach_the_masters_log(stack):
         assert made["session_id"] in log  # the log does tell what happened to the session
         for secret in (EDGE_SECRET, edge.token, made["edge_ws_ticket"], again["edge_ws_ticket"]):
             assert secret not in log
+
+
+async def test_without_a_workspace_the_clients_default_is_used(stack):
+    async with edge_for(stack.master_url, OWNER) as edge:
+        node = await _node(edge)
+        status, made = await edge.call(
+            "POST", f"/v1/edge/nodes/{node['node_id']}/sessions", {"agent_name": "demo"}
+        )
+        assert status == 201, made  # A-21: the client's advertised default_workspace_path
+        sid = made["session_id"]
+        ws = await edge.connect(sid, made["edge_ws_ticket"])
+        await _greeted(ws)
+        query_id = new_id()
+        await ws.send(frame("control.file.search", {"query_id": query_id, "query": "auth"}, sid))
+        found = (await recv_until(ws, "session.file.candidates"))[-1]
+        # The default is the first allowed root, one level above the tests' workspace.
+        assert "ws/src/auth.py" in [c["path"] for c in found["payload"]["candidates"]]
+        status, _ = await edge.call(
+            "POST", f"/v1/edge/nodes/{node['node_id']}/sessions", {"agent_name": "nope"}
+        )
+        assert status == 403  # the client's AGENT_NOT_ALLOWED, passed on
+        await edge.call("DELETE", f"/v1/edge/sessions/{sid}")
