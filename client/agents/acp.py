@@ -239,6 +239,9 @@ class AcpAgent(Agent):
             self.emit, cost_so_far=self.cost_total, workspace=self.workspace.resolve()
         )
         try:
+            if self._cancelled:  # cancelled while the agent was starting
+                await turn.finish("cancelled", None)
+                return "cancelled"
             if problem is not None:
                 await self._fatal("AGENT_START_FAILED", problem)
                 return "error"

@@ -239,32 +239,34 @@ class ClaudeCodeAgent(Agent):
 
     async def prompt(self, prompt: Prompt) -> StopReason:
         self._cancelling = False
-        problem = await self._ensure_process()
-        if problem is not None:
-            await self._fatal("AGENT_START_FAILED", problem)
-            return "error"
-        while not self._inbox.empty():  # what the last turn left behind (after an interrupt)
-            if self._inbox.get_nowait() is EOF:
-                self._inbox.put_nowait(EOF)
-                break
-        turn = self._turn = ClaudeTurn(self.emit, cost_so_far=self.cost_total)
         self._turn_over.clear()
         try:
-            await self._publish_commands()
-            await turn.set_state("thinking")
-            text = prompt.text if prompt.input_type != "slash_command" else prompt.text.strip()
-            user = {"role": "user", "content": text}
-            await self._write(
-                {
-                    "type": "user",
-                    "message": user,
-                    "parent_tool_use_id": None,
-                    "session_id": "default",
-                }
-            )
-            return await self._run(turn)
-        except ConnectionError:
-            return await self._crashed(turn)
+            problem = await self._ensure_process()
+            if self._cancelling:  # cancelled while the CLI was starting
+                return "cancelled"
+            if problem is not None:
+                await self._fatal("AGENT_START_FAILED", problem)
+                return "error"
+            while not self._inbox.empty():  # what the last turn left behind (an interrupt)
+                if self._inbox.get_nowait() is EOF:
+                    self._inbox.put_nowait(EOF)
+                    break
+            turn = self._turn = ClaudeTurn(self.emit, cost_so_far=self.cost_total)
+            try:
+                await self._publish_commands()
+                await turn.set_state("thinking")
+                text = prompt.text if prompt.input_type != "slash_command" else prompt.text.strip()
+                await self._write(
+                    {
+                        "type": "user",
+                        "message": {"role": "user", "content": text},
+                        "parent_tool_use_id": None,
+                        "session_id": "default",
+                    }
+                )
+                return await self._run(turn)
+            except ConnectionError:
+                return await self._crashed(turn)
         finally:
             self._turn = None
             self._approvals.clear()
