@@ -178,3 +178,27 @@ def test_an_acp_entry_needs_a_command(tmp_path):
     path = write_agents_file(tmp_path, '[agents.x]\nkind = "acp"\n')
     with pytest.raises(AgentsFileError, match="`command`"):
         load_agents(path)
+
+
+async def test_todos_become_a_plan_and_reads_outside_the_workspace_are_refused(live, tmp_path):
+    client, fake = live
+    secret = tmp_path / "outside.txt"
+    secret.write_text("not for agents\n")
+    todos = [
+        {"content": "Look", "status": "in_progress", "activeForm": "Looking"},
+        {"content": "Fix", "status": "pending", "activeForm": "Fixing"},
+    ]
+    fake.script.append(Turn([tool_use("TodoWrite", {"todos": todos})]))
+    fake.script.append(Turn([tool_use("mcp__acp__Read", {"file_path": str(secret)})]))
+    fake.script.append(Turn([text("Could not read it.")]))
+    sid, ws = await open_session(client, "acp")
+    frames = await drive(ws, sid, "plan, then read the secret")
+    assert of(frames, "agent.plan.updated")[0]["entries"] == [
+        {"content": "Look", "status": "in_progress", "priority": "medium"},
+        {"content": "Fix", "status": "pending", "priority": "medium"},
+    ]
+    read = next(r for r in of(frames, "tool.invoke.result") if r["tool_name"] == "Read")
+    assert read["status"] == "error"  # RAWP §7.2: the client served nothing outside
+    assert "outside the workspace" in read["output"]  # refused by the client's fs handler
+    assert "not for agents" not in json.dumps(frames)
+    assert "not for agents" not in json.dumps(fake.requests)
