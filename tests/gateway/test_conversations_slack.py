@@ -1,0 +1,124 @@
+"""End to end through Slack: a real master and client (processes, the demo agent), the real
+`rawp gateway` process in Slack HTTP mode pointed at the fake Slack (SLACK_API_BASE_URL), and
+signed requests into its Bolt endpoint. One full turn with an approval, checked on the calls
+the gateway made to the fake Slack."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.edge.stack import EDGE_SECRET, start_stack
+from tests.fakes.slack_payloads import SlackWorld
+from tests.fakes.slack_server import FakeSlack
+from tests.support import Processes, free_port, wait_for_http
+
+WORLD = SlackWorld()
+OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    processes = Processes()
+    made = None
+    try:
+        made = start_stack(processes, tmp_path_factory.mktemp("slack-stack"), OWNER)
+        made.start_client()
+        yield made
+    finally:
+        if made is not None:
+            made.proxy.close()
+        processes.close()
+
+
+def blocks_of(call) -> list[dict]:
+    blocks = call.body.get("blocks") or []
+    return json.loads(blocks) if isinstance(blocks, str) else blocks
+
+
+def text_of(call) -> str:
+    return str(call.body.get("text") or "")
+
+
+def in_thread(slack: FakeSlack, thread_ts: str) -> list:
+    return [c for c in slack.ok_calls("chat.postMessage") if c.body.get("thread_ts") == thread_ts]
+
+
+async def test_a_turn_with_an_approval_through_slack(stack, processes, tmp_path):
+    async with FakeSlack(WORLD) as slack:
+        port = free_port()
+        env = {
+            "RAWP_EDGE_SECRET": EDGE_SECRET,
+            "SLACK_BOT_TOKEN": WORLD.bot_token,
+            "SLACK_MODE": "http",
+            "SLACK_SIGNING_SECRET": WORLD.signing_secret,
+            "SLACK_API_BASE_URL": slack.api_base_url,
+            "SLACK_HTTP_HOST": "127.0.0.1",
+            "SLACK_HTTP_PORT": str(port),
+            "DISCORD_BOT_TOKEN": "",
+            "RAWP_PLATFORM": "",
+        }
+        gateway = processes.rawp(
+            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
+            "--workspace", str(stack.root), env=env,
+        )  # fmt: skip
+        bolt = f"http://127.0.0.1:{port}/slack/events"
+        wait_for_http(bolt, proc=gateway, timeout=60)
+
+        # /rawp start test-box demo → a thread parent in the channel, the greeting inside it
+        answer = await slack.post_slash_command_to(
+            bolt, WORLD.slash_command("/rawp", "start test-box demo")
+        )
+        assert answer.status == 200
+        parent = await slack.wait_for_call(
+            "chat.postMessage", where=lambda c: text_of(c).startswith("🧵"), timeout=60
+        )
+        thread_ts = parent.response["ts"]
+        await slack.wait_for_call(
+            "chat.postMessage",
+            where=lambda c: "Every message in this thread" in text_of(c),
+            timeout=30,
+        )
+        reply = await slack.log.wait_for_call("POST", "/response-url/*", 30)
+        assert "demo on test-box" in json.dumps(reply.body)
+
+        # A message in the thread is the prompt; the agent asks for approval first.
+        event = WORLD.message_event("please approve this", thread_ts=thread_ts)
+        await slack.post_event_to(bolt, event)
+        question = await slack.wait_for_call(
+            "chat.postMessage", where=lambda c: "Apply the change" in text_of(c), timeout=60
+        )
+        buttons = [
+            (block.get("block_id", "actions"), element)
+            for block in blocks_of(question)
+            if block.get("type") == "actions"
+            for element in block.get("elements", [])
+        ]
+        block_id, allow = next((b, e) for b, e in buttons if e["text"]["text"] == "Allow once")
+        message = {**question.body, "ts": question.response["ts"], "thread_ts": thread_ts}
+        click = WORLD.block_actions(
+            allow["action_id"], allow["value"], message=message, block_id=block_id
+        )
+        assert (await slack.post_interactive_to(bolt, click)).status == 200
+
+        # The rest of the turn: the tool line with its diff, the answer, ✅ on the prompt.
+        await slack.wait_for_call(
+            "chat.postMessage", where=lambda c: "You chose: allow" in text_of(c), timeout=60
+        )
+        await slack.wait_for_call(
+            "reactions.add",
+            where=lambda c: (
+                c.body.get("name") == "white_check_mark" and c.body.get("timestamp") == event["ts"]
+            ),
+            timeout=30,
+        )
+        texts = [text_of(c) for c in in_thread(slack, thread_ts)]
+        # Slack's mrkdwn has no fence languages: the diff is a plain ``` block under the line.
+        tool = next(i for i, t in enumerate(texts) if t.startswith("✅ Edit") and "+++ b/" in t)
+        answer_at = next(i for i, t in enumerate(texts) if 'You said: "please approve this"' in t)
+        assert tool < answer_at
+        assert slack.calls("assistant.threads.setStatus") or slack.calls("chat.update")
+
+        gateway.terminate()
+        assert gateway.wait(timeout=30) == 0
