@@ -1,0 +1,110 @@
+"""End to end through Discord: a real master and client (processes, the demo agent), the real
+`rawp gateway` process pointed at the fake Discord (DISCORD_API_BASE_URL, DISCORD_GATEWAY_URL),
+and events injected through discord.py's own parsing. One full turn with an approval, checked
+on the calls the gateway made to the fake Discord."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.edge.stack import EDGE_SECRET, start_stack
+from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.fakes.discord_server import FakeDiscord
+from tests.support import Processes
+
+WORLD = DiscordWorld()
+OWNER = f"discord:{WORLD.alice['id']}"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    processes = Processes()
+    made = None
+    try:
+        made = start_stack(processes, tmp_path_factory.mktemp("discord-stack"), OWNER)
+        made.start_client()
+        yield made
+    finally:
+        if made is not None:
+            made.proxy.close()
+        processes.close()
+
+
+def sub(name: str, *options: dict) -> list[dict]:
+    """The options of `/rawp <name> …` as Discord sends a subcommand."""
+    return [{"type": 1, "name": name, "options": list(options)}]
+
+
+def content(call) -> str:
+    return str((call.body or {}).get("content") or "")
+
+
+def buttons(call) -> list[dict]:
+    return [
+        component
+        for row in (call.body or {}).get("components") or []
+        for component in row.get("components", [])
+    ]
+
+
+async def test_a_turn_with_an_approval_through_discord(stack, processes, tmp_path):
+    async with FakeDiscord(WORLD) as discord_fake:
+        env = {
+            "RAWP_EDGE_SECRET": EDGE_SECRET,
+            "DISCORD_BOT_TOKEN": WORLD.bot_token,
+            "DISCORD_API_BASE_URL": discord_fake.api_base_url,
+            "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
+            "SLACK_BOT_TOKEN": "",
+            "RAWP_PLATFORM": "",
+        }
+        gateway = processes.rawp(
+            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
+            "--workspace", str(stack.root), env=env,
+        )  # fmt: skip
+        await discord_fake.wait_for_ready_client(timeout=60)
+        await discord_fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
+
+        # /rawp start → a thread, the greeting inside it, a private answer to the command
+        start = await discord_fake.inject_slash_command(
+            "rawp",
+            sub("start", command_option("node", "test-box"), command_option("agent", "demo")),
+        )
+        made = await discord_fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
+        thread_id = made.response["id"]
+        greeting = await discord_fake.wait_for_call(
+            "POST", f"/channels/{thread_id}/messages", timeout=30
+        )
+        assert "Every message in this thread is a prompt" in content(greeting)
+        webhook = f"/webhooks/{WORLD.application_id}/{start['token']}"
+        answer = await discord_fake.wait_for_call("POST", webhook, timeout=30)
+        assert "demo on test-box" in content(answer)
+
+        # A message in the thread is the prompt; the agent asks for approval first.
+        prompt = await discord_fake.inject_message("please approve this", channel_id=thread_id)
+        question = await discord_fake.wait_for_call(
+            "POST",
+            f"/channels/{thread_id}/messages",
+            where=lambda c: "Apply the change" in content(c),
+            timeout=60,
+        )
+        allow = next(b for b in buttons(question) if b.get("label") == "Allow once")
+        await discord_fake.inject_button(allow["custom_id"], message=question.response)
+
+        # The rest of the turn: the tool line with its diff, the answer, ✅ on the prompt.
+        await discord_fake.wait_for_call(
+            "POST",
+            f"/channels/{thread_id}/messages",
+            where=lambda c: "You chose: allow" in content(c),
+            timeout=60,
+        )
+        await discord_fake.wait_for_call(
+            "PUT", f"/channels/{thread_id}/messages/{prompt['id']}/reactions/✅/@me", timeout=30
+        )
+        texts = [content(c) for c in discord_fake.calls("POST", f"/channels/{thread_id}/messages")]
+        tool = next(i for i, t in enumerate(texts) if t.startswith("✅ Edit") and "```diff" in t)
+        said = next(i for i, t in enumerate(texts) if 'You said: "please approve this"' in t)
+        assert tool < said
+        assert discord_fake.calls("POST", f"/channels/{thread_id}/typing")
+
+        gateway.terminate()
+        assert gateway.wait(timeout=30) == 0
