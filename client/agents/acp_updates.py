@@ -145,6 +145,7 @@ class AcpTurn:
         if data.get("sessionUpdate") == "tool_call_update" or status in ("completed", "failed"):
             await self.announce(call_id)
         if status in ("completed", "failed") and call_id in self.open_calls:
+            await self.blocks.close()  # a result never lands inside an open text block
             self.open_calls.remove(call_id)
             payload = result(call_id, call, failed=status == "failed", workspace=self.workspace)
             await self.emit("tool.invoke.result", payload)

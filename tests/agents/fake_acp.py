@@ -1,0 +1,107 @@
+"""A fake ACP agent that replays a recorded transcript (newline-delimited JSON-RPC on stdio).
+
+    python fake_acp.py TRANSCRIPT.json
+
+The transcript is `{"turns": [...]}`; for each `session/prompt` the next turn is played:
+every entry of `updates` is sent as a `session/update` notification, except
+`{"ask": {toolCall, options}}`, which is sent as a `session/request_permission` request whose
+answer is awaited (and recorded into the next update as `_meta.answer`, so tests can see it);
+then the prompt is answered with the turn's `response` (`{stopReason, usage?}`) or `error`.
+The prompt's blocks are echoed back in an `agent_thought_chunk` first when `echo` is set.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+SESSION = "fake-session-1"
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def read() -> dict | None:
+    line = sys.stdin.readline()
+    return json.loads(line) if line else None
+
+
+def main() -> int:
+    with open(sys.argv[1]) as handle:
+        turns = json.load(handle)["turns"]
+    asks = 0
+    while (message := read()) is not None:
+        method, rid = message.get("method"), message.get("id")
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1}})
+        elif method == "session/new":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": SESSION}})
+        elif method == "session/prompt":
+            turn = turns.pop(0)
+            if turn.get("echo"):
+                blocks = json.dumps(message["params"]["prompt"])
+                update = {
+                    "sessionUpdate": "agent_thought_chunk",
+                    "content": {"type": "text", "text": blocks},
+                }
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "session/update",
+                        "params": {"sessionId": SESSION, "update": update},
+                    }
+                )
+            for update in turn.get("updates", []):
+                if "ask" in update:
+                    asks += 1
+                    params = {"sessionId": SESSION, **update["ask"]}
+                    send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": f"ask-{asks}",
+                            "method": "session/request_permission",
+                            "params": params,
+                        }
+                    )
+                    while (answer := read()) is not None and answer.get("id") != f"ask-{asks}":
+                        pass
+                    outcome = (answer or {}).get("result", {}).get("outcome", {})
+                    note = {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": f"[answer: {json.dumps(outcome)}]"},
+                    }
+                    send(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "session/update",
+                            "params": {"sessionId": SESSION, "update": note},
+                        }
+                    )
+                    continue
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "session/update",
+                        "params": {"sessionId": SESSION, "update": update},
+                    }
+                )
+            if "error" in turn:
+                send({"jsonrpc": "2.0", "id": rid, "error": turn["error"]})
+            else:
+                send({"jsonrpc": "2.0", "id": rid, "result": turn["response"]})
+        elif rid is not None:
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "error": {"code": -32601, "message": "Method not found"},
+                }
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
