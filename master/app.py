@@ -49,7 +49,9 @@ def create_app(
 
     @app.before_serving
     async def start() -> None:
-        app.extensions[EXTENSION] = await build_services(settings, clock, limiter)
+        app.extensions[EXTENSION] = services = await build_services(settings, clock, limiter)
+        if services.edge is not None:
+            await services.edge.start()  # reattach sessions a previous process left (Edge API)
 
     @app.after_serving
     async def stop() -> None:

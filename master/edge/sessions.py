@@ -13,8 +13,9 @@ Rules:
    value, TERMINATED included, is `400 INVALID_STATUS` (A-23).
 3. Ending (DELETE): the link is closed first (so it does not reattach), then the client's
    `DELETE /v1/session/{id}`, then the edges are closed with code 1000.
-4. A session this process holds no link for (the master restarted) is reattached when an
-   edge connects to it (client_link `resume`).
+4. Sessions a previous master process left alive are reattached when this one starts
+   (`resume_all`), and any this process still holds no link for when an edge connects to it
+   (client_link `resume`).
 5. Link state changes are written through: DETACHED while the client is away, RUNNING when
    it is back, TERMINATED when it is gone; a terminated session's edges are closed.
 """
@@ -255,6 +256,22 @@ class EdgeSessions:
         self._adopt(live, link)
         await link.resume()
         return live
+
+    async def resume_all(self) -> int:
+        """At start: reattach every session a previous master process left alive (rule 4),
+        so that its state stays true and its usage is counted even before an edge returns."""
+        async with self._db.connect() as conn:
+            rows = await store.live_sessions(conn)
+        for row in rows:
+            if row.id in self.live:
+                continue
+            live = _detached(row, self._settings.dedupe_window)
+            link = self._link(live)
+            self._adopt(live, link)
+            await link.resume()
+        if rows:
+            log.info("reattaching %d session(s) left by the previous master process", len(rows))
+        return len(rows)
 
     # --- link state (rule 5) ---------------------------------------------------------------------
 

@@ -32,6 +32,10 @@ class EdgeServices:
     sessions: EdgeSessions
     usage: UsageBook
 
+    async def start(self) -> None:
+        """When the server starts serving (never in one-shot commands such as pairing-url)."""
+        await self.sessions.resume_all()
+
     async def close(self) -> None:
         await self.sessions.close()
 
