@@ -36,9 +36,12 @@ def run_up(processes: Processes, tmp_path, stdin: str, *extra: str) -> tuple[int
     return proc.returncode, out.decode(), err.decode()
 
 
-def agents_running_in(path) -> list[str]:
+def agents_running_in(path, but: int | None = None) -> list[str]:
+    """Command lines of processes working in `path` (the agent's cwd is the workspace)."""
     left = []
     for process in psutil.process_iter(["cmdline", "cwd"]):
+        if process.pid == but:
+            continue
         try:
             if process.info["cwd"] and str(path) in process.info["cwd"]:
                 left.append(" ".join(process.info["cmdline"] or []))
@@ -114,3 +117,25 @@ def test_file_completion_and_agent_commands_in_the_console(processes, tmp_path):
     assert "master-signing-key" not in out
     assert "Ran the slash command /review." in out  # sent as input_type slash_command
     assert out.count("✅ done") == 4
+
+
+def test_sigterm_mid_turn_ends_the_agent_and_exits_zero(processes, tmp_path):
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    proc = processes.rawp(
+        "up", "--state-dir", str(tmp_path / "state"),
+        env=NO_PLATFORMS, cwd=workspace,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    proc.stdin.write(b"please approve this\n")  # the agent waits for an answer that never comes
+    proc.stdin.flush()
+    seen = ""
+    while "Answer with a number" not in seen:
+        line = proc.stdout.readline().decode()
+        assert line, f"rawp up ended early:\n{seen}"
+        seen += line
+    waiting = agents_running_in(workspace, but=proc.pid)
+    assert any("demo-agent" in line for line in waiting), waiting  # alive, waiting
+    proc.terminate()
+    assert proc.wait(timeout=60) == 0
+    assert agents_running_in(workspace) == []
