@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import TextIO
 
 from gateway.conversation_store import ConversationStore
-from gateway.conversations import ConversationService, ConversationSettings
+from gateway.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.edge_client import EdgeApiError, EdgeClient
+from gateway.live import LiveSession
 from gateway.platform import Invocation
 from gateway.render import RenderOptions
 
@@ -181,11 +182,8 @@ async def run_console(
     service.bind_platform(platform)
     invocation = Invocation(platform.user_id, platform.conversation)
     node = config.node or await _first_node(service, invocation)
-    reply = await service.start_session(invocation, node, config.agent)
-    live = service.conversation_session(platform.conversation)
-    if live is None:
-        raise LaunchError(f"could not start {config.agent!r} on {node}: {reply}")
-    platform.note(reply or "")
+    live, greeting = await _open(service, invocation, node, config.agent)
+    platform.note(greeting)
     if _is_terminal(stdin):
         platform.note(
             "Type a prompt and press Enter. `/` lists the agent's commands, `@name` picks a "
@@ -212,6 +210,22 @@ async def run_console(
             await chat
         await service.end(invocation)  # the agent is ended, not left running
     return 0
+
+
+async def _open(
+    service: ConversationService, invocation: Invocation, node: str, agent: str
+) -> tuple[LiveSession, str]:
+    """Start the console's session; a node that is still syncing its config (K-03) or a master
+    still starting is waited for a little, anything else is a clear error."""
+    deadline = asyncio.get_running_loop().time() + CONSOLE_WAIT_FOR_NODE_S
+    while True:
+        try:
+            return await service.open_session(invocation, node, agent)
+        except StartRefused as refused:
+            retry = refused.code in ("CONFIG_NOT_SYNCED", "MASTER_UNREACHABLE")
+            if not retry or asyncio.get_running_loop().time() > deadline:
+                raise LaunchError(f"could not start {agent!r} on {node}: {refused.text}") from None
+        await asyncio.sleep(0.5)
 
 
 async def _first_node(service: ConversationService, invocation: Invocation) -> str:

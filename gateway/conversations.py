@@ -61,6 +61,15 @@ FRIENDLY = {
 WORKSPACE_SCOPED = {"slack"}  # platforms whose user ids are unique per workspace only
 
 
+class StartRefused(Exception):
+    """A session could not be started; `text` tells the user why (`code`: the master's)."""
+
+    def __init__(self, text: str, code: str | None = None) -> None:
+        super().__init__(text)
+        self.text = text
+        self.code = code
+
+
 def subject_of(invocation: Invocation) -> str:
     """The master user a chat user is (rule 1)."""
     platform = invocation.conversation.platform
@@ -138,16 +147,26 @@ class ConversationService(ConversationHooks):
     # --- starting ----------------------------------------------------------------------------
 
     async def start_session(self, invocation: Invocation, node: str, agent: str) -> str | None:
+        try:
+            _, greeting = await self.open_session(invocation, node, agent)
+        except StartRefused as refused:
+            return refused.text
+        return greeting
+
+    async def open_session(
+        self, invocation: Invocation, node: str, agent: str
+    ) -> tuple[LiveSession, str]:
+        """Rule 2: the live session and its greeting, or `StartRefused` saying why not."""
         subject = subject_of(invocation)
         try:
             chosen = await self._resolve_node(subject, node)
             if isinstance(chosen, str):
-                return chosen
+                raise StartRefused(chosen)
             created = await self.edge.create_session(
                 subject, chosen["node_id"], agent, self.settings.workspace_path
             )
         except EdgeApiError as exc:
-            return refusal(exc)
+            raise StartRefused(refusal(exc), exc.error_code) from None
         device = chosen.get("device_name") or chosen["node_id"]
         session_id = created["session_id"]
         thread = await self._platform.open_thread(
@@ -161,13 +180,13 @@ class ConversationService(ConversationHooks):
             node_id=chosen["node_id"],
             agent_name=agent,
         )
-        self._go_live(binding, ticket=created.get("edge_ws_ticket"))
+        live = self._go_live(binding, ticket=created.get("edge_ws_ticket"))
         greeting = f"▶️ {agent} on {device} — session `{session_id}`."
         if thread != invocation.conversation:
             await self._platform.send_message(
                 thread, greeting + " Every message in this thread is a prompt."
             )
-        return greeting
+        return live, greeting
 
     async def _replace_previous(self, thread: ConversationRef, subject: str) -> None:
         """Started inside a thread that already has a session (the console, a command typed
@@ -405,12 +424,4 @@ class ConversationService(ConversationHooks):
             await live.answer_stale(stale.interaction_id, stale.choice)
         except ConnectionError:
             return SESSION_ENDED
-        return None
-
-    # --- for the console ---------------------------------------------------------------------
-
-    def conversation_session(self, conversation: ConversationRef) -> LiveSession | None:
-        for live in self.live.values():
-            if live.renderer.conversation == conversation:
-                return live
         return None

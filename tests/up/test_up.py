@@ -139,3 +139,10 @@ def test_sigterm_mid_turn_ends_the_agent_and_exits_zero(processes, tmp_path):
     proc.terminate()
     assert proc.wait(timeout=60) == 0
     assert agents_running_in(workspace) == []
+
+
+def test_an_agent_the_machine_does_not_have_is_a_clear_error(processes, tmp_path):
+    code, _, err = run_up(processes, tmp_path, "hello\n", "--agent", "nope")
+    assert code == 2
+    assert "could not start 'nope'" in err and "AGENT_NOT_ALLOWED" in err
+    assert "Traceback" not in err
