@@ -35,8 +35,10 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import os
 import shutil
+import signal
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +49,7 @@ from client.process import spawn, terminate_group
 from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import FileToken, Part, to_literal
 
+log = logging.getLogger(__name__)
 INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
 EOF = object()
 LIST_SETTINGS = ("allowed_tools", "disallowed_tools")
@@ -144,6 +147,24 @@ class ClaudeCodeAgent(Agent):
         """Start the CLI if it is not running; return a problem, or None."""
         if self._proc is not None and self._proc.returncode is None:
             return None
+        problem = await self._start_process()
+        if problem is not None and self._claude_session and not self._cancelling:
+            # A CLI killed before it saved its conversation cannot resume it: start afresh.
+            self._claude_session = None
+            problem = await self._start_process()
+            if problem is None:
+                await self.emit(
+                    "agent.error",
+                    {
+                        "code": "RESUME_FAILED",
+                        "message": "the previous conversation could not be resumed; "
+                        "this prompt starts a new one",
+                        "severity": "warning",
+                    },
+                )
+        return problem
+
+    async def _start_process(self) -> str | None:
         name = self.settings.get("command", ["claude"])[0]
         binary = shutil.which(name) if os.sep not in name else name
         if binary is None or not os.access(binary, os.X_OK):
@@ -156,7 +177,7 @@ class ClaudeCodeAgent(Agent):
         self._inbox = asyncio.Queue()
         self._stderr_tail = []
         self._readers = [
-            asyncio.create_task(self._read_stdout(self._proc)),
+            asyncio.create_task(self._read_stdout(self._proc, self._inbox)),
             asyncio.create_task(self._read_stderr(self._proc)),
         ]
         try:
@@ -171,31 +192,39 @@ class ClaudeCodeAgent(Agent):
             self._commands = [c for c in answer["commands"] if isinstance(c, dict)]
         return None
 
-    async def _read_stdout(self, proc: asyncio.subprocess.Process) -> None:
+    async def _read_stdout(self, proc: asyncio.subprocess.Process, inbox: asyncio.Queue) -> None:
         assert proc.stdout is not None
-        async for raw in proc.stdout:
-            try:
-                message = json.loads(raw)
-            except ValueError:
-                continue  # not ours to show: the CLI's own diagnostics
-            if not isinstance(message, dict):
-                continue
-            if message.get("type") == "control_response":
-                answer = message.get("response") or {}
-                future = self._waiting.pop(str(answer.get("request_id")), None)
-                if future is not None and not future.done():
-                    if answer.get("subtype") == "error":
-                        future.set_exception(ConnectionError(str(answer.get("error"))))
-                    else:
-                        future.set_result(answer.get("response") or {})
-                continue
-            self._inbox.put_nowait(message)
-        await proc.wait()
-        for future in self._waiting.values():
-            if not future.done():
-                future.set_exception(ConnectionError("Claude Code exited"))
-        self._waiting.clear()
-        self._inbox.put_nowait(EOF)
+        try:
+            async for raw in proc.stdout:
+                self._route(raw, inbox)
+        except (ValueError, asyncio.LimitOverrunError):  # a line past the 16 MiB limit
+            log.warning("Claude Code wrote a line too long to read; ending it")
+            _kill_group(proc)
+        finally:
+            await proc.wait()
+            for future in self._waiting.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("Claude Code exited"))
+            self._waiting.clear()
+            inbox.put_nowait(EOF)  # the turn waiting on this process ends, whatever happened
+
+    def _route(self, raw: bytes, inbox: asyncio.Queue) -> None:
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            return  # not ours to show: the CLI's own diagnostics
+        if not isinstance(message, dict):
+            return
+        if message.get("type") == "control_response":
+            answer = message.get("response") or {}
+            future = self._waiting.pop(str(answer.get("request_id")), None)
+            if future is not None and not future.done():
+                if answer.get("subtype") == "error":
+                    future.set_exception(ConnectionError(str(answer.get("error"))))
+                else:
+                    future.set_result(answer.get("response") or {})
+            return
+        inbox.put_nowait(message)
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
@@ -442,6 +471,11 @@ class ClaudeCodeAgent(Agent):
             "agent.error",
             {"code": code, "message": message, "severity": "fatal", "retryable": False},
         )
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def summary(tool_input: dict[str, Any]) -> str:

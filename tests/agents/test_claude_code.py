@@ -198,11 +198,13 @@ async def test_a_model_error_is_an_agent_error(live):
     assert "agent.text.delta" not in kinds(frames)  # the CLI's note is not an answer
 
 
-async def test_a_crash_mid_turn_is_fatal_and_the_next_prompt_restarts(live, node_agents):
+async def test_a_crash_mid_turn_is_fatal_and_the_next_prompt_resumes(live, node_agents):
     client, fake = live
+    fake.script.append(Turn([text("first answer")]))
     hold = asyncio.Event()
     fake.script.append(Turn([text("working on it"), text("…")], hold=hold))
     sid, ws = await open_session(client, "claude")
+    await drive(ws, sid, "remember this")  # a finished turn: the CLI has saved it
     await send_prompt(ws, sid, "start")
     await fake.holding.wait()
     for proc in psutil.Process().children(recursive=True):
@@ -216,8 +218,9 @@ async def test_a_crash_mid_turn_is_fatal_and_the_next_prompt_restarts(live, node
     fake.script.append(Turn([text("back")]))
     after = await drive(ws, sid, "again")
     assert of(after, "agent.text.done")[-1]["text"] == "back"
-    # The new process resumed the conversation.
-    assert "start" in json.dumps(fake.main_requests()[-1]["messages"])
+    assert "agent.error" not in kinds(after)
+    # The new process resumed the conversation (--resume).
+    assert "first answer" in json.dumps(fake.main_requests()[-1]["messages"])
 
 
 async def test_a_missing_binary_is_fatal_and_names_the_install(tmp_path):

@@ -175,3 +175,29 @@ async def test_an_error_result_and_the_max_turns_stop(tmp_path, replay):
     assert kinds(second)[-1] == "session.turn.end"
     assert second[-1]["payload"]["stop_reason"] == "max_turn_requests"
     assert of(second, "session.usage")[0]["cost_usd"] == 0.002
+
+
+async def test_a_crash_then_a_conversation_that_cannot_be_resumed(tmp_path, replay):
+    transcript = tmp_path / "crash.jsonl"  # the fake edits it: work on a copy
+    transcript.write_text((HERE / "fixtures" / "claude" / "crash.jsonl").read_text())
+    command = [sys.executable, str(FAKE), str(transcript)]
+    path = write_agents_file(
+        tmp_path, f'[agents.claude]\nkind = "claude-code"\ncommand = {json.dumps(command)}\n'
+    )
+    async with running_client(tmp_path, agents_file=path) as client:
+        sid, ws = await open_session(client, "claude")
+        crashed = await drive(ws, sid, "go")
+        again = await drive(ws, sid, "go on")
+    assert compact(crashed)[-4:] == [
+        ("agent.text.done", 0, "working"),
+        ("agent.error", "AGENT_EXITED", "fatal"),
+        ("agent.state.changed", "error"),
+        ("session.turn.end", "error"),
+    ]
+    assert "the fake crashed" in of(crashed, "agent.error")[0]["message"]
+    assert compact(again)[:2] == [
+        ("session.turn.start",),
+        ("agent.error", "RESUME_FAILED", "warning"),
+    ]
+    assert of(again, "agent.text.done")[-1]["text"] == "back"
+    assert again[-1]["payload"]["stop_reason"] == "end_turn"
