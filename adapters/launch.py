@@ -133,13 +133,16 @@ def _bot(name: str, service: ConversationService):
 
 
 async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.Event) -> int:
-    for service in services:
-        resumed = await service.resume()
-        if resumed:
-            log.info("%s: %d conversations resumed", service.platform.name, resumed)
     tasks = [asyncio.create_task(bot.serve(), name=f"bot-{i}") for i, bot in enumerate(bots)]
     stopper = asyncio.create_task(stop.wait())
     try:
+        # Conversations are resumed once each platform can post (Discord: logged in), so a
+        # turn that ran on while the gateway was away renders into its thread.
+        for bot, service in zip(bots, services, strict=True):
+            await _until_ready(bot, tasks)
+            resumed = await service.resume()
+            if resumed:
+                log.info("%s: %d conversations resumed", service.platform.name, resumed)
         done, _ = await asyncio.wait({*tasks, stopper}, return_when=asyncio.FIRST_COMPLETED)
         for task in done - {stopper}:
             task.result()  # a bot that could not log in says why
@@ -153,6 +156,20 @@ async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.E
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
     return 0
+
+
+async def _until_ready(bot, tasks: list[asyncio.Task], timeout_s: float = 60.0) -> None:
+    ready = getattr(bot, "ready", None)  # DiscordBot has one; Slack can post at once
+    if ready is None:
+        return
+    waiter = asyncio.create_task(ready.wait())
+    try:
+        await asyncio.wait({waiter, *tasks}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    for task in tasks:
+        if task.done():
+            task.result()  # a bot that could not log in says why
 
 
 def _signal_event() -> asyncio.Event:

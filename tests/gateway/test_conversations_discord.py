@@ -108,3 +108,15 @@ async def test_a_turn_with_an_approval_through_discord(stack, processes, tmp_pat
 
         gateway.terminate()
         assert gateway.wait(timeout=30) == 0
+
+        # The thread ↔ session binding survives a restart: the same thread still prompts.
+        processes.rawp(*gateway.args[3:], env=env)
+        await discord_fake.wait_for_call("WS", "IDENTIFY", timeout=60, count=2)
+        await discord_fake.wait_for_ready_client(timeout=60)
+        await discord_fake.inject_message("hello again", channel_id=thread_id)
+        await discord_fake.wait_for_call(
+            "POST",
+            f"/channels/{thread_id}/messages",
+            where=lambda c: 'You said: "hello again"' in content(c),
+            timeout=60,
+        )
