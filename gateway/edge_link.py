@@ -88,7 +88,7 @@ class SessionLink:
                 self._recent.append((self._clock.monotonic(), text))
                 return
             except (aiohttp.ClientError, ConnectionError, RuntimeError) as exc:
-                log.info("session %s: send failed (%s); reconnecting", self.session_id, exc)
+                log.info("session %s: send failed (%s); reconnecting", self.session_id, _safe(exc))
                 await self._drop(ws)
         raise ConnectionError(f"session {self.session_id} has ended")
 
@@ -161,7 +161,7 @@ class SessionLink:
                         return None
                     log.info("session %s: reconnect failed: %s", self.session_id, exc.message)
                 except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                    log.info("session %s: reconnect failed: %s", self.session_id, exc)
+                    log.info("session %s: reconnect failed: %s", self.session_id, _safe(exc))
                 await asyncio.sleep(wait)
                 wait = min(self._max_backoff, wait * 2)
             return None
@@ -189,3 +189,12 @@ class SessionLink:
             raise EdgeApiError(exc.status, f"HTTP_{exc.status}", "edge socket refused") from None
         self.connects += 1
         return ws
+
+
+def _safe(exc: BaseException) -> str:
+    """An error for the log without its URL: the stream URL carries the ticket (a credential)."""
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"{type(exc).__name__} (HTTP {exc.status})"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f"cannot connect to {exc.host}:{exc.port}"
+    return type(exc).__name__ if "ticket=" in str(exc) else str(exc) or type(exc).__name__

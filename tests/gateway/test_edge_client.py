@@ -4,6 +4,7 @@ refresh, error bodies, and the session link's reconnects with fresh tickets and 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -224,3 +225,20 @@ async def test_send_on_an_ended_link_raises_connection_error(api, edge):
     with pytest.raises(ConnectionError):
         await link.send(make_frame("control.prompt.cancel", {}, session_id=SID))
     assert await link.receive() is None
+
+
+async def test_a_refused_ticket_is_replaced_and_never_logged(api, edge, caplog):
+    api.sessions.add(SID)
+    api.scripts = [([text("agent.text.done", {"content_index": 0, "text": "in"})], None)]
+    caplog.set_level(logging.DEBUG)
+    link = SessionLink(edge, "discord:1", SID, ticket="spent-ticket-0123456789", backoff_s=0.01)
+    try:
+        frame = await link.receive()
+    finally:
+        await link.close()
+    assert frame.payload.text == "in"
+    assert [c.ticket for c in api.connections] != ["spent-ticket-0123456789"]
+    ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("gateway"))
+    assert "reconnect failed" in ours  # the refusal was seen and logged…
+    assert "ticket-" not in ours  # …without the ticket, spent or fresh
+    assert SECRET not in ours
