@@ -371,6 +371,7 @@ async def pair_if_needed(client_services, master_url: str, edge_secret: str, own
         answer = await edge.pairing_url(owner)
     finally:
         await edge.close()
-    device = f"{socket.gethostname()} (rawp up)"[:100]
+    # One word, so it can be typed in a chat command (`/rawp start <device> <agent>`).
+    device = "-".join(socket.gethostname().split())[:100] or "this-machine"
     await client_services.link.pair(answer["pairing_url"], device, client_services.auth.issue())
     (state.path / "address").write_text(client_services.settings.address)
