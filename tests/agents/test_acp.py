@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 
-import psutil
 import pytest
 
 from client.agents import AgentsFileError, load_agents
@@ -16,6 +13,7 @@ from tests.agents.conftest import model_env
 from tests.agents.fake_anthropic import FakeAnthropic, Turn, text, thinking, tool_use
 from tests.agents.wire import (
     drive,
+    kill_agent,
     kinds,
     of,
     open_session,
@@ -146,9 +144,7 @@ async def test_a_crash_mid_turn_is_fatal_and_the_next_prompt_restarts(live, node
     sid, ws = await open_session(client, "acp")
     await send_prompt(ws, sid, "start")
     await fake.holding.wait()
-    for proc in psutil.Process().children(recursive=True):
-        if node_agents.acp[1] in " ".join(proc.cmdline()):
-            os.killpg(proc.pid, signal.SIGKILL)
+    assert kill_agent(node_agents.acp[1])
     frames = await recv_until(ws, "session.turn.end", 60)
     hold.set()
     error = of(frames, "agent.error")[-1]

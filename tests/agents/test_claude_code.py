@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 
-import psutil
 import pytest
 
 from tests.agents.conftest import model_env
 from tests.agents.fake_anthropic import FakeAnthropic, Turn, text, thinking, tool_use
 from tests.agents.wire import (
     drive,
+    kill_agent,
     kinds,
     of,
     open_session,
@@ -207,9 +205,7 @@ async def test_a_crash_mid_turn_is_fatal_and_the_next_prompt_resumes(live, node_
     await drive(ws, sid, "remember this")  # a finished turn: the CLI has saved it
     await send_prompt(ws, sid, "start")
     await fake.holding.wait()
-    for proc in psutil.Process().children(recursive=True):
-        if str(node_agents.claude) in " ".join(proc.cmdline()):
-            os.killpg(proc.pid, signal.SIGKILL)
+    assert kill_agent(str(node_agents.claude))
     frames = await recv_until(ws, "session.turn.end", 60)
     hold.set()
     error = of(frames, "agent.error")[-1]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from tests.client.harness import frame, recv, recv_until
 
@@ -78,3 +82,16 @@ async def drive(
         if frames[-1]["type"] == "session.turn.end":
             assert not answers, f"approvals never asked: {answers}"
             return frames
+
+
+def kill_agent(marker: str) -> int:
+    """SIGKILL the process group of every child process whose command line has `marker`."""
+    killed = 0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if marker in " ".join(proc.cmdline()):
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed += 1
+        except (psutil.Error, ProcessLookupError):
+            continue  # gone or a zombie meanwhile
+    return killed
