@@ -198,3 +198,20 @@ async def test_todos_become_a_plan_and_reads_outside_the_workspace_are_refused(l
     assert "outside the workspace" in read["output"]  # refused by the client's fs handler
     assert "not for agents" not in json.dumps(frames)
     assert "not for agents" not in json.dumps(fake.requests)
+
+
+async def test_cancel_while_an_approval_waits(live):
+    client, fake = live
+    fake.script.append(Turn([tool_use("Bash", {"command": "touch never.txt", "description": "x"})]))
+    fake.script.append(Turn([text("unused")]))
+    sid, ws = await open_session(client, "acp")
+    await send_prompt(ws, sid, "make a file")
+    frames = await recv_until(ws, "agent.interaction.request", 60)
+    await ws.send(frame("control.prompt.cancel", {}, sid))
+    frames += await recv_until(ws, "session.turn.end", 60)
+    assert stop_reason(frames) == "cancelled"
+    assert not (client.workspace / "never.txt").exists()
+    fake.script.clear()
+    fake.script.append(Turn([text("fine")]))
+    after = await drive(ws, sid, "next")
+    assert of(after, "agent.text.done")[-1]["text"] == "fine"

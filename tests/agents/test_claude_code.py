@@ -231,3 +231,20 @@ async def test_a_missing_binary_is_fatal_and_names_the_install(tmp_path):
             assert error["severity"] == "fatal"
             assert "npm install -g @anthropic-ai/claude-code" in error["message"]
             assert stop_reason(frames) == "error"
+
+
+async def test_cancel_while_an_approval_waits(live):
+    client, fake = live
+    fake.script.append(Turn([tool_use("Bash", {"command": "touch never.txt", "description": "x"})]))
+    fake.script.append(Turn([text("unused")]))
+    sid, ws = await open_session(client, "claude")
+    await send_prompt(ws, sid, "make a file")
+    frames = await recv_until(ws, "agent.interaction.request", 60)
+    await ws.send(frame("control.prompt.cancel", {}, sid))
+    frames += await recv_until(ws, "session.turn.end", 60)
+    assert stop_reason(frames) == "cancelled"
+    assert not (client.workspace / "never.txt").exists()
+    fake.script.clear()
+    fake.script.append(Turn([text("fine")]))
+    after = await drive(ws, sid, "next")
+    assert of(after, "agent.text.done")[-1]["text"] == "fine"
