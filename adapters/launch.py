@@ -213,20 +213,30 @@ async def run_console(
         file_search=live.search_files,
     )
     chat = asyncio.create_task(run_chat(platform, composer, live.chat, pump=live.pump))
-    waiters = {chat}
-    if stop is not None:
-        waiters.add(asyncio.create_task(stop.wait()))
+    # The chat waits for input; a session that ends meanwhile (its pump stops) ends it too.
+    waiters = {chat, live.pump}
+    stopper = asyncio.create_task(stop.wait()) if stop is not None else None
+    if stopper is not None:
+        waiters.add(stopper)
+    code = 0
     try:
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in waiters - {chat}:
-            task.cancel()
+        if stopper is not None:
+            stopper.cancel()
         if not chat.done():
             chat.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await chat
+        except asyncio.CancelledError:
+            pass
+        except ConnectionError:  # the session's link ended for good while sending
+            platform.note("⏹ The session has ended.")
+            code = 1
         await service.end(invocation)  # the agent is ended, not left running
-    return 0
+    if live.link.ended and not live.link.closed_here:
+        code = 1  # the session ended under us (terminated elsewhere, its node gone)
+    return code
 
 
 async def _open(

@@ -75,6 +75,11 @@ class SessionLink:
     def ended(self) -> bool:
         return self._closed or self._gone
 
+    @property
+    def closed_here(self) -> bool:
+        """True when `close()` ended the link (not the session ending on the master)."""
+        return self._closed and not self._gone
+
     # --- FrameLink ---------------------------------------------------------------------------
 
     async def send(self, frame: Frame) -> None:

@@ -60,6 +60,20 @@ def test_master_client_and_console_gateway_as_three_processes(processes, tmp_pat
     assert (tmp_path / "gateway" / "conversations.sqlite3").is_file()
     assert _open_sessions(master_url) == []  # the gateway ended its session on the way out
 
+    # A console whose session is ended elsewhere says so and exits 1.
+    again = processes.rawp(
+        "gateway", "--platform", "console", "--master-url", master_url,
+        "--state-dir", str(tmp_path / "gateway"),
+        env={"RAWP_EDGE_SECRET": SECRET}, stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    greeting = again.stdout.readline().decode()
+    assert greeting.startswith("▶️ demo on laptop"), greeting
+    [session] = _open_sessions(master_url)
+    _call(master_url, "DELETE", f"/v1/edge/sessions/{session['session_id']}")
+    # stdin stays open: the session's end is what ends the gateway
+    assert again.wait(timeout=60) == 1
+    assert "This session has ended" in again.stdout.read().decode()
+
 
 def test_the_gateway_without_the_edge_secret_says_what_to_set(processes):
     gateway = processes.rawp("gateway", "--platform", "console", env={"RAWP_EDGE_SECRET": ""})
@@ -74,7 +88,8 @@ def _rawp() -> list[str]:
     return [sys.executable, "-m", "rawp.cli"]
 
 
-def _open_sessions(master_url: str) -> list:
+def _call(master_url: str, method: str, path: str):
+    """One Edge API call as console:local (the user the README's console runs as)."""
     token_request = urllib.request.Request(
         f"{master_url}/v1/edge/auth/token",
         data=orjson.dumps({"subject": "console:local"}),
@@ -82,8 +97,13 @@ def _open_sessions(master_url: str) -> list:
     )
     with urllib.request.urlopen(token_request, timeout=10) as answer:
         token = orjson.loads(answer.read())["access_token"]
-    listing = urllib.request.Request(
-        f"{master_url}/v1/edge/sessions", headers={"Authorization": f"Bearer {token}"}
+    request = urllib.request.Request(
+        master_url + path, method=method, headers={"Authorization": f"Bearer {token}"}
     )
-    with urllib.request.urlopen(listing, timeout=10) as answer:
-        return orjson.loads(answer.read())["sessions"]
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        raw = answer.read()
+        return orjson.loads(raw) if raw else None
+
+
+def _open_sessions(master_url: str) -> list:
+    return _call(master_url, "GET", "/v1/edge/sessions")["sessions"]
