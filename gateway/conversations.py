@@ -10,7 +10,9 @@
    session is created on the master (`POST /v1/edge/nodes/{id}/sessions`), a thread is opened
    under the invoking conversation, the thread ↔ session binding is stored (SQLite,
    gateway.conversation_store) and the session goes live: its WebSocket is opened with the
-   ticket the master returned and its frames are rendered into the thread.
+   ticket the master returned and its frames are rendered into the thread. A message in the
+   new thread that arrives before its binding is stored (the thread is visible the moment it
+   is opened) waits for the start to finish rather than hearing "no session".
 3. Every message in a bound conversation is a prompt for its session — from the session's owner
    only: anyone else is told so and nothing is sent (the agent runs on the owner's machine).
 4. Restart: bindings survive in SQLite. `resume()` reconnects every open one with a fresh
@@ -28,6 +30,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,6 +62,7 @@ FRIENDLY = {
     "SESSION_NOT_FOUND": SESSION_ENDED,
 }
 WORKSPACE_SCOPED = {"slack"}  # platforms whose user ids are unique per workspace only
+START_WAIT_S = 30.0  # how long a message in a thread being opened waits for its binding
 
 
 class StartRefused(Exception):
@@ -68,6 +72,10 @@ class StartRefused(Exception):
         super().__init__(text)
         self.text = text
         self.code = code
+
+
+def _channel_key(conversation: ConversationRef) -> tuple[str, str]:
+    return (conversation.platform, conversation.channel_id)
 
 
 def subject_of(invocation: Invocation) -> str:
@@ -112,6 +120,10 @@ class ConversationService(ConversationHooks):
         self.platform = platform
         self.live: dict[str, LiveSession] = {}  # session_id → live session
         self._reviving: dict[str, asyncio.Lock] = {}
+        # (platform, channel) → starts in progress there: a message in a thread that is being
+        # opened right now waits for its binding instead of hearing "no session" (rule 2).
+        self._starting: dict[tuple[str, str], int] = {}
+        self._started: asyncio.Condition | None = None
 
     def bind_platform(self, platform: ChatPlatform) -> None:
         """Adapters build their platform around the hooks; it is handed back here."""
@@ -169,18 +181,27 @@ class ConversationService(ConversationHooks):
             raise StartRefused(refusal(exc), exc.error_code) from None
         device = chosen.get("device_name") or chosen["node_id"]
         session_id = created["session_id"]
-        thread = await self._platform.open_thread(
-            invocation.conversation, f"{agent} on {device}"[:100]
-        )
-        await self._replace_previous(thread, subject)
-        binding = await self.store.bind(
-            thread,
-            subject=subject,
-            session_id=session_id,
-            node_id=chosen["node_id"],
-            agent_name=agent,
-        )
-        live = self._go_live(binding, ticket=created.get("edge_ws_ticket"))
+        where = _channel_key(invocation.conversation)
+        self._starting[where] = self._starting.get(where, 0) + 1
+        try:
+            thread = await self._platform.open_thread(
+                invocation.conversation, f"{agent} on {device}"[:100]
+            )
+            await self._replace_previous(thread, subject)
+            binding = await self.store.bind(
+                thread,
+                subject=subject,
+                session_id=session_id,
+                node_id=chosen["node_id"],
+                agent_name=agent,
+            )
+            live = self._go_live(binding, ticket=created.get("edge_ws_ticket"))
+        finally:
+            self._starting[where] -= 1
+            if not self._starting[where]:
+                del self._starting[where]
+            async with self._condition():
+                self._condition().notify_all()
         greeting = f"▶️ {agent} on {device} — session `{session_id}`."
         if thread != invocation.conversation:
             await self._platform.send_message(
@@ -263,8 +284,22 @@ class ConversationService(ConversationHooks):
 
     # --- finding a conversation's session ----------------------------------------------------
 
+    def _condition(self) -> asyncio.Condition:
+        if self._started is None:
+            self._started = asyncio.Condition()
+        return self._started
+
     async def _binding(self, invocation: Invocation) -> Binding | str:
         binding = await self.store.get(invocation.conversation)
+        where = _channel_key(invocation.conversation)
+        if binding is None and where in self._starting:
+            async with self._condition():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self._condition().wait_for(lambda: where not in self._starting),
+                        START_WAIT_S,
+                    )
+            binding = await self.store.get(invocation.conversation)
         subject = subject_of(invocation)
         if (binding is None or binding.ended) and invocation.conversation.thread_id is None:
             binding = await self.store.latest_in_channel(invocation.conversation, subject) or (

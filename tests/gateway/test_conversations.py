@@ -4,6 +4,7 @@ the chat seam. Each test uses its own threads and sessions on the module's stack
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
@@ -242,4 +243,32 @@ async def test_starting_again_in_a_thread_ends_its_previous_session(world):
     assert (await svc.store.get(thread)).session_id == new
     open_ids = await svc.list_sessions(invocation(ALICE, thread))
     assert old not in open_ids and new in open_ids
+    await svc.end(invocation(ALICE, thread))
+
+
+class EagerPlatform(ThreadedPlatform):
+    """A user who types in the new thread the instant it appears, before start has returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.service: ConversationService | None = None
+        self.early: list = []
+
+    async def open_thread(self, conversation, title):
+        thread = await super().open_thread(conversation, title)
+        early = invocation(ALICE, thread, "fast")
+        self.early.append(asyncio.create_task(self.service.prompt(early, text_prompt("quick"))))
+        await asyncio.sleep(0)  # let it run into the missing binding
+        return thread
+
+
+async def test_a_message_in_a_thread_still_being_opened_waits_for_its_session(world):
+    svc = await world()
+    eager = EagerPlatform()
+    eager.service = svc
+    svc.bind_platform(eager)
+    reply = await svc.start_session(invocation(ALICE, channel("c-eager")), "test-box", "demo")
+    thread = svc.live[reply.split("`")[1]].renderer.conversation
+    assert await eager.early[0] is None  # accepted, not "No session in this conversation yet"
+    await said(svc, thread, 'You said: "quick"')
     await svc.end(invocation(ALICE, thread))
