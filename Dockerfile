@@ -38,6 +38,6 @@ WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 8700
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request as r, urllib.error as e\nport = os.environ.get('RAWP_MASTER_PORT', '8700')\nurl = os.environ.get('RAWP_HEALTHCHECK_URL') or f'http://127.0.0.1:{port}/v1/edge/nodes'\ntry:\n    r.urlopen(url, timeout=4)\nexcept e.HTTPError as answer:\n    raise SystemExit(answer.code >= 500)\nexcept OSError:\n    raise SystemExit(1)"]
+    CMD ["python", "-c", "import os, urllib.request as r, urllib.error as e\nport = os.environ.get('RAWP_MASTER_PORT', '8700')\nurl = os.environ.get('RAWP_HEALTHCHECK_URL') or f'http://127.0.0.1:{port}/v1/health'\ntry:\n    r.urlopen(url, timeout=4)\nexcept e.HTTPError as answer:\n    raise SystemExit(answer.code >= 500)\nexcept OSError:\n    raise SystemExit(1)"]
 ENTRYPOINT ["rawp"]
 CMD ["master"]

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 
+from client.agents import AgentsFileError, load_agents
 from client.settings import ClientSettings
 from client.state import StateDir
 from rawp.clock import SYSTEM_CLOCK, Clock, iso
@@ -52,6 +53,19 @@ def parse_pairing_url(url: str, *, dev: bool) -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}", token
 
 
+def agent_kinds(settings: ClientSettings) -> tuple[str, ...]:
+    """`agent_kind.<kind>` for every active agent kind of the agents file (§4.1.6).
+
+    An unreadable agents file adds nothing here: `rawp client` refuses it at start anyway, with
+    a message naming the problem.
+    """
+    try:
+        specs = load_agents(settings.agents_file).values()
+    except AgentsFileError:
+        return ()
+    return tuple(f"agent_kind.{kind}" for kind in sorted({s.kind for s in specs if s.is_active}))
+
+
 class MasterLink:
     def __init__(
         self, state: StateDir, settings: ClientSettings, *, clock: Clock = SYSTEM_CLOCK
@@ -60,7 +74,7 @@ class MasterLink:
         self.settings = settings
         self.clock = clock
         self.limits: Limits = settings.limits
-        self.capabilities: tuple[str, ...] = tuple(settings.capabilities)
+        self.capabilities: tuple[str, ...] = tuple(settings.capabilities) + agent_kinds(settings)
         self.versions = {"limits": 1, "capabilities": 1}
         self._http: aiohttp.ClientSession | None = None
 

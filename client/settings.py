@@ -28,7 +28,9 @@ class ClientSettings:
     certfile: Path | None = None
     keyfile: Path | None = None
     limits: Limits = DEFAULT_LIMITS
-    capabilities: tuple[str, ...] = ("rawp_dps_1.0", "file_search_v1", "agent_kind.script")
+    # The capabilities scope (§4.1.6) before the agents file adds `agent_kind.<kind>` for each
+    # kind it configures (see MasterLink).
+    capabilities: tuple[str, ...] = ("rawp_dps_1.0", "file_search_v1")
     # §5.1 / K-12: the master's ticket is accepted for this long and burned on first use.
     ticket_ttl: float = 60.0
     # C-SESS-06: SIGTERM, then SIGKILL after this many seconds. 5 by the spec; tests shorten it.

@@ -14,7 +14,7 @@ import logging
 from quart import Quart
 from werkzeug.exceptions import HTTPException
 
-from master.api import auth, nodes
+from master.api import auth, health, nodes
 from master.api.common import EXTENSION
 from master.edge import api as edge_api
 from master.edge import ws as edge_ws
@@ -42,6 +42,7 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = True
     app.register_blueprint(auth.blueprint)
+    app.register_blueprint(health.blueprint)
     app.register_blueprint(nodes.blueprint)
     app.register_blueprint(edge_api.blueprint)  # Edge API (RAWP §9), master/edge
     app.register_blueprint(edge_ws.blueprint)

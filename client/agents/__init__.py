@@ -18,6 +18,7 @@ file and the script protocol for users.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import tomllib
 from pathlib import Path
@@ -25,20 +26,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from client.agents.acp import AcpAgent
 from client.agents.base import Agent, AgentSpec
-from client.agents.claude_code import ClaudeCodeAgent
-from client.agents.openai import OpenAIAgent
-from client.agents.script import ScriptAgent, script_command
+from client.agents.script import script_command
 from rawp.events import CatalogTool
 
-# kind → class. The next kinds (claude-code, acp, openai) register here.
-KINDS: dict[str, type[Agent]] = {
-    "script": ScriptAgent,
-    "openai": OpenAIAgent,
-    "claude-code": ClaudeCodeAgent,
-    "acp": AcpAgent,
+# kind → "module:class". Imported only when a configured agent uses the kind: the ACP client
+# library alone costs over a second to import, which `rawp up` would pay on every start.
+KINDS: dict[str, str] = {
+    "script": "client.agents.script:ScriptAgent",
+    "openai": "client.agents.openai:OpenAIAgent",
+    "claude-code": "client.agents.claude_code:ClaudeCodeAgent",
+    "acp": "client.agents.acp:AcpAgent",
 }
+
+
+def kind_class(kind: str) -> type[Agent]:
+    module, _, name = KINDS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 class AgentsFileError(ValueError):
@@ -91,7 +95,7 @@ def _spec(path: Path, name: str, entry: Any) -> AgentSpec:
     try:
         if kind == "script":
             script_command(settings)
-        elif check := getattr(KINDS[kind], "check_settings", None):
+        elif check := getattr(kind_class(kind), "check_settings", None):
             check(settings)  # each kind names what is wrong with its own settings
         tools = tuple(
             # A script cannot run a tool on the edge's behalf: nothing it publishes is direct.
@@ -111,4 +115,4 @@ def _spec(path: Path, name: str, entry: Any) -> AgentSpec:
 
 
 def create_agent(spec: AgentSpec, **kwargs: Any) -> Agent:
-    return KINDS[spec.kind](spec, **kwargs)
+    return kind_class(spec.kind)(spec, **kwargs)

@@ -119,6 +119,7 @@ async def test_pair_then_serve_syncs_both_scopes_and_accepts_the_master(master, 
     (limits,), (caps,) = master.puts("limits"), master.puts("capabilities")
     assert limits["config_version"] == 1 and set(limits["limits"]) == set(LIMIT_FIELDS)
     assert caps["config_version"] == 1 and "rawp_dps_1.0" in caps["capabilities"]
+    assert "agent_kind.script" in caps["capabilities"]  # the demo agent's kind (no agents file)
     for name in ("credentials.json", "client_key.pem"):  # secrets are 0600
         assert stat.S_IMODE((state / name).stat().st_mode) == 0o600
     assert master.pairing_token not in (state / "credentials.json").read_text()

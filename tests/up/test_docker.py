@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -101,7 +102,9 @@ def test_the_master_starts_with_the_images_settings_and_the_healthcheck_answers(
         PATH=str(Path(sys.executable).parent) + ":/usr/bin:/bin",
     )
     master = processes.rawp("master", env=env)
-    wait_for_http(f"http://127.0.0.1:{port}/v1/edge/nodes", proc=master, timeout=60)
+    wait_for_http(f"http://127.0.0.1:{port}/v1/health", proc=master, timeout=60)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/health", timeout=10) as answer:
+        assert json.loads(answer.read())["status"] == "online"  # the master's own health route
     healthy = subprocess.run(healthcheck_argv(), env=env, capture_output=True, timeout=30)
     assert healthy.returncode == 0, healthy.stderr
     assert (tmp_path / "data" / "master").is_dir()
