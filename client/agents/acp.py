@@ -49,7 +49,7 @@ from client.agents.base import Agent, Prompt, Reference
 from client.process import spawn, terminate_group
 from rawp.clock import new_id
 from rawp.events import InteractionResponse, StopReason
-from rawp.fileref import FileToken, Part, to_literal
+from rawp.fileref import Part, extract_paths, to_literal
 
 STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
 
@@ -141,12 +141,7 @@ class AcpAgent(Agent):
         references: Sequence[Reference],
         input_type: str,
     ) -> Prompt:
-        by_id = {ref.ref_id: ref for ref in references}
-        files: list[str] = []
-        for part in parts:
-            ref = by_id.get(part.ref_id) if isinstance(part, FileToken) else None
-            if ref is not None and ref.path is not None and ref.path not in files:
-                files.append(ref.path)
+        files = extract_paths(parts, references).paths
         return Prompt(message_id, to_literal(parts), tuple(files), input_type)
 
     def confined(self, path: str) -> Path:

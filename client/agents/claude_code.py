@@ -47,7 +47,7 @@ from client.agents.claude_stream import ClaudeTurn
 from client.agents.claude_tools import CATEGORIES, DESCRIPTIONS, catalog
 from client.process import spawn, terminate_group
 from rawp.events import CatalogTool, InteractionResponse, StopReason
-from rawp.fileref import FileToken, Part, to_literal
+from rawp.fileref import Part, extract_paths, to_literal
 
 log = logging.getLogger(__name__)
 INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
@@ -107,12 +107,7 @@ class ClaudeCodeAgent(Agent):
         references: Sequence[Reference],
         input_type: str,
     ) -> Prompt:
-        by_id = {ref.ref_id: ref for ref in references}
-        files: list[str] = []
-        for part in parts:
-            ref = by_id.get(part.ref_id) if isinstance(part, FileToken) else None
-            if ref is not None and ref.path is not None and ref.path not in files:
-                files.append(ref.path)
+        files = extract_paths(parts, references).paths
         text = to_literal(parts)
         if files:
             text += "\n\n" + " ".join(mention(path) for path in files)

@@ -36,7 +36,7 @@ from client.agents.base import Agent, Prompt, Reference
 from client.agents.blocks import Blocks
 from client.agents.sse import ThinkSplitter, sse_events
 from rawp.events import InteractionResponse, StopReason
-from rawp.fileref import FileToken, Part, to_generic_llm
+from rawp.fileref import FileToken, Part, extract_paths, to_generic_llm
 
 FILE_MODES = ("reference", "inline")
 FINISH_REASONS: dict[str, StopReason] = {
@@ -99,12 +99,8 @@ class OpenAIAgent(Agent):
         references: Sequence[Reference],
         input_type: str,
     ) -> Prompt:
+        files = extract_paths(parts, references).paths
         by_id = {ref.ref_id: ref for ref in references}
-        files: list[str] = []
-        for part in parts:
-            ref = by_id.get(part.ref_id) if isinstance(part, FileToken) else None
-            if ref is not None and ref.path is not None and ref.path not in files:
-                files.append(ref.path)
         # A token whose file is unusable is written as its display_path (F-ADPT-05).
         usable = [
             p

@@ -35,7 +35,7 @@ from client.agents.base import Agent, Prompt, Reference
 from client.process import spawn, terminate_group
 from rawp.errors import FrameError
 from rawp.events import EVENTS, Direction, InteractionResponse, StopReason
-from rawp.fileref import FileToken, Part, to_literal
+from rawp.fileref import Part, extract_paths, to_literal
 
 # What a jsonl script may emit: agent-side events, minus those the client itself owns.
 CLIENT_OWNED = {
@@ -92,12 +92,7 @@ class ScriptAgent(Agent):
         input_type: str,
     ) -> Prompt:
         # §16.3 script example: paths become arguments, the sentence keeps display_path.
-        by_id = {ref.ref_id: ref for ref in references}
-        files: list[str] = []
-        for part in parts:
-            ref = by_id.get(part.ref_id) if isinstance(part, FileToken) else None
-            if ref is not None and ref.path is not None and ref.path not in files:
-                files.append(ref.path)
+        files = extract_paths(parts, references).paths
         return Prompt(message_id, to_literal(parts), tuple(files), input_type)
 
     async def prompt(self, prompt: Prompt) -> StopReason:
