@@ -51,17 +51,26 @@ class Processes:
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen] = []
 
-    def rawp(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-             **kwargs) -> subprocess.Popen:
+    def rawp(
+        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, **kwargs
+    ) -> subprocess.Popen:
         return self.start([sys.executable, "-m", "rawp.cli", *args], env=env, cwd=cwd, **kwargs)
 
-    def start(self, argv: Sequence[str], env: dict[str, str] | None = None,
-              cwd: Path | None = None, **kwargs) -> subprocess.Popen:
+    def start(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        **kwargs,
+    ) -> subprocess.Popen:
         kwargs.setdefault("stdout", subprocess.PIPE)
         kwargs.setdefault("stderr", subprocess.STDOUT)
         proc = subprocess.Popen(
-            list(argv), env={**os.environ, **(env or {})}, cwd=cwd or ROOT,
-            start_new_session=True, **kwargs,
+            list(argv),
+            env={**os.environ, **(env or {})},
+            cwd=cwd or ROOT,
+            start_new_session=True,
+            **kwargs,
         )
         self.procs.append(proc)
         return proc
@@ -82,3 +91,43 @@ class Processes:
 def _kill_group(proc: subprocess.Popen, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (mode 0600), for TLS tests."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    os.chmod(key_path, 0o600)
+    return cert_path, key_path

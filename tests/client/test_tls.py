@@ -4,57 +4,21 @@ without `--dev`."""
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import ssl
 import time
 
 import aiohttp
 import orjson
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from websockets.asyncio.client import connect
 
 from client.auth import ClientAuth
 from client.state import StateDir
 from rawp.clock import new_id, new_secret
-from tests.support import free_port
-
-
-def self_signed(tmp_path):
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
+from tests.support import free_port, self_signed_certificate
 
 
 async def test_https_and_wss_with_a_certificate(tmp_path, processes):
-    cert, key = self_signed(tmp_path)
+    cert, key = self_signed_certificate(tmp_path)
     port, state = free_port(), tmp_path / "state"
     # The master's token is signed with the client's key: create the state before the client.
     token = ClientAuth(StateDir.open(state), 60).issue().access_token

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import ipaddress
-import os
 import ssl
 import stat
 import subprocess
@@ -16,7 +13,7 @@ import aiohttp
 import pytest
 
 from master.services.keys import KEY_FILE
-from tests.support import ROOT, free_port, wait_for_http
+from tests.support import ROOT, free_port, self_signed_certificate, wait_for_http
 
 
 def _master_args(state_dir: Path, database_url: str, port: int) -> list[str]:
@@ -116,44 +113,8 @@ async def test_pair_over_real_http_and_restart(processes, tmp_path, database_url
     assert refreshed["server_credentials"] == paired["server_credentials"]
 
 
-def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    os.chmod(key_path, 0o600)
-    return cert_path, key_path
-
-
 async def test_tls(processes, tmp_path):
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed_certificate(tmp_path)
     port = free_port()
     db = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
     proc = processes.rawp(
