@@ -1,0 +1,315 @@
+"""Relay benchmark (issue 7 §1): `.venv/bin/python bench/relay.py`.
+
+A real master and a real client, separate processes on loopback (`--dev`), the client paired
+through the Edge API. The client runs a `script` agent in jsonl mode (`flood`, written here)
+that prints `agent.text.delta` lines as fast as it can, each carrying the system-wide
+monotonic clock in its text, so the receiver computes per-frame latency.
+
+Two paths, measured in the same run and interleaved round by round:
+
+- **master**: edge ← master ← client: a session made with `POST /v1/edge/nodes/{id}/sessions`,
+  read on the edge WebSocket of the master;
+- **direct**: client → edge: `POST /v1/session/init` with a ticket on the client itself (the
+  bench signs a client token with the client's own key, as the master holds one), read on the
+  client's WebSocket.
+
+Figures: delivered frames/s in flood mode (the ratio master / direct; target ≥ 50 %) and
+per-frame latency at a paced 1,000 frames/s (added p50 / p99 = master − direct; target p99
+added ≤ 2 ms). The same Python receiver reads both paths, so its own cost is in both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiohttp
+import orjson
+from websockets.asyncio.client import connect
+
+from client.state import StateDir
+from rawp.clock import new_id, new_secret
+from rawp.frames import dump_frame, make_frame
+from tests.support import Processes, free_port, wait_for_http
+
+EDGE_SECRET = "edge-secret-for-the-relay-bench-0123456789"
+SUBPROTOCOLS = ["rawp-dps-1.0", "rawp-1.0"]
+FLOOD_FRAMES = 20_000
+PACED_RATE = 1_000
+PACED_SECONDS = 3.0
+ROUNDS = 3
+TURN_LIMIT = 120.0  # seconds one turn may take before the bench gives up
+
+# The agent: `RAWP_PROMPT` is "<count> <rate>"; rate 0 means as fast as it can (stdout
+# buffered), otherwise paced on a fixed schedule and flushed per line.
+FLOOD_AGENT = textwrap.dedent(
+    """\
+    import os, sys, time
+    count, rate = (int(x) for x in os.environ["RAWP_PROMPT"].split())
+    out, now = sys.stdout, time.monotonic_ns
+    head = '{"type":"agent.text.delta","payload":{"content_index":0,"text":"'
+    if rate == 0:
+        for i in range(count):
+            out.write(f'{head}{i} {now()}"}}}}\\n')
+        out.flush()
+    else:
+        start, step = time.monotonic(), 1.0 / rate
+        for i in range(count):
+            delay = start + i * step - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            out.write(f'{head}{i} {now()}"}}}}\\n')
+            out.flush()
+    """
+)
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def frame(type: str, payload: dict, session_id: str) -> str:
+    return dump_frame(make_frame(type, payload, session_id=session_id))
+
+
+class Stack:
+    """Master + paired client, both started in their own process groups."""
+
+    def __init__(self, tmp: Path, processes: Processes) -> None:
+        self.tmp, self.processes = tmp, processes
+        self.workspace = tmp / "root" / "ws"
+        self.workspace.mkdir(parents=True)
+        agent = tmp / "flood.py"
+        agent.write_text(FLOOD_AGENT)
+        self.agents_file = tmp / "agents.toml"
+        self.agents_file.write_text(
+            f'[agents.flood]\nkind = "script"\nmode = "jsonl"\n'
+            f"command = [{str(sys.executable)!r}, {str(agent)!r}]\n"
+        )
+        self.master_port, self.client_port = free_port(), free_port()
+        self.master_url = f"http://127.0.0.1:{self.master_port}"
+        self.client_url = f"http://127.0.0.1:{self.client_port}"
+        self.client_state = tmp / "c"
+
+    def start(self) -> None:
+        master = self.processes.rawp(
+            "master", "--dev", "--port", str(self.master_port), "--state-dir", str(self.tmp / "m"),
+            env={"RAWP_EDGE_SECRET": EDGE_SECRET}, stdout=(self.tmp / "master.log").open("ab"),
+        )  # fmt: skip
+        wait_for_http(f"{self.master_url}/v1/edge/nodes", proc=master, timeout=60)
+        pairing_url = asyncio.run(self._pairing_url())
+        pair = self.processes.rawp(
+            "client", "pair", pairing_url, "--name", "bench-box", "--dev",
+            "--state-dir", str(self.client_state), "--public-address", self.client_url,
+        )  # fmt: skip
+        out, _ = pair.communicate(timeout=60)
+        if pair.returncode != 0:
+            raise RuntimeError(f"pairing failed: {out.decode()}")
+        client = self.processes.rawp(
+            "client", "--dev", "--port", str(self.client_port),
+            "--state-dir", str(self.client_state), "--allow-root", str(self.tmp / "root"),
+            "--agents-file", str(self.agents_file), "--kill-grace", "0.5",
+            stdout=(self.tmp / "client.log").open("ab"),
+        )  # fmt: skip
+        wait_for_http(f"{self.client_url}/v1/health", proc=client, timeout=60)
+        asyncio.run(self._wait_online())
+
+    async def edge_token(self) -> str:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(
+                f"{self.master_url}/v1/edge/auth/token",
+                json={"subject": "bench:owner"},
+                headers={"Authorization": f"Bearer {EDGE_SECRET}"},
+            ) as response,
+        ):
+            if response.status != 200:
+                raise RuntimeError(await response.text())
+            return (await response.json())["access_token"]
+
+    async def _pairing_url(self) -> str:
+        token = await self.edge_token()
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(
+                f"{self.master_url}/v1/edge/pairing-urls",
+                headers={"Authorization": f"Bearer {token}"},
+            ) as response,
+        ):
+            return (await response.json())["pairing_url"]
+
+    async def _wait_online(self) -> None:
+        token = await self.edge_token()
+        headers = {"Authorization": f"Bearer {token}"}
+        async with aiohttp.ClientSession(headers=headers) as http:
+            for _ in range(300):
+                async with http.get(f"{self.master_url}/v1/edge/nodes") as response:
+                    nodes = (await response.json())["nodes"]
+                if nodes and nodes[0]["status"] == "online":
+                    self.node_id = nodes[0]["node_id"]
+                    return
+                await asyncio.sleep(0.1)
+        raise RuntimeError("the client never came online at the master")
+
+    async def open_master_path(self, http: aiohttp.ClientSession, token: str):
+        url = f"{self.master_url}/v1/edge/nodes/{self.node_id}/sessions"
+        body = {"agent_name": "flood", "workspace_path": str(self.workspace)}
+        headers = {"Authorization": f"Bearer {token}"}
+        async with http.post(url, json=body, headers=headers) as response:
+            made = await response.json()
+            if response.status != 201:
+                raise RuntimeError(f"session create: {response.status} {made}")
+        ws_url = self.master_url.replace("http://", "ws://") + (
+            f"/v1/edge/ws/stream?ticket={made['edge_ws_ticket']}&session_id={made['session_id']}"
+        )
+        ws = await connect(ws_url, subprotocols=SUBPROTOCOLS, max_size=None)
+        return made["session_id"], ws
+
+    async def open_direct_path(self, http: aiohttp.ClientSession):
+        # The token the master would present: signed with the client's own key (kind "client").
+        key = StateDir.open(self.client_state).signing_key()
+        token = key.sign({"sub": "master"}, 600, kind="client")
+        body = {
+            "session_id": new_id(),
+            "ticket": new_secret(),
+            "agent_name": "flood",
+            "workspace_path": str(self.workspace),
+        }
+        headers = {"Authorization": f"Bearer {token}"}
+        async with http.post(
+            f"{self.client_url}/v1/session/init", json=body, headers=headers
+        ) as response:
+            if response.status != 201:
+                raise RuntimeError(f"session/init: {response.status} {await response.text()}")
+        ws_url = self.client_url.replace("http://", "ws://") + (
+            f"/v1/ws/stream?ticket={body['ticket']}&session_id={body['session_id']}"
+        )
+        ws = await connect(ws_url, subprotocols=SUBPROTOCOLS, max_size=None)
+        return body["session_id"], ws
+
+
+async def one_turn(ws, session_id: str, count: int, rate: int) -> dict:
+    """Send the prompt, read to `session.turn.end`; frames/s and per-frame latency (s)."""
+    prompt = frame("control.prompt.request", {"prompt_text": f"{count} {rate}"}, session_id)
+    await ws.send(prompt)
+    latencies: list[float] = []
+    first = last = 0.0
+    deadline = time.monotonic() + TURN_LIMIT
+    while True:
+        raw = await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic()))
+        got = time.monotonic_ns()
+        data = orjson.loads(raw)
+        kind = data["type"]
+        if kind == "agent.text.delta":
+            sent = int(data["payload"]["text"].split()[1])
+            latencies.append((got - sent) / 1e9)
+            last = got / 1e9
+            if len(latencies) == 1:
+                first = last
+        elif kind == "session.turn.end":
+            break
+    if len(latencies) != count:
+        raise RuntimeError(f"{count} frames sent, {len(latencies)} received")
+    span = last - first
+    return {"fps": (count - 1) / span if span > 0 else 0.0, "latencies": latencies}
+
+
+async def measure(stack: Stack, rounds: int, flood: int, paced_seconds: float) -> dict:
+    paced = int(PACED_RATE * paced_seconds)
+    results: dict[str, dict[str, list]] = {
+        path: {"fps": [], "latencies": []} for path in ("direct", "master")
+    }
+    token = await stack.edge_token()
+    async with aiohttp.ClientSession() as http:
+        sockets = {
+            "direct": await stack.open_direct_path(http),
+            "master": await stack.open_master_path(http, token),
+        }
+        try:
+            for sid, ws in sockets.values():  # warm up: agent start, imports, caches
+                await one_turn(ws, sid, 500, 0)
+            for _ in range(rounds):
+                for path, (sid, ws) in sockets.items():
+                    results[path]["fps"].append((await one_turn(ws, sid, flood, 0))["fps"])
+                for path, (sid, ws) in sockets.items():
+                    turn = await one_turn(ws, sid, paced, PACED_RATE)
+                    results[path]["latencies"] += turn["latencies"]
+        finally:
+            for _, ws in sockets.values():
+                with contextlib.suppress(Exception):
+                    await ws.close()
+    return results
+
+
+def summarise(results: dict) -> dict[str, float]:
+    figures: dict[str, float] = {}
+    for path, got in results.items():
+        figures[f"{path}_fps"] = statistics.median(got["fps"])
+        for name, q in (("p50", 0.5), ("p99", 0.99)):
+            figures[f"{path}_{name}_ms"] = percentile(got["latencies"], q) * 1000
+    figures["ratio"] = figures["master_fps"] / figures["direct_fps"]
+    for name in ("p50", "p99"):
+        figures[f"added_{name}_ms"] = figures[f"master_{name}_ms"] - figures[f"direct_{name}_ms"]
+    figures["met_throughput"] = float(figures["ratio"] >= 0.5)
+    figures["met_latency"] = float(figures["added_p99_ms"] <= 2.0)
+    return figures
+
+
+def run(rounds: int = ROUNDS, flood: int = FLOOD_FRAMES, paced_seconds: float = PACED_SECONDS):
+    """Start the stack, measure, stop every process (even on error); the figures."""
+    processes = Processes()
+    with tempfile.TemporaryDirectory(prefix="rawp-bench-relay-") as temp:
+        try:
+            stack = Stack(Path(temp), processes)
+            stack.start()
+            results = asyncio.run(measure(stack, rounds, flood, paced_seconds))
+        finally:
+            processes.close()
+    return summarise(results)
+
+
+def report(figures: dict[str, float]) -> str:
+    lines = [
+        "| measure | direct (client → edge) | master (client → master → edge) | comparison |",
+        "|---|---|---|---|",
+        f"| flood, frames/s (median of rounds) | {figures['direct_fps']:,.0f} | "
+        f"{figures['master_fps']:,.0f} | {figures['ratio']:.0%} of direct (target ≥ 50 %) |",
+    ]
+    for name in ("p50", "p99"):
+        lines.append(
+            f"| latency {name} at {PACED_RATE:,} frames/s | {figures[f'direct_{name}_ms']:.2f} ms"
+            f" | {figures[f'master_{name}_ms']:.2f} ms | +{figures[f'added_{name}_ms']:.2f} ms"
+            + (" (target ≤ 2 ms)" if name == "p99" else "")
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--frames", type=int, default=FLOOD_FRAMES, help="frames per flood turn")
+    parser.add_argument("--paced-seconds", type=float, default=PACED_SECONDS)
+    args = parser.parse_args()
+    figures = run(args.rounds, args.frames, args.paced_seconds)
+    print(report(figures))
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n{os.cpu_count()} CPUs; load average after the run: {load}")
+    print(f"throughput target (≥ 50 %): {'met' if figures['met_throughput'] else 'NOT met'}")
+    print(f"latency target (p99 added ≤ 2 ms): {'met' if figures['met_latency'] else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
