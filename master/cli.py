@@ -77,6 +77,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=int(env("RAWP_MASTER_ACCESS_TOKEN_TTL", "900")),
         help="lifetime of node access tokens in seconds (RAWP_MASTER_ACCESS_TOKEN_TTL)",
     )
+    parser.add_argument(
+        "--redis-url",
+        default=env("RAWP_REDIS_URL") or None,
+        help="Redis shared by master replicas, e.g. redis://127.0.0.1:6379/0 (RAWP_REDIS_URL); "
+        "default: none, a single process (docs/scale-out.md)",
+    )
+    parser.add_argument(
+        "--redis-prefix",
+        default=env("RAWP_REDIS_PREFIX", "rawp:"),
+        help="start of every Redis key the master writes (RAWP_REDIS_PREFIX, default rawp:)",
+    )
     _edge_options(parser)
     sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
     pairing = sub.add_parser(
@@ -187,6 +198,8 @@ def settings_from(args: argparse.Namespace):
         access_token_ttl=args.access_token_ttl,
         node_budget=node_budget,
         auth_budget=auth_budget,
+        redis_url=args.redis_url,
+        redis_prefix=args.redis_prefix,
         edge=edge_settings_from(args),
     )
 

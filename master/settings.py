@@ -73,6 +73,10 @@ class Settings:
     auth_budget: Budget = AUTH_BUDGET
     # Throttle for calls to a client whose limits scope is not synced yet (requests/second).
     unsynced_client_rate: float = 1.0
+    # Redis shared by master replicas (docs/scale-out.md); None = single process, no Redis.
+    redis_url: str | None = field(default=None, repr=False)
+    # Every key the master writes in Redis starts with this (several deployments, one Redis).
+    redis_prefix: str = "rawp:"
     # --- Edge API (RAWP §9; docs/edge-api.md) ---
     edge: EdgeSettings = field(default_factory=EdgeSettings)
 

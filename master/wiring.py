@@ -45,6 +45,9 @@ class Services:
             await self.edge.close()
         await self.client_calls.close()
         await self.db.dispose()
+        close_limiter = getattr(self.limiter, "aclose", None)
+        if close_limiter is not None:  # the Redis limiter's connections (docs/scale-out.md)
+            await close_limiter()
 
 
 async def build_services(
@@ -93,7 +96,7 @@ async def build_services(
         clock=clock,
         db=db,
         key=key,
-        limiter=limiter or MemoryRateLimiter(clock),
+        limiter=limiter or _limiter(settings, clock),
         tokens=tokens,
         pairing=pairing,
         config=config,
@@ -102,3 +105,13 @@ async def build_services(
         sessions=starter,
         edge=edge,
     )
+
+
+def _limiter(settings: Settings, clock: Clock) -> RateLimiter:
+    """In-process buckets, or buckets shared by every replica when a Redis URL is set."""
+    if not settings.redis_url:
+        return MemoryRateLimiter(clock)
+    from master.services.redis_rate_limit import RedisRateLimiter  # imports redis: only here
+
+    log.info("rate limits: shared through Redis")
+    return RedisRateLimiter.from_url(settings.redis_url, prefix=f"{settings.redis_prefix}rate:")
