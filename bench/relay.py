@@ -289,7 +289,7 @@ def report(figures: dict[str, float]) -> str:
     for name in ("p50", "p99"):
         lines.append(
             f"| latency {name} at {PACED_RATE:,} frames/s | {figures[f'direct_{name}_ms']:.2f} ms"
-            f" | {figures[f'master_{name}_ms']:.2f} ms | +{figures[f'added_{name}_ms']:.2f} ms"
+            f" | {figures[f'master_{name}_ms']:.2f} ms | {figures[f'added_{name}_ms']:+.2f} ms"
             + (" (target ≤ 2 ms)" if name == "p99" else "")
             + " |"
         )

@@ -148,7 +148,7 @@ def main() -> int:
         ("Relay throughput: master path ≥ 50 % of direct", relay_figures["met_throughput"],
          f"{relay_figures['ratio']:.0%}", "relay"),
         ("Relay latency: ≤ 2 ms p99 added at 1,000 frames/s", relay_figures["met_latency"],
-         f"+{relay_figures['added_p99_ms']:.2f} ms", "relay"),
+         f"{relay_figures['added_p99_ms']:+.2f} ms", "relay"),
         ("Rendering 100 KB for Discord and Slack: ≤ 5 ms", render_figures["met"],
          f"Discord {render_figures['discord_max_ms']:.1f} ms, "
          f"Slack {render_figures['slack_max_ms']:.1f} ms (worst)", "render"),
