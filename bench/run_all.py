@@ -21,7 +21,8 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(ROOT))
 
-import relay  # noqa: E402  (bench/ is not a package: its modules are found on sys.path)
+import fanout  # noqa: E402  (bench/ is not a package: its modules are found on sys.path)
+import relay  # noqa: E402
 import render  # noqa: E402
 import startup  # noqa: E402
 
@@ -69,7 +70,6 @@ one process; compare its figure with `import quart` above and profile with
 NOT_MEASURED = """\
 - **Sessions at scale** (issue 7 §2: 1,000 concurrent sessions on one master, 10 % streaming at
   20 frames/s; targets RSS ≤ 300 MB, p99 ≤ 50 ms, zero lost frames): no load generator yet.
-- **Fan-out** (issue 7 §3: one session, 1 / 10 / 100 edge sockets): not written yet.
 - **File search through edge → master → client** (issue 7 §4, second half): only the client
   side and the fzf baseline are measured (`bench/file_search.py`)."""
 
@@ -134,6 +134,8 @@ def main() -> int:
     began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print("relay …", flush=True)
     relay_figures = relay.run()
+    print("fan-out …", flush=True)
+    fanout_figures = fanout.run()
     print("start-up …", flush=True)
     startup_figures = startup.run()
     print("rendering …", flush=True)
@@ -208,6 +210,16 @@ cores the master path also shares the CPUs among four busy processes (agent, cli
 receiver) where the direct path has three, so the ratio includes that contention. "Added"
 latency is the master percentile minus the direct percentile of the same run; the tail is noisy
 on a shared machine (a direct p99 above the master's has been seen).
+
+## Fan-out (`bench/fanout.py`)
+
+The same stack and agent; one session read by 1, 10 and 100 edge WebSockets of the master
+(all read by the one benchmark process). Flood: {fanout.FLOOD_FRAMES:,} frames; paced:
+{fanout.PACED_RATE} frames/s for {fanout.PACED_SECONDS:.0f} s, i.e. 100 × the socket count
+deliveries a second. The issue sets no target here. The CPU column (user + system time over
+wall time of the flood turn; 100 % is one core) says which side is saturated.
+
+{fanout.report(fanout_figures)}
 
 ## Start-up (`bench/startup.py`)
 
