@@ -70,6 +70,11 @@ one process; compare its figure with `import quart` above and profile with
 NOT_MEASURED = """\
 - **Sessions at scale** (issue 7 §2: 1,000 concurrent sessions on one master, 10 % streaming at
   20 frames/s; targets RSS ≤ 300 MB, p99 ≤ 50 ms, zero lost frames): no load generator yet.
+  What it needs: a wire-level client like tests/edge/fake_client.py (aiohttp, paired through
+  `POST /v1/auth/pair`, both config scopes synced) in a process of its own pushing stamped
+  deltas; the edges spread over many users, because every Edge API call is charged to the
+  user's rate budget and edge tokens to the gateway address's (`429 RATE_LIMITED`, honour
+  `Retry-After`); master RSS and CPU read with psutil.
 - **File search through edge → master → client** (issue 7 §4, second half): only the client
   side and the fzf baseline are measured (`bench/file_search.py`)."""
 
