@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -115,6 +116,22 @@ def serve_client(port: int) -> None:
     app.router.add_delete("/v1/session/{session_id}", delete)
     app.router.add_get("/v1/ws/stream", socket)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+# ---- the master under tracemalloc (`--trace-memory FILE`) ----
+
+# Run as the master's program: SIGUSR1 writes the biggest allocation sites, by file, to FILE.
+TRACED_MASTER = """\
+import signal, sys, tracemalloc
+tracemalloc.start(1)
+def dump(*_):
+    stats = tracemalloc.take_snapshot().statistics("filename")[:30]
+    with open(sys.argv[1], "w") as out:
+        out.write("\\n".join(str(line) for line in stats) + "\\n")
+signal.signal(signal.SIGUSR1, dump)
+from rawp.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
 
 
 # ---- the edge side (this process) ----
@@ -224,11 +241,20 @@ async def measure(master: str, client: str, master_proc: psutil.Process, args) -
                     f"/v1/edge/ws/stream?ticket={made['edge_ws_ticket']}"
                     f"&session_id={made['session_id']}"
                 )
-                ws = await connect(ws_url, subprotocols=["rawp-dps-1.0"], max_size=None)
+                ws = await connect(
+                    ws_url,
+                    subprotocols=["rawp-dps-1.0"],
+                    max_size=None,
+                    # By default the edge offers permessage-deflate, as browsers do.
+                    compression=None if args.no_deflate else "deflate",
+                )
                 sockets.append((made["session_id"], ws))
             figures["open_s"] = time.monotonic() - began
             await asyncio.sleep(1)
             figures["rss_open_mb"] = master_proc.memory_info().rss / 2**20
+            if args.trace_memory:
+                master_proc.send_signal(signal.SIGUSR1)
+                await asyncio.sleep(5)  # the snapshot of a traced process takes a while
             streaming = sockets[: max(1, int(len(sockets) * args.share))]
             count = int(args.rate * args.seconds)
             latencies: list[float] = []
@@ -273,11 +299,18 @@ def run(args) -> dict:
     with tempfile.TemporaryDirectory(prefix="rawp-bench-scale-") as temp:
         try:
             master_port, client_port = free_port(), free_port()
-            master = processes.rawp(
-                "master", "--dev", "--port", str(master_port), "--state-dir", temp,
+            master_args = ["master", "--dev", "--port", str(master_port), "--state-dir", temp]
+            if args.trace_memory:
+                traced = Path(temp) / "traced_master.py"
+                traced.write_text(TRACED_MASTER)
+                argv = [sys.executable, str(traced), str(Path(args.trace_memory).resolve())]
+            else:
+                argv = [sys.executable, "-m", "rawp.cli"]
+            master = processes.start(
+                [*argv, *master_args],
                 env={"RAWP_EDGE_SECRET": EDGE_SECRET},
                 stdout=(Path(temp) / "master.log").open("ab"),
-            )  # fmt: skip
+            )
             client = processes.start(
                 [sys.executable, __file__, "--play-client", str(client_port)],
                 stdout=(Path(temp) / "client.log").open("ab"),
@@ -314,6 +347,12 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=RATE)
     parser.add_argument("--seconds", type=float, default=SECONDS)
     parser.add_argument("--play-client", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-deflate", action="store_true", help="edges do not offer permessage-deflate"
+    )
+    parser.add_argument(
+        "--trace-memory", metavar="FILE", help="run the master under tracemalloc; top sites to FILE"
+    )
     args = parser.parse_args()
     if args.play_client:
         serve_client(args.play_client)
