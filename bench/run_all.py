@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 import fanout  # noqa: E402  (bench/ is not a package: its modules are found on sys.path)
 import relay  # noqa: E402
 import render  # noqa: E402
+import scale  # noqa: E402
 import startup  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -61,6 +62,23 @@ Compare the p99 rows: the master path adds a second WebSocket hop and a second P
 loop; at 1,000 frames/s on a shared two-core machine that loop's scheduling jitter shows in the
 tail. Profile the master with `py-spy record --pid <master pid>` during the paced phase before
 changing code.""",
+    "scale": """\
+Found with `bench/scale.py --trace-memory FILE` (the master under tracemalloc, 1,000 sessions
+open): **permessage-deflate on the edge sockets.** The largest allocation site by far is
+`wsproto/extensions.py` — 256 MiB in 7,031 blocks of ~37 KiB, the zlib compressor and
+decompressor state of each edge WebSocket — against under 10 MiB for any other site. Hypercorn
+always offers `PerMessageDeflate()` (hypercorn/protocol/ws_stream.py builds the extension list
+itself; there is no setting), so every edge that asks for compression — the `websockets`
+default and every browser — gets it. The same run with edges that do not offer it stays far
+under the target (second table). The master's own client link already sets
+`compression=None` for this reason (master/edge/client_link.py); the edge side should match.
+What should change (not done here: benchmarks change no product code): refuse the extension
+on the master's edge socket — serve the master with an ASGI server that can turn it off
+(uvicorn: `ws_per_message_deflate=False`; issue 7 already measured uvicorn faster than
+hypercorn for Quart), or strip `permessage-deflate` from the upgrade request's
+`Sec-WebSocket-Extensions` header in a small ASGI middleware before hypercorn answers it. The
+gateway's own edge link (aiohttp `ws_connect`, which offers no compression by default) is not
+affected; browsers and `websockets` clients are.""",
     "startup": """\
 `rawp up` imports the master, client and gateway apps (Quart, SQLAlchemy, pydantic models) in
 one process; compare its figure with `import quart` above and profile with
@@ -68,13 +86,6 @@ one process; compare its figure with `import quart` above and profile with
 }
 
 NOT_MEASURED = """\
-- **Sessions at scale** (issue 7 §2: 1,000 concurrent sessions on one master, 10 % streaming at
-  20 frames/s; targets RSS ≤ 300 MB, p99 ≤ 50 ms, zero lost frames): no load generator yet.
-  What it needs: a wire-level client like tests/edge/fake_client.py (aiohttp, paired through
-  `POST /v1/auth/pair`, both config scopes synced) in a process of its own pushing stamped
-  deltas; the edges spread over many users, because every Edge API call is charged to the
-  user's rate budget and edge tokens to the gateway address's (`429 RATE_LIMITED`, honour
-  `Retry-After`); master RSS and CPU read with psutil.
 - **File search through edge → master → client** (issue 7 §4, second half): only the client
   side and the fzf baseline are measured (`bench/file_search.py`)."""
 
@@ -126,6 +137,17 @@ def file_search_section(quick: bool) -> str:
     return f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}:\n\n{done.stdout}"
 
 
+def scale_args(no_deflate: bool) -> argparse.Namespace:
+    return argparse.Namespace(
+        sessions=scale.SESSIONS,
+        share=scale.STREAMING_SHARE,
+        rate=scale.RATE,
+        seconds=scale.SECONDS,
+        no_deflate=no_deflate,
+        trace_memory=None,
+    )
+
+
 def verdict(met: float) -> str:
     return "met" if met else "**missed**"
 
@@ -141,6 +163,9 @@ def main() -> int:
     relay_figures = relay.run()
     print("fan-out …", flush=True)
     fanout_figures = fanout.run()
+    print("sessions at scale …", flush=True)
+    scale_figures = scale.run(scale_args(no_deflate=False))
+    scale_plain = scale.run(scale_args(no_deflate=True))
     print("start-up …", flush=True)
     startup_figures = startup.run()
     print("rendering …", flush=True)
@@ -159,6 +184,10 @@ def main() -> int:
         ("Rendering 100 KB for Discord and Slack: ≤ 5 ms", render_figures["met"],
          f"Discord {render_figures['discord_max_ms']:.1f} ms, "
          f"Slack {render_figures['slack_max_ms']:.1f} ms (worst)", "render"),
+        ("Sessions at scale: 1,000 sessions, RSS ≤ 300 MB, p99 ≤ 50 ms, none lost "
+         "(edges offering permessage-deflate, as browsers do)", scale_figures["met"],
+         f"{scale_figures['rss_peak_mb']:.0f} MB, p99 {scale_figures['p99_ms']:.1f} ms, "
+         f"{scale_figures['lost']:.0f} lost", "scale"),
         ("Start-up, `rawp up` to ready: ≤ 3 s", startup_figures["met"],
          f"{max(startup_figures['first_max'], startup_figures['again_max']):.2f} s (worst)",
          "startup"),
@@ -225,6 +254,24 @@ deliveries a second. The issue sets no target here. The CPU column (user + syste
 wall time of the flood turn; 100 % is one core) says which side is saturated.
 
 {fanout.report(fanout_figures)}
+
+## Sessions at scale (`bench/scale.py`)
+
+One master process; a load generator in two processes: a wire-level local client (aiohttp,
+paired through `POST /v1/auth/pair`, config synced) and the edges (this process, `websockets`,
+one edge user, one socket per session). {scale.SESSIONS:,} sessions are opened one by one (the
+Edge API's per-user budget of 30/s paces it); {scale.STREAMING_SHARE:.0%} of them then stream
+at {scale.RATE} frames/s for {scale.SECONDS:.0f} s. Run twice: edges offering
+permessage-deflate (the `websockets` default, and what every browser does), then edges that do
+not (`--no-deflate`), which is the comparison.
+
+Edges offering deflate:
+
+{scale.report(scale_figures)}
+
+Edges not offering deflate:
+
+{scale.report(scale_plain)}
 
 ## Start-up (`bench/startup.py`)
 
