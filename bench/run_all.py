@@ -67,7 +67,7 @@ Found with `bench/scale.py --trace-memory FILE` (the master under tracemalloc, 1
 open): **permessage-deflate on the edge sockets.** The largest allocation site by far is
 `wsproto/extensions.py` — 256 MiB in 7,031 blocks of ~37 KiB, the zlib compressor and
 decompressor state of each edge WebSocket — against under 10 MiB for any other site. Hypercorn
-always offers `PerMessageDeflate()` (hypercorn/protocol/ws_stream.py builds the extension list
+always accepts `PerMessageDeflate()` (hypercorn/protocol/ws_stream.py builds the extension list
 itself; there is no setting), so every edge that asks for compression — the `websockets`
 default and every browser — gets it. The same run with edges that do not offer it stays far
 under the target (second table). The master's own client link already sets
@@ -75,10 +75,15 @@ under the target (second table). The master's own client link already sets
 What should change (not done here: benchmarks change no product code): refuse the extension
 on the master's edge socket — serve the master with an ASGI server that can turn it off
 (uvicorn: `ws_per_message_deflate=False`; issue 7 already measured uvicorn faster than
-hypercorn for Quart), or strip `permessage-deflate` from the upgrade request's
-`Sec-WebSocket-Extensions` header in a small ASGI middleware before hypercorn answers it. The
+hypercorn for Quart), or change hypercorn where it builds that list (it reads the offer from
+the request itself, before the application sees it, so ASGI middleware cannot remove it). The
 gateway's own edge link (aiohttp `ws_connect`, which offers no compression by default) is not
-affected; browsers and `websockets` clients are.""",
+affected; browsers and `websockets` clients are.
+
+Latency is less clear: with deflate the p99 was 16 ms in one run and 89 ms in another, without
+it 24 ms and 32 ms. Deflate is CPU work on every frame, once per edge socket, and the one p99
+miss came with it, but two runs each on a shared machine do not prove the cause; measure again
+once deflate is off.""",
     "startup": """\
 `rawp up` imports the master, client and gateway apps (Quart, SQLAlchemy, pydantic models) in
 one process; compare its figure with `import quart` above and profile with
@@ -251,7 +256,10 @@ The same stack and agent; one session read by 1, 10 and 100 edge WebSockets of t
 (all read by the one benchmark process). Flood: {fanout.FLOOD_FRAMES:,} frames; paced:
 {fanout.PACED_RATE} frames/s for {fanout.PACED_SECONDS:.0f} s, i.e. 100 × the socket count
 deliveries a second. The issue sets no target here. The CPU column (user + system time over
-wall time of the flood turn; 100 % is one core) says which side is saturated.
+wall time of the flood turn; 100 % is one core) says which side is saturated. These edges
+(`websockets` defaults) negotiate permessage-deflate, so the master compresses each frame once
+per socket; see the sessions-at-scale cause below. Runs drift: the 100-socket p99 has been
+12 ms in one run and 290 ms in another.
 
 {fanout.report(fanout_figures)}
 
