@@ -13,6 +13,7 @@ from tests.agents.conftest import model_env
 from tests.agents.fake_anthropic import FakeAnthropic, Turn, text, thinking, tool_use
 from tests.agents.wire import (
     drive,
+    inline_table,
     kill_agent,
     kinds,
     of,
@@ -22,10 +23,6 @@ from tests.agents.wire import (
     write_agents_file,
 )
 from tests.client.harness import frame, recv_until, running_client
-
-
-def inline_table(values: dict[str, str]) -> str:
-    return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + " }"
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Sequence
@@ -95,3 +96,8 @@ def kill_agent(marker: str) -> int:
         except (psutil.Error, ProcessLookupError):
             continue  # gone or a zombie meanwhile
     return killed
+
+
+def inline_table(values: dict[str, str]) -> str:
+    """A TOML inline table, for an agent's `env` in a generated agents file."""
+    return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + " }"
