@@ -14,9 +14,8 @@ from master.app import create_app
 from master.settings import EdgeSettings, Settings
 from rawp.clock import SYSTEM_CLOCK, iso
 from tests.edge.fake_client import FakeClient
-from tests.edge.stack import start_stack
+from tests.edge.stack import running_stack
 from tests.master import conftest as master_fixtures
-from tests.support import Processes
 
 # The master suite's database fixtures: every unit test here runs on SQLite and PostgreSQL.
 postgres_url = master_fixtures.postgres_url
@@ -28,16 +27,8 @@ OWNER = "discord:1001"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    processes = Processes()
-    made = None
-    try:
-        made = start_stack(processes, tmp_path_factory.mktemp("edge-stack"), OWNER)
-        made.start_client()
+    with running_stack(tmp_path_factory.mktemp("edge-stack"), OWNER) as made:
         yield made
-    finally:
-        if made is not None:
-            made.proxy.close()
-        processes.close()
 
 
 # --- the master app under Quart's test client, with a fake client at the wire ----------------

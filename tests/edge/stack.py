@@ -182,3 +182,18 @@ async def _pairing_url(master_url: str, subject: str) -> str:
         status, body = await edge.call("POST", "/v1/edge/pairing-urls")
         assert status == 201, body
         return body["pairing_url"]
+
+
+@contextlib.contextmanager
+def running_stack(tmp: Path, subject: str):
+    """A started stack with its client running, every process and the proxy ended afterwards."""
+    processes = Processes()
+    made = None
+    try:
+        made = start_stack(processes, tmp, subject)
+        made.start_client()
+        yield made
+    finally:
+        if made is not None:
+            made.proxy.close()
+        processes.close()

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.edge.stack import EDGE_SECRET, start_stack
+from tests.edge.stack import EDGE_SECRET, running_stack
 from tests.fakes.discord_payloads import DiscordWorld, command_option
 from tests.fakes.discord_server import FakeDiscord
-from tests.support import Processes
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
@@ -18,16 +17,8 @@ OWNER = f"discord:{WORLD.alice['id']}"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    processes = Processes()
-    made = None
-    try:
-        made = start_stack(processes, tmp_path_factory.mktemp("discord-stack"), OWNER)
-        made.start_client()
+    with running_stack(tmp_path_factory.mktemp("discord-stack"), OWNER) as made:
         yield made
-    finally:
-        if made is not None:
-            made.proxy.close()
-        processes.close()
 
 
 def sub(name: str, *options: dict) -> list[dict]:

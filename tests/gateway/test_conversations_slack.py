@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from tests.edge.stack import EDGE_SECRET, start_stack
+from tests.edge.stack import EDGE_SECRET, running_stack
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
-from tests.support import Processes, free_port, wait_for_http
+from tests.support import free_port, wait_for_http
 
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
@@ -20,16 +20,8 @@ OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    processes = Processes()
-    made = None
-    try:
-        made = start_stack(processes, tmp_path_factory.mktemp("slack-stack"), OWNER)
-        made.start_client()
+    with running_stack(tmp_path_factory.mktemp("slack-stack"), OWNER) as made:
         yield made
-    finally:
-        if made is not None:
-            made.proxy.close()
-        processes.close()
 
 
 def blocks_of(call) -> list[dict]:
