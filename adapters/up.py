@@ -199,20 +199,15 @@ def choose_ports(options: UpOptions) -> tuple[int, int]:
 def quiet_logging() -> None:
     """The console is the chat: servers only speak up with warnings, on stderr."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for name in ("hypercorn.error", "hypercorn.access"):
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
 async def serve_app(app, port: int, stop: asyncio.Event) -> asyncio.Task:
-    from hypercorn.asyncio import serve
-    from hypercorn.config import Config
+    """Serve on loopback the way `rawp master` serves (uvicorn, no permessage-deflate)."""
+    from master.server import serve_asgi
 
-    config = Config()
-    config.bind = [f"{LOOPBACK}:{port}"]
-    config.accesslog = None  # pairing URLs carry their token in the query (no secrets logged)
-    config.errorlog = logging.getLogger("hypercorn.error")
-    config.graceful_timeout = 5.0
-    return asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))
+    return asyncio.create_task(serve_asgi(app, LOOPBACK, port, stop))
 
 
 async def wait_until_up(url: str, server: asyncio.Task) -> None:

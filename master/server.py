@@ -1,33 +1,82 @@
-"""Running the master: hypercorn on the configured address, stopped by SIGINT/SIGTERM."""
+"""Running the master: uvicorn on the configured address, stopped by SIGINT/SIGTERM.
+
+Why uvicorn and not hypercorn (issue 7, docs/benchmarks.md): the master holds one WebSocket per
+edge and per client, thousands of them. hypercorn always accepts permessage-deflate when a peer
+offers it (browsers and `websockets` do), which keeps a zlib compressor and decompressor per
+socket — 256 MiB more at 1,000 sessions, over the 300 MB target — and costs CPU on every frame
+of a relay whose frames are small JSON. uvicorn lets the server decline the extension
+(`ws_per_message_deflate=False`) and measured faster for Quart in the relay benchmark.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
+from pathlib import Path
 
 from master.settings import Settings
 
 log = logging.getLogger("rawp.master")
 
 
-async def run(settings: Settings) -> None:
-    from hypercorn.asyncio import serve
-    from hypercorn.config import Config
+async def serve_asgi(
+    app,
+    host: str,
+    port: int,
+    stop: asyncio.Event,
+    *,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+) -> None:
+    """Serve `app` until `stop` is set: WebSockets without permessage-deflate, no access log
+    (pairing URLs carry their token in the query string: secrets are never logged)."""
+    import uvicorn
 
+    class Server(uvicorn.Server):
+        # The caller owns the signals (it sets `stop`); uvicorn's own capture would re-raise
+        # SIGTERM after a clean shutdown and turn exit status 0 into "killed by a signal".
+        @contextlib.contextmanager
+        def capture_signals(self):
+            yield
+
+    # uvicorn logs each accepted WebSocket's path *with its query* at INFO on "uvicorn.error";
+    # edge tickets travel in that query (§4.2), so only warnings and errors get through.
+    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        ws="websockets-sansio",
+        ws_per_message_deflate=False,
+        ws_ping_interval=None,  # as under hypercorn: no server pings; a dead peer is seen by TCP
+        lifespan="on",
+        access_log=False,
+        log_config=None,
+        timeout_graceful_shutdown=5,
+        ssl_certfile=str(certfile) if certfile else None,
+        ssl_keyfile=str(keyfile) if keyfile else None,
+    )
+    server = Server(config)
+    serving = asyncio.create_task(server.serve())
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        server.should_exit = True
+    try:
+        await serving
+    except SystemExit:  # uvicorn exits when it cannot bind; a caller wants an error to report
+        raise OSError(f"could not listen on {host}:{port} (in use, or not this machine's)") from None
+
+
+async def run(settings: Settings) -> None:
     from master.app import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    config = Config()
-    host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    config.bind = [f"{host}:{settings.port}"]
-    # No access log: pairing URLs carry their token in the query string (secrets never logged).
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")
-    if settings.tls_cert:
-        config.certfile = str(settings.tls_cert)
-        config.keyfile = str(settings.tls_key)
     if settings.dev:
         log.warning("development mode: http:// and loopback client addresses are accepted")
     stop = asyncio.Event()
@@ -36,7 +85,9 @@ async def run(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop.set)
     app = create_app(settings)
     print(f"rawp master listening on {settings.base_url}", file=sys.stderr, flush=True)
-    await serve(app, config, shutdown_trigger=stop.wait)
+    await serve_asgi(
+        app, settings.host, settings.port, stop, certfile=settings.tls_cert, keyfile=settings.tls_key
+    )
 
 
 async def issue_pairing_url(settings: Settings, user_id: str) -> str:

@@ -51,6 +51,9 @@ async def test_a_full_turn_reaches_the_edge_and_usage_is_metered(stack):
         assert made["status"] == "RUNNING"
         assert made["pinned_config_versions"] == {"limits": 1, "capabilities": 1}
         ws = await edge.connect(made["session_id"], made["edge_ws_ticket"])
+        # The edge offered permessage-deflate (the `websockets` default, as browsers do); the
+        # master declines it: a zlib state per socket would cost ~256 KiB × thousands (issue 7).
+        assert "sec-websocket-extensions" not in ws.response.headers
         await _greeted(ws)
 
         usage_seen = []
