@@ -17,11 +17,19 @@ CommonMark: three or more backticks or tildes, indented at most three spaces; a 
 info string holds no backtick; a closing fence uses the same character, at least as many, and
 nothing but spaces after it. Fence runs longer than MAX_FENCE_RUN are read as text, which keeps
 a reopened fence small enough to fit any limit of at least MIN_LIMIT.
+
+Speed (issue 7 §5, bench/render.py: 100 KB in well under a millisecond): only a line whose
+first non-space character (within three spaces) is a backtick or a tilde can open or close a
+block, so one regex search finds those lines and the fence rules run on them alone. The lines
+between two of them share one state, so where a chunk may end among them is found with
+`str.rfind` (and a regex for blank lines), not line by line in Python. The cut is chosen
+together with the code-block state there, so no body is scanned a second time.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 MIN_LIMIT = 100
@@ -31,6 +39,14 @@ MAX_LANGUAGE = 20  # a longer "language" is not reopened (it would eat the messa
 _OPEN = re.compile(r" {0,3}(`{3,}|~{3,})([^\n]*)")
 # Where a continuation must not start: it would read as a fence in the next chunk.
 _FENCE_START = re.compile(r" {0,3}(`{3}|~{3})")
+# The lines that can open or close a code block; every other line leaves the state as it is.
+_MAYBE_FENCE = re.compile(r" {0,3}[`~]")
+# Searched from the line break before: far faster than a MULTILINE `^` over a whole message.
+_MAYBE_FENCE_AFTER = re.compile(r"\n {0,3}[`~]")
+# The line break before a line of white space only (a paragraph boundary).
+_BEFORE_BLANK = re.compile(r"\n(?=[^\S\n]*\n)")
+# A character reference (Slack's escapes, adapters.slack.mrkdwn): a cut inside one garbles it.
+_ENTITY = re.compile(r"&(?:amp|lt|gt);")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +78,8 @@ class Chunk:
 
 def fence_after_line(state: Fence | None, line: str) -> Fence | None:
     """The code-block state after one line (without its line break)."""
+    if not _MAYBE_FENCE.match(line):
+        return state  # neither an opener nor a closer: no regex, no copies
     line = line.rstrip("\r")
     if state is None:
         match = _OPEN.fullmatch(line)
@@ -88,9 +106,16 @@ def fence_after_line(state: Fence | None, line: str) -> Fence | None:
 
 def fence_after(state: Fence | None, text: str) -> Fence | None:
     """The code-block state after `text`, starting in `state`; a last partial line counts."""
-    for line in text.split("\n"):
-        state = fence_after_line(state, line)
+    for begin in _fence_lines(text):  # the other lines cannot change it
+        newline = text.find("\n", begin)
+        state = fence_after_line(state, text[begin : len(text) if newline == -1 else newline])
     return state
+
+
+def _fence_lines(text: str) -> list[int]:
+    """The starts of the lines of `text` that may be fences, ascending."""
+    starts = [found.start() + 1 for found in _MAYBE_FENCE_AFTER.finditer(text)]
+    return [0, *starts] if _MAYBE_FENCE.match(text) else starts
 
 
 def _suffix_for(state: Fence | None, body: str) -> str:
@@ -104,12 +129,12 @@ def chunk_markdown(text: str, limit: int) -> list[Chunk]:
     if limit < MIN_LIMIT:
         raise ValueError(f"limit {limit} is below the chunker's minimum of {MIN_LIMIT}")
     chunks: list[Chunk] = []
+    fences = _fence_lines(text)
     start, state = 0, None
     while start < len(text):
         prefix = state.reopen() if state else ""
-        end = _choose_end(text, start, state, limit - len(prefix))
+        end, state = _choose_end(text, start, state, limit - len(prefix), fences)
         body = text[start:end]
-        state = fence_after(state, body)
         chunks.append(Chunk(prefix, body, _suffix_for(state, body)))
         start = end
     return chunks
@@ -120,36 +145,123 @@ def split_markdown(text: str, limit: int) -> list[str]:
     return [chunk.text for chunk in chunk_markdown(text, limit)]
 
 
-def _choose_end(text: str, start: int, state: Fence | None, budget: int) -> int:
-    """Where the chunk that begins at `start` (in code-block `state`) ends."""
-    best: dict[str, int] = {}  # kind → the furthest cut of that kind that fits
+def _choose_end(
+    text: str, start: int, state: Fence | None, budget: int, fences: list[int]
+) -> tuple[int, Fence | None]:
+    """Where the chunk that begins at `start` (in code-block `state`) ends, and the state there.
+
+    `fences` are the starts of the lines that may be fences (ascending). Those lines, and the
+    first one (`start` may lie inside a line, after a rule-4 cut), are read one by one; the
+    lines between two of them share one state, so each such run is measured with `str.rfind`
+    instead of line by line.
+    """
+    size = len(text)
+    if size - start + MAX_FENCE_RUN + 1 <= budget:
+        # The rest fits even with the longest closing fence: no cut to choose, only the state.
+        return size, fence_after(state, text[start:])
+    cuts = _Cuts()
+    stop = start + budget  # no line may end after this, whatever the state
     cursor = start
-    while cursor < len(text):
-        newline = text.find("\n", cursor)
-        line_end = len(text) if newline == -1 else newline + 1
-        line = text[cursor:line_end]
-        after = fence_after_line(state, line.rstrip("\n"))
-        body_len = line_end - start
-        closing = 0 if after is None else len(after.close()) + (0 if line.endswith("\n") else 1)
-        if body_len + closing > budget:
-            break
-        if line_end == len(text):
-            return line_end
-        if after is None and (line.strip() == "" or state is not None):
-            best["paragraph"] = line_end  # after a blank line, or right after a closing fence
-        elif after is None:
-            best["line"] = line_end
+    after_fence = bisect_left(fences, start)
+    while cursor < size:
+        if cursor == start or (after_fence < len(fences) and fences[after_fence] == cursor):
+            # One line that may change the state: the rules of fence_after_line.
+            if after_fence < len(fences) and fences[after_fence] == cursor:
+                after_fence += 1
+            newline = text.find("\n", cursor)
+            line_end = size if newline == -1 else newline + 1
+            if line_end > stop:
+                break
+            after = fence_after_line(state, text[cursor : line_end - (newline != -1)])
+            if after is not None and line_end + len(after.close()) + (newline == -1) > stop:
+                break
+            if line_end == size:
+                return line_end, after
+            if after is not None:
+                cuts.code, cuts.code_state = line_end, after
+            elif state is not None or _blank(text, cursor, line_end):
+                cuts.paragraph = line_end  # after a blank line, or right after a closing fence
+            else:
+                cuts.line = line_end
+            state, cursor = after, line_end
+            continue
+        # A run of lines none of which is a fence: `state` holds for all of them.
+        run_end = fences[after_fence] if after_fence < len(fences) else size
+        closing = len(state.close()) if state is not None else 0
+        fit = stop - closing  # the furthest end of a whole line that fits in this state
+        # A last line without a line break needs one more before its closing fence.
+        unended = state is not None and run_end == size and not text.endswith("\n")
+        if run_end + unended <= fit:
+            if run_end == size:
+                return size, state
+            last = run_end  # every line of the run fits (a fence line starts at run_end)
         else:
-            best["code line"] = line_end
-        state, cursor = after, line_end
-    # Prefer the nicest boundary that still fills a third of the message (no confetti).
-    floor = start + budget // 3
-    for kind in ("paragraph", "line", "code line"):
-        if best.get(kind, 0) >= floor:
-            return best[kind]
-    if best:
-        return max(best.values())
-    return _cut_inside_line(text, start, budget)
+            newline = text.rfind("\n", cursor, min(fit, run_end))
+            last = newline + 1 if newline != -1 else 0
+        if last:
+            if state is not None:
+                cuts.code, cuts.code_state = last, state
+            else:
+                cuts.prose(text, cursor, last)
+        if last != run_end:
+            break
+        cursor = run_end
+    return cuts.choose(text, start, state, budget)
+
+
+class _Cuts:
+    """The furthest cut of each kind that fits so far (0: none yet), and choosing among them."""
+
+    __slots__ = ("code", "code_state", "line", "paragraph")
+
+    def __init__(self) -> None:
+        self.paragraph = self.line = self.code = 0
+        self.code_state: Fence | None = None  # the open block at `code`
+
+    def prose(self, text: str, begin: int, end: int) -> None:
+        """Record the whole lines text[begin:end] (outside code, `begin` just after a line
+        break): blank ones end a paragraph, the others a line."""
+        blanks = list(_BEFORE_BLANK.finditer(text, begin - 1, end))
+        if not blanks:
+            self.line = end
+            return
+        blank = blanks[-1]
+        blank_end = text.find("\n", blank.end()) + 1
+        self.paragraph = blank_end
+        if blank_end != end:
+            self.line = end  # the last line is not blank
+            return
+        # The last line is blank: the furthest other one ends where the blank lines begin.
+        line_end = blank.end()
+        while line_end > begin:
+            line_start = max(begin, text.rfind("\n", begin, line_end - 1) + 1)
+            if not _blank(text, line_start, line_end):
+                self.line = line_end
+                return
+            line_end = line_start
+
+    def choose(self, text: str, start: int, state: Fence | None, budget: int):
+        # Prefer the nicest boundary that still fills a third of the message (no confetti).
+        floor = start + budget // 3
+        if self.paragraph >= floor:
+            return self.paragraph, None
+        if self.line >= floor:
+            return self.line, None
+        if self.code >= floor:
+            return self.code, self.code_state
+        best = max(self.paragraph, self.line, self.code)
+        if best:
+            return best, self.code_state if best == self.code else None
+        end = _cut_inside_line(text, start, budget)
+        return end, fence_after(state, text[start:end])
+
+
+def _blank(text: str, begin: int, end: int) -> bool:
+    """Whether the line text[begin:end] is only white space, copying it only when it may be."""
+    first = text[begin]
+    if first == "\n":
+        return True
+    return first.isspace() and not text[begin:end].strip()
 
 
 def _cut_inside_line(text: str, start: int, budget: int) -> int:
@@ -162,14 +274,25 @@ def _cut_inside_line(text: str, start: int, budget: int) -> int:
     if space != -1:
         cut = space + 1
     # Never let the continuation start like a fence, nor the piece end as a bare fence run:
-    # either would change which lines are code in the next chunk.
+    # either would change which lines are code in the next chunk. Nor cut inside `&amp;`,
+    # `&lt;`, `&gt;`: Slack's blocks are chunked after escaping (adapters.slack.mrkdwn).
     for _ in range(64):  # bounded: a line of 40,000 backticks must not cost 40,000² steps
-        if not (_FENCE_START.match(text, cut) or _looks_like_fence(text[start:cut])):
+        if not (
+            _FENCE_START.match(text, cut)
+            or _looks_like_fence(text[start:cut])
+            or _inside_entity(text, start, cut)
+        ):
             return cut
         cut -= 1
         if cut <= start:
             break
     return hard
+
+
+def _inside_entity(text: str, start: int, cut: int) -> bool:
+    amp = text.rfind("&", max(start, cut - 4), cut)
+    entity = _ENTITY.match(text, amp) if amp != -1 else None
+    return entity is not None and entity.end() > cut
 
 
 def _looks_like_fence(piece: str) -> bool:

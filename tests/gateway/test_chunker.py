@@ -186,6 +186,21 @@ def test_continuation_never_starts_with_a_fence():
         assert not chunk.body.lstrip(" ").startswith("```")
 
 
+def test_a_cut_inside_a_line_never_splits_a_character_reference():
+    # Slack's blocks are chunked after escaping (adapters.slack.mrkdwn): `&am|p;` would show.
+    text = "&lt;&amp;&gt;" * 400
+    for limit in (2000, 3000, 777):
+        for chunk in check(text, limit):
+            assert re.fullmatch(r"(&(amp|lt|gt);)+", chunk.body), chunk.body[-8:]
+
+
+def test_blank_lines_with_spaces_and_crlf_end_paragraphs():
+    para = "word " * 30
+    for blank in ("", "   ", "\t", "\r"):
+        text = f"{para}\n{blank}\n{para}\n{blank}\n{para}"
+        assert check(text, 400)[0].body == f"{para}\n{blank}\n{para}\n{blank}\n"
+
+
 def test_backticks_in_info_string_are_not_a_fence():
     text = "``` a`b\n" + "text\n" * 50
     chunks = check(text, 100)
