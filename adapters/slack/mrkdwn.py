@@ -6,8 +6,13 @@ Conversion applies only outside code; code keeps every character (escaped), its 
 the language tag (Slack would show it as a first line) and a backtick triple inside it is
 broken with a zero-width space so it cannot close the block early.
 
-A message is split with the gateway's chunker *before* conversion, so each block is a
-fence-balanced piece; a piece that escaping pushed over the limit is split again, smaller.
+A message is converted first and its mrkdwn then split once with the gateway's chunker, so
+each block is measured as Slack will count it (≤ 3,000, fences balanced per block) and nothing
+is split twice. The converted text's fences are bare ``` lines and a code line holds no ```
+(broken with the zero-width space), so the chunker reads the same code blocks Slack will.
+
+Speed (issue 7 §5, bench/render.py): conversion works on whole runs of lines between fences,
+not line by line; none of its patterns crosses a line break, so the result is the same.
 """
 
 from __future__ import annotations
@@ -20,13 +25,15 @@ MAX_BLOCK = 3000  # characters of text per section block
 MAX_BLOCKS = 50  # blocks per message
 ZWSP = "\u200b"
 
-_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+# Lines are found from the line break before them (to_mrkdwn puts one before the first line):
+# a MULTILINE `^` makes the regex engine try every position, several times slower.
+_FENCE = re.compile(r"\n( {0,3})(`{3,}|~{3,})([^\n]*)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _ITALIC = re.compile(r"(?<![*\w])\*(?![*\s])(.+?)(?<![*\s])\*(?![*\w])")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
 _LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
-_HEADING = re.compile(r"^#{1,6} +(.+?) *#*$")
+_HEADING = re.compile(r"\n#{1,6} +([^\n]+?) *#*(?![^\n])")
 
 
 def escape(text: str) -> str:
@@ -70,35 +77,45 @@ def _styled(text: str) -> str:
     return _LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1)}>", text)
 
 
-def _inline(line: str) -> str:
-    heading = _HEADING.match(line)
-    if heading:
-        line = f"**{heading.group(1)}**"
+def _prose(text: str) -> str:
+    """Lines outside code, after a line break: headings become bold, then styling outside code
+    spans."""
+    if "#" in text:
+        text = _HEADING.sub(r"\n**\1**", text)
+    if "`" not in text:
+        return _styled(escape(text))
     out, cursor = [], 0
-    for span in _CODE_SPAN.finditer(line):
-        out.append(_styled(escape(line[cursor : span.start()])))
+    for span in _CODE_SPAN.finditer(text):
+        out.append(_styled(escape(text[cursor : span.start()])))
         out.append("`" + escape(span.group(2)) + "`")
         cursor = span.end()
-    out.append(_styled(escape(line[cursor:])))
+    out.append(_styled(escape(text[cursor:])))
     return "".join(out)
 
 
+def _code(text: str) -> str:
+    """Lines inside a code block: every character kept, escaped; no ``` to close it early."""
+    return escape(text).replace("```", "``" + ZWSP + "`")
+
+
 def to_mrkdwn(markdown: str) -> str:
+    """The whole text converted; code blocks are found first, the runs of lines between their
+    fences are converted whole (each begins with the line break before its first line)."""
+    text = "\n" + markdown  # so that every line, the first too, follows a line break
     out: list[str] = []
     fence: str | None = None  # the opening run while inside a code block
-    for line in markdown.split("\n"):
-        match = _FENCE.match(line)
-        if fence is None and match:
-            fence = match.group(2)
-            out.append("```")  # the language is dropped: Slack would print it
-        elif fence is not None and match and _closes(fence, match):
-            fence = None
-            out.append("```")
-        elif fence is not None:
-            out.append(escape(line).replace("```", "``" + ZWSP + "`"))
-        else:
-            out.append(_inline(line))
-    return "\n".join(out)
+    cursor = 0  # where the lines not yet converted begin (at a line break)
+    for match in _FENCE.finditer(text):
+        line = match.start() + 1  # the fence line, after its line break
+        if fence is None:
+            out += [_prose(text[cursor:line]), "```"]  # the language is dropped
+            fence, cursor = match.group(2), match.end()
+        elif _closes(fence, match):
+            out += [_code(text[cursor:line]), "```"]
+            fence, cursor = None, match.end()
+        # any other fence-like line inside a block is code (escaped with the rest)
+    out.append((_prose if fence is None else _code)(text[cursor:]))
+    return "".join(out)[1:]
 
 
 def _closes(fence: str, match: re.Match[str]) -> bool:
@@ -106,27 +123,10 @@ def _closes(fence: str, match: re.Match[str]) -> bool:
     return run[0] == fence[0] and len(run) >= len(fence) and not match.group(3).strip()
 
 
-MIN_LIMIT = 500  # escaping grows text at most 5× (`&` → `&amp;`), the chunker needs ≥ 100
-
-
 def block_texts(markdown: str, limit: int = MAX_BLOCK) -> list[str]:
-    """mrkdwn pieces of at most `limit` (≥ 500) characters, each with balanced fences."""
-    if limit < MIN_LIMIT:
-        raise ValueError(f"a block limit below {MIN_LIMIT} cannot absorb escaping")
-    return _block_texts(markdown, limit)
-
-
-def _block_texts(markdown: str, limit: int) -> list[str]:
-    pieces = []
-    for piece in split_markdown(markdown, limit):
-        converted = to_mrkdwn(piece)
-        if len(converted) <= limit:
-            pieces.append(converted)
-        else:  # escaping made it longer: split this piece again, proportionally smaller
-            # A 100-character piece escapes to at most 500, so this ends within MIN_LIMIT.
-            smaller = max(100, limit * len(piece) // len(converted) - 16)
-            pieces.extend(_block_texts(piece, smaller) if smaller < limit else [converted])
-    return [p for p in pieces if p.strip()]
+    """mrkdwn pieces of at most `limit` (≥ the chunker's MIN_LIMIT) characters, each with
+    balanced fences; pieces of white space only are left out."""
+    return [piece for piece in split_markdown(to_mrkdwn(markdown), limit) if piece.strip()]
 
 
 def section(text: str) -> dict:

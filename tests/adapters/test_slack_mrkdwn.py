@@ -66,11 +66,27 @@ def test_blocks_fit_balance_their_fences_and_lose_nothing(parts, limit):
     assert content(unescape("\n".join(blocks)).replace(ZWSP, "")) == content(markdown)
 
 
-def test_a_limit_too_small_for_escaping_is_refused():
+def test_a_limit_below_the_chunkers_minimum_is_refused():
     import pytest
 
-    with pytest.raises(ValueError, match="500"):
-        block_texts("x", 499)
+    from gateway.chunker import MIN_LIMIT
+
+    with pytest.raises(ValueError, match="minimum"):
+        block_texts("x", MIN_LIMIT - 1)
+
+
+def test_escaping_does_not_shatter_a_long_answer_into_tiny_blocks():
+    # 100 KB that escaping grows (issue 7 §5): blocks are as full as the limit allows, not
+    # hundreds of small ones (the old re-split checked pieces against its smaller size).
+    line = "if a < b && c > d: keep <tags> & entities"
+    prose = "\n".join([line] * 40)
+    code = "```py\n" + "\n".join([line] * 60) + "\n```"
+    markdown = "\n\n".join([prose, code] * 30)[:100_000]
+    blocks = block_texts(markdown)
+    assert all(len(b) <= 3000 for b in blocks)
+    assert all(fence_after(None, b) is None for b in blocks)
+    escaped = len(to_mrkdwn(markdown))
+    assert len(blocks) <= escaped // 3000 * 1.25 + 2, (len(blocks), escaped)
 
 
 def test_a_message_never_holds_more_than_50_blocks():
