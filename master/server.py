@@ -70,7 +70,7 @@ async def serve_asgi(
     try:
         await serving
     except SystemExit:  # uvicorn exits when it cannot bind; a caller wants an error to report
-        raise OSError(f"could not listen on {host}:{port} (in use, or not this machine's)") from None
+        raise OSError(f"could not listen on {host}:{port} (in use, or not here)") from None
 
 
 async def run(settings: Settings) -> None:
@@ -86,7 +86,12 @@ async def run(settings: Settings) -> None:
     app = create_app(settings)
     print(f"rawp master listening on {settings.base_url}", file=sys.stderr, flush=True)
     await serve_asgi(
-        app, settings.host, settings.port, stop, certfile=settings.tls_cert, keyfile=settings.tls_key
+        app,
+        settings.host,
+        settings.port,
+        stop,
+        certfile=settings.tls_cert,
+        keyfile=settings.tls_key,
     )
 
 
