@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from master.client_calls import ClientCaller
 from master.edge.notify import NotifyingConfigScopes
-from master.edge.relay import InProcessRelay
+from master.edge.relay import InProcessRelay, Relay
 from master.edge.wiring import EdgeServices, build_edge
 from master.services.config_scopes import ConfigScopes
 from master.services.keys import load_or_create_signing_key
@@ -66,7 +66,7 @@ async def build_services(
         refresh_ttl=settings.refresh_token_ttl,
     )
     sockets = NodeSockets()
-    relay = InProcessRelay(settings.edge.replay_frames)
+    relay = _relay(settings)
     # Config updates also push node.config.changed to the node's edge sockets (§9.4.4).
     config: ConfigScopes = NotifyingConfigScopes(db, clock, relay)
     pairing = PairingService(
@@ -115,3 +115,18 @@ def _limiter(settings: Settings, clock: Clock) -> RateLimiter:
 
     log.info("rate limits: shared through Redis")
     return RedisRateLimiter.from_url(settings.redis_url, prefix=f"{settings.redis_prefix}rate:")
+
+
+def _relay(settings: Settings) -> Relay:
+    """Sockets in this process only, or sessions shared by every replica (docs/scale-out.md)."""
+    edge = settings.edge
+    if not settings.redis_url:
+        return InProcessRelay(edge.replay_frames, edge.dedupe_window)
+    from master.edge.redis_relay import RedisRelay  # imports redis: only here
+
+    return RedisRelay(
+        settings.redis_url,
+        prefix=settings.redis_prefix,
+        replay_frames=edge.replay_frames,
+        dedupe_window=edge.dedupe_window,
+    )

@@ -91,8 +91,11 @@ class ClientLink:
         self._connected = True
         self._task = asyncio.create_task(self._run(), name=f"client-link-{self.live.id}")
 
-    async def resume(self) -> None:
-        """Reattach a session this process has no socket for (after a master restart)."""
+    async def resume(self, cursor: str | None = None) -> None:
+        """Reattach a session this process has no socket for: after a master restart, or taking
+        it over from another replica, which relayed up to `cursor` (and whose greeting the
+        edges have: the new socket's greeting then refreshes the relay's copy only)."""
+        self.cursor = cursor
         self._task = asyncio.create_task(self._run(reattach_first=True))
 
     async def send(self, text: str) -> bool:
@@ -125,10 +128,11 @@ class ClientLink:
 
     async def _run(self, reattach_first: bool = False) -> None:
         live = self.live
-        repeat = False
+        # A fresh master process has no greeting cached: that one goes to the edges; a replica
+        # taking over with a known cursor serves edges that were greeted already.
+        repeat = reattach_first and self.cursor is not None
         try:
             if reattach_first:
-                # A fresh master process has no greeting cached: this one goes to the edges.
                 await self._come_back()
             while not self._closing:
                 await self._pump(repeat_greeting=repeat)

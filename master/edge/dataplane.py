@@ -110,7 +110,7 @@ class DataPlane:
             self.relay.remember_greeting(live.id, kind, text)
             if repeat_greeting:
                 return kind, message_id
-        self.relay.publish(live.id, message_id, text)
+        self.relay.publish(live.id, message_id, text, kind)
         await self._active(live)
         return kind, message_id
 
@@ -133,7 +133,7 @@ class DataPlane:
             )
             return
         control = frame.type.startswith("control.")
-        if control and not live.claim_control(ref):
+        if control and not await self.relay.claim_control(live.id, ref):
             log.debug("session %s: duplicate control frame %s dropped", live.id, ref)
             return
         if isinstance(frame.payload, PromptRequest):
@@ -144,7 +144,7 @@ class DataPlane:
         text = data if isinstance(data, str) else bytes(data).decode()
         if not await self.relay.to_client(live.id, text):
             if control:
-                live.release_control(ref)
+                await self.relay.release_control(live.id, ref)
             self._refuse(
                 edge,
                 live,

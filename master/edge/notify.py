@@ -44,22 +44,22 @@ class NotifyingConfigScopes(ConfigScopes):
 
     async def update_limits(self, node_id: str, body: dict[str, Any]) -> dict[str, Any]:
         answer = await super().update_limits(node_id, body)
-        self._notify(node_id, LIMITS, answer["config_version"], body.get("reason"))
+        await self._notify(node_id, LIMITS, answer["config_version"], body.get("reason"))
         return answer
 
     async def update_capabilities(self, node_id: str, body: dict[str, Any]) -> dict[str, Any]:
         answer = await super().update_capabilities(node_id, body)
-        self._notify(node_id, CAPABILITIES, answer["config_version"], body.get("reason"))
+        await self._notify(node_id, CAPABILITIES, answer["config_version"], body.get("reason"))
         return answer
 
     async def update_legacy(self, node_id: str, body: dict[str, Any]) -> dict[str, Any]:
         # The legacy endpoint replaces both scopes at version 1 and carries no reason.
         answer = await super().update_legacy(node_id, body)
         for scope in (LIMITS, CAPABILITIES):
-            self._notify(node_id, scope, 1, "legacy POST /v1/nodes/config")
+            await self._notify(node_id, scope, 1, "legacy POST /v1/nodes/config")
         return answer
 
-    def _notify(self, node_id: str, scope: str, version: int, reason: Any) -> None:
+    async def _notify(self, node_id: str, scope: str, version: int, reason: Any) -> None:
         text = config_changed_frame(
             node_id,
             scope,
@@ -67,7 +67,15 @@ class NotifyingConfigScopes(ConfigScopes):
             reason if isinstance(reason, str) else None,
             self._notify_clock,
         )
-        sent = self._relay.publish_node(node_id, text)
+        try:
+            sent = await self._relay.publish_node(node_id, text)
+        except Exception:  # the update is stored; a lost notice must not fail the client's call
+            log.exception("node %s: could not push the %s config change", node_id, scope)
+            return
         log.info(
-            "node %s: %s config v%d pushed to %d edge socket(s)", node_id, scope, version, sent
+            "node %s: %s config v%d pushed (%d edge sockets or replicas)",
+            node_id,
+            scope,
+            version,
+            sent,
         )

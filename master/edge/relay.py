@@ -1,9 +1,9 @@
 """Where frames meet their sockets (RAWP §9.4.3, §9.4.4): the relay interface and its
 in-process implementation.
 
-`Relay` is the seam: the `InProcessRelay` here keeps every socket in this process's memory; a
-Redis-backed relay for several master replicas (issue 9) implements the same methods, so that
-a session's frames reach whichever replica holds each edge socket.
+`Relay` is the seam: the `InProcessRelay` here keeps every socket in this process's memory;
+`master.edge.redis_relay.RedisRelay` implements the same methods across several master
+replicas (issue 9, docs/scale-out.md), so the rest of the master does not know which it runs on.
 
 Rules of the in-process relay:
 
@@ -13,19 +13,27 @@ Rules of the in-process relay:
 2. `publish_node` offers a master frame to every edge socket connected to any session of the
    node (E-NOT-01, E-NOT-04): one copy per socket, the same `message_id` on each (A-26).
 3. `to_client` hands an edge frame to the session's client link; False when there is none.
-4. `greeting` holds, per session, the latest `session.capabilities`, `tool.catalog.publish`
-   and `agent.commands.publish`, which a socket attaching later has not seen.
+4. `attach` greets a socket with what it cannot have seen — the latest `session.capabilities`,
+   `tool.catalog.publish` and `agent.commands.publish` — and, when it reconnects with
+   `last_message_id`, a `session.history` frame and the kept frames after that id; only then
+   does it receive live frames, so nothing falls between the replay and the live stream.
+5. Control frames are claimed once per `message_id` within a session (E-WS-11, A-25).
+6. Ownership: one process holds a session's client link; in a single process it always may.
 """
 
 from __future__ import annotations
 
 import abc
-from collections import deque
+import logging
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from master.edge.edge_socket import EdgeSocket
+from rawp.frames import dump_frame, make_frame
+
+log = logging.getLogger("rawp.master.edge.relay")
 
 GREETING_TYPES = ("session.capabilities", "tool.catalog.publish", "agent.commands.publish")
 
@@ -36,20 +44,45 @@ class ClientSide(Protocol):
     async def send(self, text: str) -> bool: ...
 
 
+class OwnerHooks(Protocol):
+    """What a shared relay tells the session layer (master.edge.sessions) about the others."""
+
+    async def session_ended(self, session_id: str) -> None:
+        """Another replica ended the session: close this process's link to it, if any."""
+
+    async def ownership_lost(self, session_id: str) -> None:
+        """Another replica holds the session's client link now: close ours, end nothing."""
+
+    async def take_over(self, session_id: str) -> bool:
+        """No replica holds the session's link: hold it here if possible; True if held."""
+
+
 class Relay(abc.ABC):
+    shared = False  # True when several replicas share sessions (ownership must be claimed)
+
+    async def start(self, hooks: OwnerHooks) -> None:
+        """Begin serving; `hooks` tell the session layer what other replicas did."""
+        return None  # nothing to do in one process
+
+    async def close(self) -> None:
+        """Stop serving (the process is shutting down)."""
+        return None  # nothing to do in one process
+
     @abc.abstractmethod
-    def attach(self, edge: EdgeSocket) -> None: ...
+    async def attach(self, edge: EdgeSocket, last_message_id: str | None = None) -> None:
+        """Greet `edge`, replay what it missed after `last_message_id`, then go live (rule 4)."""
 
     @abc.abstractmethod
     def detach(self, edge: EdgeSocket) -> None: ...
 
     @abc.abstractmethod
-    def publish(self, session_id: str, message_id: str, text: str) -> None:
+    def publish(self, session_id: str, message_id: str, text: str, kind: str = "") -> None:
         """A client frame, forwarded unchanged to every edge socket of the session."""
 
     @abc.abstractmethod
-    def publish_node(self, node_id: str, text: str) -> int:
-        """A master frame for every edge socket of the node; returns how many got it."""
+    async def publish_node(self, node_id: str, text: str) -> int:
+        """A master frame for every edge socket of the node; returns how many sockets got it
+        here (a shared relay: how many replicas it was sent to)."""
 
     @abc.abstractmethod
     async def to_client(self, session_id: str, text: str) -> bool:
@@ -65,23 +98,58 @@ class Relay(abc.ABC):
     def remember_greeting(self, session_id: str, type: str, text: str) -> None: ...
 
     @abc.abstractmethod
-    def greeting(self, session_id: str) -> list[str]:
-        """The greeting frames a socket attaching now has not seen (rule 4)."""
+    async def claim_control(self, session_id: str, message_id: str) -> bool:
+        """Rule 5: True the first time a control `message_id` is seen in the session."""
 
     @abc.abstractmethod
-    def replay(self, session_id: str, last_message_id: str) -> tuple[list[str], bool]:
-        """The kept frames after `last_message_id`, and whether it was found.
-
-        When it was not, every kept frame is returned; the edge drops those it already has by
-        `message_id`.
-        """
+    async def release_control(self, session_id: str, message_id: str) -> None:
+        """A control frame that could not be delivered may be sent again with the same id."""
 
     @abc.abstractmethod
-    def edges(self, session_id: str) -> list[EdgeSocket]: ...
+    def edges(self, session_id: str) -> list[EdgeSocket]:
+        """The session's edge sockets held by this process."""
 
     @abc.abstractmethod
     def forget_session(self, session_id: str, code: int, reason: str) -> None:
         """The session ended: kick its edge sockets with `code`/`reason` and drop its state."""
+
+    def drop_local(self, session_id: str, code: int, reason: str) -> None:
+        """This process stops serving the session (shutdown): its sockets here are kicked. In a
+        shared relay the session lives on through the other replicas."""
+        self.forget_session(session_id, code, reason)
+
+    # --- ownership (rule 6) --------------------------------------------------------------------
+
+    async def claim(self, session_id: str) -> bool:
+        """May this process hold the session's client link? Always, in one process."""
+        return True
+
+    async def release(self, session_id: str) -> None:
+        """This process no longer holds the session's client link."""
+        return None  # nothing to do in one process
+
+    async def unowned(self, session_ids: list[str]) -> list[str]:
+        """Those of `session_ids` that no process holds now."""
+        return list(session_ids)
+
+    async def cursor(self, session_id: str) -> str | None:
+        """The last relayed frame a new holder reattaches after (None: nothing is known)."""
+        return None
+
+
+def history_frame(session_id: str, last_message_id: str, replayed: int) -> str:
+    """The frame that opens a reconnecting edge's replay (docs/edge-api.md)."""
+    payload = {"since_message_id": last_message_id, "replayed": replayed, "dropped": 0}
+    return dump_frame(make_frame("session.history", payload, session_id=session_id))
+
+
+def replay_after(recent: list[tuple[str, str]], last_message_id: str) -> tuple[list[str], bool]:
+    """The kept (message_id, text) pairs' texts after `last_message_id`, and whether it was
+    found; when it was not, every kept frame (the edge drops those it has by `message_id`)."""
+    ids = [message_id for message_id, _ in recent]
+    found = last_message_id in ids
+    start = ids.index(last_message_id) + 1 if found else 0
+    return [text for _, text in recent[start:]], found
 
 
 @dataclass
@@ -90,11 +158,13 @@ class _Hub:
     client: ClientSide | None = None
     greeting: dict[str, str] = field(default_factory=dict)
     recent: deque = field(default_factory=deque)  # (message_id, text)
+    controls: OrderedDict = field(default_factory=OrderedDict)  # claimed control message_ids
 
 
 class InProcessRelay(Relay):
-    def __init__(self, replay_frames: int = 2048) -> None:
+    def __init__(self, replay_frames: int = 2048, dedupe_window: int = 4096) -> None:
         self._replay_frames = replay_frames
+        self._dedupe_window = dedupe_window
         self._hubs: dict[str, _Hub] = {}
         self._by_node: dict[str, set[EdgeSocket]] = {}
 
@@ -104,7 +174,17 @@ class InProcessRelay(Relay):
             hub = self._hubs[session_id] = _Hub(recent=deque(maxlen=self._replay_frames))
         return hub
 
-    def attach(self, edge: EdgeSocket) -> None:
+    async def attach(self, edge: EdgeSocket, last_message_id: str | None = None) -> None:
+        # No await from the greeting to the registration: no live frame falls in between.
+        for text in self.greeting(edge.session_id):
+            edge.offer(text)
+        if last_message_id:
+            missed, found = self.replay(edge.session_id, last_message_id)
+            edge.offer(history_frame(edge.session_id, last_message_id, len(missed)))
+            for text in missed:
+                edge.offer(text)
+            if not found:
+                log.info("session %s: an edge's cursor is no longer kept", edge.session_id)
         self._hub(edge.session_id).edges.add(edge)
         self._by_node.setdefault(edge.node_id, set()).add(edge)
 
@@ -118,13 +198,16 @@ class InProcessRelay(Relay):
             if not node:
                 del self._by_node[edge.node_id]
 
-    def publish(self, session_id: str, message_id: str, text: str) -> None:
+    def publish(self, session_id: str, message_id: str, text: str, kind: str = "") -> None:
         hub = self._hub(session_id)
         hub.recent.append((message_id, text))
         for edge in list(hub.edges):
             edge.offer(text)
 
-    def publish_node(self, node_id: str, text: str) -> int:
+    async def publish_node(self, node_id: str, text: str) -> int:
+        return self.offer_node(node_id, text)
+
+    def offer_node(self, node_id: str, text: str) -> int:
         edges = list(self._by_node.get(node_id, ()))
         return sum(1 for edge in edges if edge.offer(text))
 
@@ -150,11 +233,21 @@ class InProcessRelay(Relay):
         return [hub.greeting[t] for t in GREETING_TYPES if t in hub.greeting]
 
     def replay(self, session_id: str, last_message_id: str) -> tuple[list[str], bool]:
-        recent = list(self._hub(session_id).recent)
-        ids = [message_id for message_id, _ in recent]
-        found = last_message_id in ids
-        start = ids.index(last_message_id) + 1 if found else 0
-        return [text for _, text in recent[start:]], found
+        return replay_after(list(self._hub(session_id).recent), last_message_id)
+
+    async def claim_control(self, session_id: str, message_id: str) -> bool:
+        controls = self._hub(session_id).controls
+        if message_id in controls:
+            return False
+        controls[message_id] = None
+        while len(controls) > self._dedupe_window:
+            controls.popitem(last=False)  # bounded memory: the oldest ids go first
+        return True
+
+    async def release_control(self, session_id: str, message_id: str) -> None:
+        hub = self._hubs.get(session_id)
+        if hub is not None:
+            hub.controls.pop(message_id, None)
 
     def edges(self, session_id: str) -> list[EdgeSocket]:
         hub = self._hubs.get(session_id)

@@ -13,15 +13,21 @@ Rules:
    value, TERMINATED included, is `400 INVALID_STATUS` (A-23).
 3. Ending (DELETE): the link is closed first (so it does not reattach), then the client's
    `DELETE /v1/session/{id}`, then the edges are closed with code 1000.
-4. Sessions a previous master process left alive are reattached when this one starts
-   (`resume_all`), and any this process still holds no link for when an edge connects to it
-   (client_link `resume`).
+4. One process holds a session's client link (relay rule 6). Sessions a previous master
+   process left alive are reattached when this one starts (`resume_all`), and any that no
+   process holds when an edge connects to it (client_link `resume`). With several replicas
+   (a shared relay, docs/scale-out.md) a replica holds only the sessions whose lease it wins;
+   a sweep every few seconds takes over those whose holder died, reattaching after the last
+   frame relayed, and edges on a replica that does not hold the session are served through
+   the relay.
 5. Link state changes are written through: DETACHED while the client is away, RUNNING when
    it is back, TERMINATED when it is gone; a terminated session's edges are closed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from datetime import timedelta
 from typing import Any
@@ -90,7 +96,9 @@ class EdgeSessions:
         self._nodes = nodes
         self._sockets = sockets
         self._settings = settings
-        self.live: dict[str, LiveSession] = {}
+        self.live: dict[str, LiveSession] = {}  # the sessions whose client link is held here
+        self._sweeper: asyncio.Task | None = None
+        self.sweep_interval = 2.0  # seconds between takeover sweeps (several replicas only)
 
     # --- EP-E4 ---------------------------------------------------------------------------------
 
@@ -114,8 +122,8 @@ class EdgeSessions:
             user_id=user.id,
             agent_name=request.agent_name,
             limits=started.pinned.limits,
-            dedupe_window=self._settings.dedupe_window,
         )
+        await self._relay.claim(live.id)  # a new id: no other replica can hold it
         link = self._link(live)
         try:
             await link.start(started.stream_url)
@@ -224,7 +232,7 @@ class EdgeSessions:
 
     async def terminate(self, user: EdgeUser, session_id: str) -> None:
         row = await self.owned(user, session_id)
-        live = self.live.get(row.id) or _detached(row, self._settings.dedupe_window)
+        live = self.live.get(row.id) or _detached(row)
         await self._forget(live, SessionState.TERMINATED, NORMAL, "session terminated")
         await self._end_on_client(live)
         log.info("session %s: ended by %s", live.id, user.id)
@@ -251,27 +259,77 @@ class EdgeSessions:
             row = await store.user_session(conn, admission.user_id, admission.session_id)
         if row is None:
             raise NotFound("the session has ended", "SESSION_NOT_FOUND")
-        live = _detached(row, self._settings.dedupe_window)
+        if await self._relay.claim(row.id):
+            return await self._resume(row)
+        return _detached(row)  # another replica holds the link: frames cross the relay
+
+    async def _resume(self, row: Any) -> LiveSession:
+        live = _detached(row)
         link = self._link(live)
         self._adopt(live, link)
-        await link.resume()
+        await link.resume(cursor=await self._relay.cursor(live.id))
         return live
 
     async def resume_all(self) -> int:
-        """At start: reattach every session a previous master process left alive (rule 4),
-        so that its state stays true and its usage is counted even before an edge returns."""
+        """Reattach every live session no process holds (rule 4): at start, so that its state
+        stays true and its usage is counted even before an edge returns, and with several
+        replicas on every sweep, so that a dead replica's sessions go on elsewhere."""
         async with self._db.connect() as conn:
-            rows = await store.live_sessions(conn)
+            rows = [row for row in await store.live_sessions(conn) if row.id not in self.live]
+        free = set(await self._relay.unowned([row.id for row in rows]))
+        taken = 0
         for row in rows:
-            if row.id in self.live:
-                continue
-            live = _detached(row, self._settings.dedupe_window)
-            link = self._link(live)
-            self._adopt(live, link)
-            await link.resume()
-        if rows:
-            log.info("reattaching %d session(s) left by the previous master process", len(rows))
-        return len(rows)
+            if row.id in free and row.id not in self.live and await self._relay.claim(row.id):
+                await self._resume(row)
+                taken += 1
+        if taken:
+            log.info("reattaching %d session(s) no master process holds", taken)
+        return taken
+
+    async def start(self) -> None:
+        await self._relay.start(self)
+        await self.resume_all()
+        if self._relay.shared:
+            self._sweeper = asyncio.create_task(self._sweep(), name="edge-session-sweep")
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self.resume_all()
+            except Exception:  # a database or Redis hiccup: the next sweep tries again
+                log.exception("the takeover sweep failed")
+
+    # --- what other replicas did (master.edge.relay.OwnerHooks) ------------------------------
+
+    async def session_ended(self, session_id: str) -> None:
+        await self._let_go(session_id)
+
+    async def ownership_lost(self, session_id: str) -> None:
+        await self._let_go(session_id)
+
+    async def _let_go(self, session_id: str) -> None:
+        """Close this process's link to a session another replica ended or holds now."""
+        live = self.live.pop(session_id, None)
+        if live is None:
+            return
+        if live.unregister is not None:
+            live.unregister()
+            live.unregister = None
+        if live.link is not None:
+            await live.link.close()
+        self._relay.unbind_client(session_id)
+
+    async def take_over(self, session_id: str) -> bool:
+        if session_id in self.live:
+            return True
+        async with self._db.connect() as conn:
+            row = await store.live_session(conn, session_id)
+        if row is None or not await self._relay.claim(session_id):
+            return False
+        if session_id not in self.live:
+            await self._resume(row)
+        return True
 
     # --- link state (rule 5) ---------------------------------------------------------------------
 
@@ -292,6 +350,7 @@ class EdgeSessions:
         self._relay.unbind_client(live.id)
         self._relay.forget_session(live.id, code, reason)
         await self._config.set_session_status(live.id, state)
+        await self._relay.release(live.id)
 
     async def _end_on_client(self, live: LiveSession) -> None:
         try:
@@ -303,7 +362,12 @@ class EdgeSessions:
             log.warning("session %s: the client answered DELETE with %s", live.id, reply.status)
 
     async def close(self) -> None:
-        """Shutting down: links close, sessions stay for a later reattach (DETACHED)."""
+        """Shutting down: links close, sessions stay for a later reattach (DETACHED) — by this
+        process when it starts again, or at once by another replica."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         for live in list(self.live.values()):
             if live.unregister is not None:
                 live.unregister()
@@ -313,18 +377,20 @@ class EdgeSessions:
                 await self._config.set_session_status(live.id, SessionState.DETACHED)
             except Exception:
                 log.exception("session %s: could not mark it DETACHED at shutdown", live.id)
-            self._relay.forget_session(live.id, GOING_AWAY, "the master is shutting down")
+            self._relay.unbind_client(live.id)
+            self._relay.drop_local(live.id, GOING_AWAY, "the master is shutting down")
+            await self._relay.release(live.id)
         self.live.clear()
+        await self._relay.close()
 
 
-def _detached(row: Any, dedupe_window: int) -> LiveSession:
+def _detached(row: Any) -> LiveSession:
     return LiveSession(
         id=row.id,
         node_id=row.node_id,
         user_id=row.user_id,
         agent_name=row.agent_name,
         limits=Limits.model_validate(row.pinned_limits),
-        dedupe_window=dedupe_window,
     )
 
 

@@ -34,7 +34,7 @@ class EdgeServices:
 
     async def start(self) -> None:
         """When the server starts serving (never in one-shot commands such as pairing-url)."""
-        await self.sessions.resume_all()
+        await self.sessions.start()
 
     async def close(self) -> None:
         await self.sessions.close()

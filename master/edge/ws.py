@@ -3,9 +3,9 @@
 The upgrade follows the client's rules (§5.3): a subprotocol we speak must be offered, or
 `426`; the single-use `ticket` must fit the `session_id`, or `401` — both with the §7.1 JSON
 body and before the socket is accepted. Once accepted, the socket is registered with the
-relay (session and node), greeted with what it cannot have seen (relay rule 4) plus, when it
-asks with `last_message_id`, the frames it missed; then frames flow both ways until either
-side leaves.
+relay (session and node), greeted with what it cannot have seen plus, when it asks with
+`last_message_id`, the frames it missed (relay rule 4); then frames flow both ways until
+either side leaves.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from quart import Blueprint, Response, websocket
 from master.api.common import services
 from master.edge.edge_socket import EdgeSocket
 from rawp.errors import RawpError, UpgradeRequired
-from rawp.frames import SUBPROTOCOLS, dump_frame, make_frame
+from rawp.frames import SUBPROTOCOLS
 
 log = logging.getLogger("rawp.master.edge.ws")
 
@@ -56,24 +56,10 @@ async def edge_stream():
         max_backlog=s.settings.edge.queue_bytes,
     )
     relay = s.edge.relay
-    for text in relay.greeting(live.id):
-        edge.offer(text)
-    last_message_id = websocket.args.get("last_message_id")
-    if last_message_id:  # the edge reconnects and says what it saw last (docs/edge-api.md)
-        missed, found = relay.replay(live.id, last_message_id)
-        history = make_frame(
-            "session.history",
-            {"since_message_id": last_message_id, "replayed": len(missed), "dropped": 0},
-            session_id=live.id,
-        )
-        edge.offer(dump_frame(history))
-        for text in missed:
-            edge.offer(text)
-        if not found:
-            log.info("session %s: an edge's cursor is no longer kept; sent all kept", live.id)
-    relay.attach(edge)
+    # Greeting, and with `last_message_id` the frames it missed (docs/edge-api.md), then live.
     plane = s.edge.plane
     try:
+        await relay.attach(edge, websocket.args.get("last_message_id"))
         await edge.serve(lambda data: plane.from_edge(live, edge, data))
     finally:
         relay.detach(edge)

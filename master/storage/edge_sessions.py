@@ -83,6 +83,12 @@ async def user_session(conn: AsyncConnection, user_id: str, session_id: str):
     ).first()
 
 
+async def live_session(conn: AsyncConnection, session_id: str):
+    """The session if it is not TERMINATED, whoever's it is (a replica taking it over)."""
+    where = [sessions.c.id == session_id, sessions.c.status.in_([s.value for s in LISTED_STATES])]
+    return (await conn.execute(select(sessions).where(*where))).first()
+
+
 async def live_sessions(conn: AsyncConnection, node_id: str | None = None) -> list[Any]:
     where = [sessions.c.status.in_([s.value for s in LISTED_STATES])]
     if node_id is not None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
+
 from master.edge.edge_socket import TOO_SLOW, EdgeSocket
 from master.edge.relay import InProcessRelay
 
@@ -40,8 +42,8 @@ async def test_a_stuck_edge_is_cut_off_and_the_other_gets_everything():
     relay = InProcessRelay()
     slow_wire, fast_wire = Wire(stuck=True), Wire(stuck=False)
     slow, fast = _edge(slow_wire), _edge(fast_wire, backlog=10_000)
-    relay.attach(slow)
-    relay.attach(fast)
+    await relay.attach(slow)
+    await relay.attach(fast)
     received: list = []
     serving = [
         asyncio.create_task(edge.serve(lambda data: _append(received, data)))
@@ -71,12 +73,12 @@ async def test_node_frames_go_to_every_socket_of_the_node_once():
     a1, a2, b1 = Wire(stuck=False), Wire(stuck=False), Wire(stuck=False)
     edges = [_edge(a1, "A", "s1"), _edge(a2, "A", "s2"), _edge(b1, "B", "s3")]
     for edge in edges:
-        relay.attach(edge)
-    assert relay.publish_node("A", "notice") == 2
+        await relay.attach(edge)
+    assert await relay.publish_node("A", "notice") == 2
     relay.forget_session("s1", 1000, "session terminated")
     assert not edges[0].open and edges[0].close_reason == "session terminated"
     relay.detach(edges[0])
-    assert relay.publish_node("A", "notice") == 1
+    assert await relay.publish_node("A", "notice") == 1
 
 
 async def test_the_replay_ring_is_bounded_and_finds_cursors():
@@ -90,15 +92,31 @@ async def test_the_replay_ring_is_bounded_and_finds_cursors():
     assert relay.greeting("s") == ["caps", "cat"]
 
 
-def test_control_ids_are_remembered_within_a_bounded_window():
-    from master.edge.live import LiveSession
-    from rawp.config import DEFAULT_LIMITS
+async def test_an_attaching_socket_gets_greeting_history_and_what_it_missed_in_order():
+    relay = InProcessRelay()
+    relay.remember_greeting("s1", "session.capabilities", "caps")
+    for n in range(4):
+        relay.publish("s1", f"m{n}", f"t{n}")
+    wire = Wire(stuck=False)
+    edge = _edge(wire, backlog=10_000)
+    await relay.attach(edge, last_message_id="m1")
+    relay.publish("s1", "m4", "t4")  # live from now on
+    serving = asyncio.create_task(edge.serve(lambda data: _append([], data)))
+    while len(wire.sent) < 5:  # bounded by the wait_for below
+        await asyncio.wait_for(asyncio.sleep(0.01), 1)
+    history = orjson.loads(wire.sent[1])
+    assert wire.sent[0] == "caps" and history["type"] == "session.history"
+    assert history["payload"]["since_message_id"] == "m1" and history["payload"]["replayed"] == 2
+    assert wire.sent[2:] == ["t2", "t3", "t4"]
+    serving.cancel()
 
-    live = LiveSession("s", "n", "u", "demo", DEFAULT_LIMITS, dedupe_window=3)
-    assert [live.claim_control(i) for i in ("a", "b", "a", "c", "d")] == [
-        True, True, False, True, True,
-    ]  # fmt: skip
-    assert len(live._controls) == 3  # "a" was the oldest and is forgotten
-    assert live.claim_control("a") and not live.claim_control("d")
-    live.release_control("d")  # undelivered: may come again
-    assert live.claim_control("d")
+
+async def test_control_ids_are_remembered_within_a_bounded_window():
+    relay = InProcessRelay(dedupe_window=3)
+    claims = [await relay.claim_control("s", i) for i in ("a", "b", "a", "c", "d")]
+    assert claims == [True, True, False, True, True]
+    assert await relay.claim_control("s", "a")  # "a" was the oldest and was forgotten
+    assert not await relay.claim_control("s", "d")
+    await relay.release_control("s", "d")  # undelivered: may come again
+    assert await relay.claim_control("s", "d")
+    assert await relay.claim_control("other", "d")  # per session
