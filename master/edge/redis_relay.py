@@ -255,8 +255,11 @@ class RedisRelay(InProcessRelay):
                 if await self.redis.publish(self._to_client(session_id), text):
                     return True  # the owner listens: it takes it from here
                 assert self._hooks is not None
-                if await self._hooks.take_over(session_id):
-                    continue  # held here now: the next pass sends it through our link
+                if await self._hooks.take_over(session_id):  # held here now: our link sends it
+                    hub = self._hubs.get(session_id)
+                    return (
+                        hub is not None and hub.client is not None and (await hub.client.send(text))
+                    )
             except RedisError as exc:
                 log.warning("session %s: Redis refused an edge frame: %s", session_id, exc)
             if loop.time() >= deadline:
@@ -485,7 +488,7 @@ class RedisRelay(InProcessRelay):
         elif "end" in message and message.get("from") != self.me:
             session_id = message["end"]
             InProcessRelay.forget_session(self, session_id, message["code"], message["reason"])
+            self._owned.discard(session_id)
+            self._tidy(session_id)
             assert self._hooks is not None
-            if session_id in self._owned or session_id in self._hubs:
-                self._owned.discard(session_id)
             asyncio.get_running_loop().create_task(self._hooks.session_ended(session_id))
