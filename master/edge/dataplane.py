@@ -25,6 +25,7 @@ Edge → client (`from_edge`):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -74,6 +75,7 @@ class DataPlane:
         self.errors = errors
         self._db = db
         self._clock = clock
+        self._touching: set[asyncio.Task] = set()  # activity writes in flight
 
     # --- client → edges ------------------------------------------------------------------------
 
@@ -172,8 +174,15 @@ class DataPlane:
         live.last_activity = now
         if now - live.activity_written >= ACTIVITY_WRITE_INTERVAL:
             live.activity_written = now
-            try:
-                async with self._db.begin() as conn:
-                    await store.touch_session(conn, live.id, self._clock.now())
-            except Exception:  # only bookkeeping: the frame has gone through already
-                log.exception("session %s: could not store last_activity_at", live.id)
+            # In the background: the pump must not wait on the database (a commit can take
+            # hundreds of milliseconds on a busy disk, and every later frame would wait too).
+            task = asyncio.create_task(self._touch(live.id))
+            self._touching.add(task)
+            task.add_done_callback(self._touching.discard)
+
+    async def _touch(self, session_id: str) -> None:
+        try:
+            async with self._db.begin() as conn:
+                await store.touch_session(conn, session_id, self._clock.now())
+        except Exception:  # only bookkeeping: the frame has gone through already
+            log.exception("session %s: could not store last_activity_at", session_id)
