@@ -12,6 +12,7 @@ import secrets
 import pytest
 
 from tests.master import conftest as master_fixtures
+from tests.support import Processes
 
 REDIS_URL = os.environ.get("RAWP_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -51,3 +52,11 @@ def pg_url(postgres_url):
     if url is None:
         _skip(reason)
     return url
+
+
+@pytest.fixture
+def processes():
+    """Real child processes, every one ended after the test."""
+    made = Processes()
+    yield made
+    made.close()

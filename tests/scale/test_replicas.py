@@ -5,51 +5,16 @@ key (docs/scale-out.md)."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from pathlib import Path
 
 import aiohttp
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from tests.edge.stack import EDGE_SECRET, Edge, edge_for, read_until, recv
-from tests.scale.conftest import REDIS_URL
-from tests.support import Processes, free_port, wait_for_http
+from tests.edge.stack import Edge, edge_for, read_until, recv
+from tests.scale.cluster import start_replicas
+from tests.support import free_port
 
 OWNER = "discord:4242"
-
-
-@dataclass
-class Replicas:
-    urls: list[str]
-    state: Path
-
-
-def start_replicas(
-    processes: Processes, tmp: Path, pg_url: str, prefix: str, *extra: str, count: int = 2
-) -> Replicas:
-    state = tmp / "master-state"
-    urls = []
-    for index in range(count):  # one after the other: the first creates the key and tables
-        port = free_port()
-        proc = processes.rawp(
-            "master", "--dev", "--port", str(port), "--state-dir", str(state),
-            "--database-url", pg_url, "--redis-url", REDIS_URL, "--redis-prefix", prefix,
-            *extra,
-            env={"RAWP_EDGE_SECRET": EDGE_SECRET},
-            stdout=(tmp / f"replica-{index}.log").open("ab"),
-        )  # fmt: skip
-        url = f"http://127.0.0.1:{port}"
-        wait_for_http(f"{url}/v1/health", proc=proc, timeout=30)
-        urls.append(url)
-    return Replicas(urls, state)
-
-
-@pytest.fixture
-def processes():
-    made = Processes()
-    yield made
-    made.close()
 
 
 async def test_the_pairing_budget_is_shared_by_replicas(processes, tmp_path, pg_url, redis_prefix):

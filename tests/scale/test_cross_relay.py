@@ -1,0 +1,183 @@
+"""The cross-replica relay (issue 9, docs/scale-out.md), with real processes on loopback: three
+`rawp master` replicas A, B, C on the machine's PostgreSQL and Redis, and a real client paired
+through A. A session is created on A, so A holds its client link; its edges sit on B and C, so
+every frame they see has crossed Redis."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from tests.edge.stack import frame, recv, recv_until
+from tests.scale.cluster import cluster
+
+END = "session.turn.end"
+A, B, C = 0, 1, 2
+
+
+def prompt(session_id: str, lines: int, pause: float = 0.0) -> str:
+    """A prompt for the counter agent (tests/scale/cluster.py): `lines` numbered deltas."""
+    text = f"count {lines} {pause}"
+    return frame("control.prompt.request", {"prompt_text": text}, session_id=session_id)
+
+
+def numbered(count: int) -> list[str]:
+    return [f"line {n:04d}\n" for n in range(count)]
+
+
+def deltas(frames: list[dict]) -> list[str]:
+    return [f["payload"]["text"] for f in frames if f["type"] == "agent.text.delta"]
+
+
+def ids(frames: list[dict]) -> list[str]:
+    return [f["message_id"] for f in frames]
+
+
+async def closed(ws, wait: float = 30) -> int:
+    """Read until the master closes the socket; its close code."""
+    async with asyncio.timeout(wait):
+        try:
+            while True:
+                await ws.recv()
+        except ConnectionClosed:
+            return ws.close_code
+
+
+async def test_a_turn_prompted_on_b_is_seen_identically_on_b_and_c(
+    processes, tmp_path, pg_url, redis_prefix
+):
+    _, prefix = redis_prefix
+    async with cluster(processes, tmp_path, pg_url, prefix) as made:
+        sid, _ = await made.create_session()
+        on_b, on_c = await made.attach(sid, B), await made.attach(sid, C)
+
+        await on_b.send(prompt(sid, 30))
+        seen_b, seen_c = await asyncio.gather(recv_until(on_b, END), recv_until(on_c, END))
+
+        assert ids(seen_b) == ids(seen_c)  # same frames, same order
+        assert seen_b == seen_c  # and the same bytes' worth of content
+        assert len(set(ids(seen_b))) == len(seen_b)  # no message_id twice
+        assert seen_b[0]["type"] == "session.turn.start"
+        assert deltas(seen_b) == numbered(30)
+        assert seen_b[-1]["payload"]["stop_reason"] == "end_turn"
+        assert {f["session_id"] for f in seen_b} == {sid}
+
+
+async def test_a_ticket_used_on_b_is_refused_on_c_and_on_b_again(
+    processes, tmp_path, pg_url, redis_prefix
+):
+    _, prefix = redis_prefix
+    async with cluster(processes, tmp_path, pg_url, prefix) as made:
+        sid, _ = await made.create_session()
+        ticket = await made.ticket(sid, C)  # issued by C, burnt on B
+        ws = await asyncio.wait_for(made.on(B).connect(sid, ticket), 30)
+        made.edge.sockets.append(ws)
+        assert (await recv(ws))["type"] == "session.capabilities"  # B admitted it
+
+        for index in (C, B):
+            with pytest.raises(InvalidStatus) as refused:
+                await asyncio.wait_for(made.on(index).connect(sid, ticket), 30)
+            assert refused.value.response.status_code == 401
+            assert b"INVALID_TICKET" in refused.value.response.body
+
+
+async def test_a_limits_change_sent_to_a_reaches_edge_sockets_on_b_and_c(
+    processes, tmp_path, pg_url, redis_prefix
+):
+    from client.master_link import MasterLink
+    from client.settings import ClientSettings
+    from client.state import StateDir
+    from rawp.config import DEFAULT_LIMITS
+
+    _, prefix = redis_prefix
+    async with cluster(processes, tmp_path, pg_url, prefix) as made:
+        sid, _ = await made.create_session()
+        sockets = [await made.attach(sid, B), await made.attach(sid, C)]
+        status, nodes = await made.edge.call("GET", "/v1/edge/nodes")
+        assert status == 200, nodes
+        versions = nodes["nodes"][0]["config_versions"]
+
+        # The client's own code, with the running client's credentials, PUTs the new limits
+        # (§4.1.5) to the master it paired with: replica A, where no edge socket is.
+        state = StateDir.open(made.client_state)
+        assert state.credentials.master_url == made.replicas.urls[A]
+        settings = ClientSettings(state_dir=made.client_state, allowed_roots=[made.workspace])
+        link = MasterLink(state, settings)
+        link.versions = {"limits": versions["limits"], "capabilities": versions["capabilities"]}
+        try:
+            tighter = DEFAULT_LIMITS.model_copy(update={"rate_limit": 40})
+            await link.change_limits(tighter, reason="test: tighter limits")
+        finally:
+            await link.close()
+
+        pushed = [await recv(ws) for ws in sockets]
+        for notice in pushed:
+            assert notice["type"] == "node.config.changed"
+            assert notice["payload"] == {
+                "node_id": made.node_id,
+                "changed_scope": "limits",
+                "config_version": link.versions["limits"],
+                "reason": "test: tighter limits",
+            }
+        assert pushed[0]["message_id"] == pushed[1]["message_id"]  # A-26: one notice
+
+
+async def test_a_turn_survives_the_death_of_the_replica_holding_the_client(
+    processes, tmp_path, pg_url, redis_prefix
+):
+    _, prefix = redis_prefix
+    async with cluster(processes, tmp_path, pg_url, prefix) as made:
+        sid, _ = await made.create_session()
+        on_b, on_c = await made.attach(sid, B), await made.attach(sid, C)
+        # 200 deltas 50 ms apart: a 10 s turn, A dies ~1 s in; the takeover (lease 5 s plus
+        # a sweep of 2 s) lands while the agent is still writing, so the rest of the turn
+        # arrives partly from the client's replay and partly live.
+        await on_b.send(prompt(sid, 200, 0.05))
+
+        async def read(ws, kill_at: str | None = None) -> tuple[list[dict], int | None]:
+            seen, killed_after = [], None
+            while not seen or seen[-1]["type"] != END:
+                seen.append(await recv(ws, wait=60))
+                if kill_at is not None and deltas(seen[-1:]) == [kill_at]:
+                    made.replicas.procs[A].kill()  # SIGKILL: no lease released, nothing said
+                    killed_after = len(seen)
+            return seen, killed_after
+
+        async with asyncio.timeout(60):
+            (seen_b, killed_after), (seen_c, _) = await asyncio.gather(
+                read(on_b, kill_at="line 0020\n"), read(on_c)
+            )
+        assert made.replicas.procs[A].wait(timeout=5) == -9
+        assert killed_after is not None and len(deltas(seen_b[killed_after:])) > 100  # mid-turn
+
+        for seen in (seen_b, seen_c):
+            assert deltas(seen) == numbered(200)  # every number once, in order: none lost
+            assert len(set(ids(seen))) == len(seen)  # no message_id repeated
+            assert seen[-1]["payload"]["stop_reason"] == "end_turn"
+        assert ids(seen_b) == ids(seen_c)
+
+        # The replica that took the session over carries edge frames to the client too.
+        await on_c.send(prompt(sid, 3))
+        after_b, after_c = await asyncio.gather(recv_until(on_b, END), recv_until(on_c, END))
+        assert deltas(after_b) == deltas(after_c) == numbered(3)
+        assert ids(after_b) == ids(after_c)
+        assert not set(ids(after_b)) & set(ids(seen_b))
+
+
+async def test_deleting_the_session_on_c_closes_its_edge_sockets_on_b(
+    processes, tmp_path, pg_url, redis_prefix
+):
+    _, prefix = redis_prefix
+    async with cluster(processes, tmp_path, pg_url, prefix) as made:
+        sid, _ = await made.create_session()
+        on_b = [await made.attach(sid, B), await made.attach(sid, B)]
+
+        status, _ = await made.on(C).call("DELETE", f"/v1/edge/sessions/{sid}")
+        assert status == 204
+
+        assert [await closed(ws) for ws in on_b] == [1000, 1000]
+        status, listed = await made.on(B).call("GET", f"/v1/edge/sessions?node_id={made.node_id}")
+        assert status == 200
+        assert sid not in {s["session_id"] for s in listed["sessions"]}  # TERMINATED: not listed
