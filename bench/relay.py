@@ -103,11 +103,18 @@ class Stack:
         self.client_state = tmp / "c"
 
     def start(self) -> None:
+        self.start_master()
+        self.start_client()
+
+    def start_master(self) -> None:
         master = self.processes.rawp(
             "master", "--dev", "--port", str(self.master_port), "--state-dir", str(self.tmp / "m"),
             env={"RAWP_EDGE_SECRET": EDGE_SECRET}, stdout=(self.tmp / "master.log").open("ab"),
         )  # fmt: skip
         wait_for_http(f"{self.master_url}/v1/edge/nodes", proc=master, timeout=60)
+
+    def start_client(self) -> None:
+        """Pair a client through `master_url` and run it until the master lists it online."""
         pairing_url = asyncio.run(self._pairing_url())
         pair = self.processes.rawp(
             "client", "pair", pairing_url, "--name", "bench-box", "--dev",
@@ -162,7 +169,11 @@ class Stack:
                 await asyncio.sleep(0.1)
         raise RuntimeError("the client never came online at the master")
 
-    async def open_master_path(self, http: aiohttp.ClientSession, token: str):
+    async def open_master_path(
+        self, http: aiohttp.ClientSession, token: str, edge_url: str | None = None
+    ):
+        """A session made on `master_url`, read on the edge WebSocket of `edge_url` (default:
+        the same master)."""
         url = f"{self.master_url}/v1/edge/nodes/{self.node_id}/sessions"
         body = {"agent_name": "flood", "workspace_path": str(self.workspace)}
         headers = {"Authorization": f"Bearer {token}"}
@@ -170,7 +181,7 @@ class Stack:
             made = await response.json()
             if response.status != 201:
                 raise RuntimeError(f"session create: {response.status} {made}")
-        ws_url = self.master_url.replace("http://", "ws://") + (
+        ws_url = (edge_url or self.master_url).replace("http://", "ws://") + (
             f"/v1/edge/ws/stream?ticket={made['edge_ws_ticket']}&session_id={made['session_id']}"
         )
         ws = await connect(ws_url, subprotocols=SUBPROTOCOLS, max_size=None)
@@ -226,38 +237,48 @@ async def one_turn(ws, session_id: str, count: int, rate: int) -> dict:
 
 
 async def measure(stack: Stack, rounds: int, flood: int, paced_seconds: float) -> dict:
-    paced = int(PACED_RATE * paced_seconds)
-    results: dict[str, dict[str, list]] = {
-        path: {"fps": [], "latencies": []} for path in ("direct", "master")
-    }
     token = await stack.edge_token()
     async with aiohttp.ClientSession() as http:
         sockets = {
             "direct": await stack.open_direct_path(http),
             "master": await stack.open_master_path(http, token),
         }
-        try:
-            for sid, ws in sockets.values():  # warm up: agent start, imports, caches
-                await one_turn(ws, sid, 500, 0)
-            for _ in range(rounds):
-                for path, (sid, ws) in sockets.items():
-                    results[path]["fps"].append((await one_turn(ws, sid, flood, 0))["fps"])
-                for path, (sid, ws) in sockets.items():
-                    turn = await one_turn(ws, sid, paced, PACED_RATE)
-                    results[path]["latencies"] += turn["latencies"]
-        finally:
-            for _, ws in sockets.values():
-                with contextlib.suppress(Exception):
-                    await ws.close()
+        return await measure_paths(sockets, rounds, flood, paced_seconds)
+
+
+async def measure_paths(sockets: dict, rounds: int, flood: int, paced_seconds: float) -> dict:
+    """Warm every path up, then interleave them round by round (flood, then paced); closes the
+    sockets. `sockets` maps a path's name to its (session_id, edge WebSocket)."""
+    paced = int(PACED_RATE * paced_seconds)
+    results: dict[str, dict[str, list]] = {path: {"fps": [], "latencies": []} for path in sockets}
+    try:
+        for sid, ws in sockets.values():  # warm up: agent start, imports, caches
+            await one_turn(ws, sid, 500, 0)
+        for _ in range(rounds):
+            for path, (sid, ws) in sockets.items():
+                results[path]["fps"].append((await one_turn(ws, sid, flood, 0))["fps"])
+            for path, (sid, ws) in sockets.items():
+                turn = await one_turn(ws, sid, paced, PACED_RATE)
+                results[path]["latencies"] += turn["latencies"]
+    finally:
+        for _, ws in sockets.values():
+            with contextlib.suppress(Exception):
+                await ws.close()
     return results
 
 
-def summarise(results: dict) -> dict[str, float]:
+def path_figures(results: dict) -> dict[str, float]:
+    """Per path: `{path}_fps` (median of the flood rounds), `{path}_p50_ms`, `{path}_p99_ms`."""
     figures: dict[str, float] = {}
     for path, got in results.items():
         figures[f"{path}_fps"] = statistics.median(got["fps"])
         for name, q in (("p50", 0.5), ("p99", 0.99)):
             figures[f"{path}_{name}_ms"] = percentile(got["latencies"], q) * 1000
+    return figures
+
+
+def summarise(results: dict) -> dict[str, float]:
+    figures = path_figures(results)
     figures["ratio"] = figures["master_fps"] / figures["direct_fps"]
     for name in ("p50", "p99"):
         figures[f"added_{name}_ms"] = figures[f"master_{name}_ms"] - figures[f"direct_{name}_ms"]

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 import fanout  # noqa: E402  (bench/ is not a package: its modules are found on sys.path)
 import relay  # noqa: E402
 import render  # noqa: E402
+import replicas  # noqa: E402
 import scale  # noqa: E402
 import search_relay  # noqa: E402
 import startup  # noqa: E402
@@ -143,6 +144,16 @@ def file_search_section(quick: bool) -> str:
     return f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}:\n\n{done.stdout}"
 
 
+def replicas_section() -> str:
+    """The replicas table, or why there is none: it needs the machine's PostgreSQL and Redis,
+    and a run without them should still write every other figure."""
+    try:
+        figures = replicas.run()
+    except Exception as exc:  # no PostgreSQL or Redis, or the run failed
+        return f"Not measured this run: {exc!r}"
+    return replicas.report(figures)
+
+
 def scale_args(no_deflate: bool) -> argparse.Namespace:
     return argparse.Namespace(
         sessions=scale.SESSIONS,
@@ -172,6 +183,8 @@ def main() -> int:
     print("sessions at scale …", flush=True)
     scale_figures = scale.run(scale_args(no_deflate=False))
     scale_plain = scale.run(scale_args(no_deflate=True))
+    print("replicas …", flush=True)
+    replicas_table = replicas_section()
     print("start-up …", flush=True)
     startup_figures = startup.run()
     print("rendering …", flush=True)
@@ -214,10 +227,10 @@ def main() -> int:
     doc = f"""# Benchmarks
 
 Written by `.venv/bin/python bench/run_all.py` (issue 7) on {began}. Each benchmark runs alone
-with its own command (`bench/relay.py`, `bench/startup.py`, `bench/render.py`,
-`bench/file_search.py`) and measures its baseline in the same run: on a shared machine absolute
-times drift, the ratios less so. Benchmarks measure; tests assert — none of this is in the
-test suite.
+with its own command (`bench/relay.py`, `bench/replicas.py`, `bench/startup.py`,
+`bench/render.py`, `bench/file_search.py`) and measures its baseline in the same run: on a
+shared machine absolute times drift, the ratios less so. Benchmarks measure; tests assert —
+none of this is in the test suite.
 
 ## Machine
 
@@ -283,6 +296,28 @@ Edges offering deflate:
 Edges not offering deflate:
 
 {scale.report(scale_plain)}
+
+## Replicas (`bench/replicas.py`, issue 9)
+
+Relay throughput and latency through two master replicas against one, in the same run. Two
+deployments side by side, each with a fresh PostgreSQL database, its own Redis key prefix, one
+shared state directory and a real client paired through its first replica. *One replica*: one
+`rawp master --redis-url …`, the session created on it and its edge WebSocket on it. *Two
+replicas*: the session created on replica A, which holds the client link, and the edge
+WebSocket on replica B, so every frame crosses Redis from A to B (and the prompt from B to A);
+the run checks that A alone held the client link to the end. The same agent, turns and rounds
+as the relay benchmark ({relay.ROUNDS} interleaved rounds of {relay.FLOOD_FRAMES:,} frames, then
+{relay.PACED_SECONDS:.0f} s at {relay.PACED_RATE:,} frames/s). The issue sets no target; "added"
+is two replicas minus one.
+
+{replicas_table}
+
+With a Redis URL even a lone master relays through Redis (it delivers to its own edges from the
+session's channel), so the comparison is the cost of the edge landing on another replica, which
+a load balancer without sticky sessions makes the common case; the relay benchmark above
+measures the master without Redis. Two replicas spread the work over two processes, which on
+two cores can make the flood faster than one replica; the other deployment sits idle meanwhile
+(lease renewals only).
 
 ## Start-up (`bench/startup.py`)
 
