@@ -14,16 +14,21 @@ paired through its first replica:
 - **two replicas**: replicas A and B of one deployment; the session is created on A, which
   therefore holds the client link, and the edge WebSocket is on B — every client frame is
   written to Redis by A and read from Redis by B, and the prompt goes from B to A through
-  Redis. This is the path a load balancer gives an edge that lands on the other replica.
+  Redis. This is the path a load balancer gives an edge that lands on the other replica;
+- **baseline**: relay.py's master, without a Redis URL (the in-process relay), with its own
+  client: what a lone master costs before Redis is configured at all.
 
-The client runs relay.py's `flood` script agent (jsonl): `agent.text.delta` lines stamped with
+Two against one is the figure issue 9 asks for; one replica against the baseline is the price
+of Redis itself, which the two-replica figure already contains. The client runs relay.py's
+`flood` script agent (jsonl): `agent.text.delta` lines stamped with
 the system-wide monotonic clock, so the edge (this process) computes per-frame latency. Paths
 are warmed up, then interleaved round by round with relay.py's own turn loop: delivered frames/s
 in flood mode (median of the rounds; ratio two / one) and per-frame latency at a paced
 1,000 frames/s (p50 / p99; added = two − one). The issue sets no target: this is the cost of
 landing on the other replica, which sticky-session-free load balancing makes the common case.
-Both deployments' idle processes share the two cores with the measured one (the other
-deployment only renews its leases); relay.py measures the single master without Redis.
+The idle deployments' processes share the cores with the measured one (they only renew
+leases); the check that replica A alone held the client link to the end of the run keeps the
+two-replica figure honest.
 """
 
 from __future__ import annotations
@@ -134,9 +139,12 @@ class Deployment(Stack):
         asyncio.run(_forget(self.prefix))
 
 
-async def measure(one: Deployment, two: Deployment, rounds: int, flood: int, seconds: float):
+async def measure(
+    memory: Stack, one: Deployment, two: Deployment, rounds: int, flood: int, seconds: float
+):
     async with aiohttp.ClientSession() as http:
         sockets = {
+            "memory": await memory.open_master_path(http, await memory.edge_token()),
             "one": await one.open_master_path(http, await one.edge_token()),
             # Created on A (A owns the session and holds the client link), read on B.
             "two": await two.open_master_path(http, await two.edge_token(), edge_url=two.urls[1]),
@@ -151,6 +159,7 @@ async def measure(one: Deployment, two: Deployment, rounds: int, flood: int, sec
 def summarise(results: dict) -> dict[str, float]:
     figures = path_figures(results)
     figures["ratio"] = figures["two_fps"] / figures["one_fps"]
+    figures["redis_ratio"] = figures["one_fps"] / figures["memory_fps"]
     for name in ("p50", "p99"):
         figures[f"added_{name}_ms"] = figures[f"two_{name}_ms"] - figures[f"one_{name}_ms"]
     return figures
@@ -163,10 +172,12 @@ def run(rounds: int = ROUNDS, flood: int = FLOOD_FRAMES, paced_seconds: float = 
     deployments: list[Deployment] = []
     with tempfile.TemporaryDirectory(prefix="rawp-bench-replicas-") as temp:
         try:
+            memory = Stack(Path(temp) / "memory", processes)  # relay.py's master: no Redis
+            memory.start()
             for name, count in (("one", 1), ("two", 2)):
                 deployments.append(Deployment(Path(temp) / name, processes, count))
                 deployments[-1].start()
-            results = asyncio.run(measure(*deployments, rounds, flood, paced_seconds))
+            results = asyncio.run(measure(memory, *deployments, rounds, flood, paced_seconds))
         finally:
             processes.close()
             for deployment in deployments:
@@ -177,15 +188,18 @@ def run(rounds: int = ROUNDS, flood: int = FLOOD_FRAMES, paced_seconds: float = 
 def report(figures: dict[str, float]) -> str:
     lines = [
         "| measure | one replica (session and edge on it) "
-        "| two replicas (client link on A, edge on B) | comparison |",
-        "|---|---|---|---|",
+        "| two replicas (client link on A, edge on B) | two against one "
+        "| baseline: one master without Redis |",
+        "|---|---|---|---|---|",
         f"| flood, frames/s (median of rounds) | {figures['one_fps']:,.0f} | "
-        f"{figures['two_fps']:,.0f} | {figures['ratio']:.0%} of one replica |",
+        f"{figures['two_fps']:,.0f} | {figures['ratio']:.0%} of one replica | "
+        f"{figures['memory_fps']:,.0f} (one replica: {figures['redis_ratio']:.0%} of it) |",
     ]
     for name in ("p50", "p99"):
         lines.append(
             f"| latency {name} at {PACED_RATE:,} frames/s | {figures[f'one_{name}_ms']:.2f} ms"
-            f" | {figures[f'two_{name}_ms']:.2f} ms | {figures[f'added_{name}_ms']:+.2f} ms |"
+            f" | {figures[f'two_{name}_ms']:.2f} ms | {figures[f'added_{name}_ms']:+.2f} ms"
+            f" | {figures[f'memory_{name}_ms']:.2f} ms |"
         )
     return "\n".join(lines)
 

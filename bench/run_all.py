@@ -305,19 +305,21 @@ shared state directory and a real client paired through its first replica. *One 
 `rawp master --redis-url …`, the session created on it and its edge WebSocket on it. *Two
 replicas*: the session created on replica A, which holds the client link, and the edge
 WebSocket on replica B, so every frame crosses Redis from A to B (and the prompt from B to A);
-the run checks that A alone held the client link to the end. The same agent, turns and rounds
-as the relay benchmark ({relay.ROUNDS} interleaved rounds of {relay.FLOOD_FRAMES:,} frames, then
-{relay.PACED_SECONDS:.0f} s at {relay.PACED_RATE:,} frames/s). The issue sets no target; "added"
-is two replicas minus one.
+the run checks that A alone held the client link to the end. *Baseline*: the relay benchmark's
+master without a Redis URL (in-process relay), with a client of its own, measured in the same
+run. The same agent, turns and rounds as the relay benchmark ({relay.ROUNDS} rounds of
+{relay.FLOOD_FRAMES:,} frames, then {relay.PACED_SECONDS:.0f} s at {relay.PACED_RATE:,} frames/s),
+the three paths interleaved. The issue sets no target; "two against one" is two replicas minus
+one.
 
 {replicas_table}
 
-With a Redis URL even a lone master relays through Redis (it delivers to its own edges from the
-session's channel), so the comparison is the cost of the edge landing on another replica, which
-a load balancer without sticky sessions makes the common case; the relay benchmark above
-measures the master without Redis. Two replicas spread the work over two processes, which on
-two cores can make the flood faster than one replica; the other deployment sits idle meanwhile
-(lease renewals only).
+With a Redis URL even a lone master relays through Redis (it writes each client frame with a
+script and delivers to its own edges from the session's channel), so two against one is the
+cost of the edge landing on another replica, which a load balancer without sticky sessions
+makes the common case, and one replica against the baseline is the cost of Redis itself. Two
+replicas spread that work over two processes, which on two cores can make the flood faster
+than one replica; the idle deployments meanwhile only renew leases.
 
 ## Start-up (`bench/startup.py`)
 
