@@ -20,14 +20,14 @@ paired through its first replica:
 
 Two against one is the figure issue 9 asks for; one replica against the baseline is the price
 of Redis itself, which the two-replica figure already contains. The client runs relay.py's
-`flood` script agent (jsonl): `agent.text.delta` lines stamped with
-the system-wide monotonic clock, so the edge (this process) computes per-frame latency. Paths
-are warmed up, then interleaved round by round with relay.py's own turn loop: delivered frames/s
-in flood mode (median of the rounds; ratio two / one) and per-frame latency at a paced
-1,000 frames/s (p50 / p99; added = two − one). The issue sets no target: this is the cost of
-landing on the other replica, which sticky-session-free load balancing makes the common case.
-The idle deployments' processes share the cores with the measured one (they only renew
-leases); the check that replica A alone held the client link to the end of the run keeps the
+`flood` script agent (jsonl): `agent.text.delta` lines stamped with the system-wide monotonic
+clock, so the edge (this process) computes per-frame latency. Paths are warmed up, then
+interleaved round by round with relay.py's own turn loop: delivered frames/s in flood mode
+(median of the rounds; ratio two / one) and per-frame latency at a paced 1,000 frames/s
+(p50 / p99; added = two − one). The issue sets no target: this is the cost of landing on the
+other replica, which sticky-session-free load balancing makes the common case. The idle
+deployments share the cores with the measured one (they do little: lease renewals, sweeps);
+the check that replica A alone held the client link to the end of the run keeps the
 two-replica figure honest.
 """
 
