@@ -17,6 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
+from master import gc_pauses
 from master.settings import Settings
 
 log = logging.getLogger("rawp.master")
@@ -84,6 +85,7 @@ async def run(settings: Settings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     app = create_app(settings)
+    gc_pauses.install()  # short collector pauses with thousands of sockets (master/gc_pauses.py)
     print(f"rawp master listening on {settings.base_url}", file=sys.stderr, flush=True)
     await serve_asgi(
         app,
