@@ -12,8 +12,9 @@ on any replica. Rules:
    client's replay after a takeover may repeat what the old owner wrote), appends the frame
    to the session's stream (bounded like the in-process ring, for edges that reconnect with
    `last_message_id`), moves the takeover cursor, and publishes it on the session's channel.
-   Writes leave in order through one queue and one connection, batched in pipelines, so
-   `publish` never waits and the session's order is Redis's order.
+   Writes leave in order through one queue and one connection, batched in pipelines — the
+   frames of one session queued meanwhile go as one script call and one published message —
+   so `publish` never waits and the session's order is Redis's order.
 3. Every replica, the owner included, delivers a session's frames to its own edge sockets from
    the session's channel, which it listens to while it holds edge sockets of the session.
    A socket attaching is greeted and replayed from Redis *after* the subscription is
@@ -55,25 +56,36 @@ SESSION_TTL_MS = 24 * 3600 * 1000  # what an idle session leaves in Redis lives 
 CONTROL_TTL_MS = 3600 * 1000
 BATCH = 512  # writes per pipeline
 
-# KEYS: own, seen, order, frames, cursor. ARGV: me, message_id, text, channel, keep, ttl_ms,
-# is_cursor, lease_ms. Returns 1 written, 0 a repeat, -1 the lease is another replica's.
+# KEYS: own, seen, order, frames, cursor. ARGV: me, channel, keep, ttl_ms, lease_ms, then a
+# (message_id, text, is_cursor) triple per frame, in order. Returns how many frames were new
+# (repeats by message_id are dropped), or -1 when the lease is another replica's (fencing).
+# The new frames leave in one message, a JSON array [id, text, id, text, …]: per-frame costs
+# on both ends of Redis are paid per batch.
 PUBLISH_SCRIPT = """
 local owner = redis.call('GET', KEYS[1])
 if owner == false then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[8])
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
 elseif owner ~= ARGV[1] then
   return -1
 end
-if redis.call('SADD', KEYS[2], ARGV[2]) == 0 then return 0 end
-redis.call('RPUSH', KEYS[3], ARGV[2])
-if redis.call('LLEN', KEYS[3]) > tonumber(ARGV[5]) then
-  redis.call('SREM', KEYS[2], redis.call('LPOP', KEYS[3]))
+local out, keep = {}, tonumber(ARGV[3])
+for i = 6, #ARGV, 3 do
+  local id = ARGV[i]
+  if redis.call('SADD', KEYS[2], id) == 1 then
+    redis.call('RPUSH', KEYS[3], id)
+    if redis.call('LLEN', KEYS[3]) > keep then
+      redis.call('SREM', KEYS[2], redis.call('LPOP', KEYS[3]))
+    end
+    redis.call('XADD', KEYS[4], 'MAXLEN', '~', keep, '*', 'm', id, 't', ARGV[i + 1])
+    if ARGV[i + 2] == '1' then redis.call('SET', KEYS[5], id) end
+    out[#out + 1] = id
+    out[#out + 1] = ARGV[i + 1]
+  end
 end
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'm', ARGV[2], 't', ARGV[3])
-if ARGV[7] == '1' then redis.call('SET', KEYS[5], ARGV[2]) end
-for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
-redis.call('PUBLISH', ARGV[4], ARGV[2] .. '\\n' .. ARGV[3])
-return 1
+if #out == 0 then return 0 end
+for k = 2, 5 do redis.call('PEXPIRE', KEYS[k], ARGV[4]) end
+redis.call('PUBLISH', ARGV[2], cjson.encode(out))
+return #out / 2
 """
 # KEYS: own. ARGV: me, lease_ms. 1 when the lease was ours and is extended.
 RENEW_SCRIPT = """
@@ -364,51 +376,58 @@ class RedisRelay(InProcessRelay):
                 await self._wake.wait()
             batch = [self._writes[i] for i in range(min(BATCH, len(self._writes)))]
             try:
-                results = await self._send(batch)
+                fenced = await self._send(batch)
             except RedisError as exc:  # keep the batch and try again: nothing is dropped
                 log.warning("relay: Redis write failed, retrying: %s", exc)
                 await asyncio.sleep(0.2)
                 continue
             for _ in batch:
                 self._writes.popleft()
-            for entry, result in zip(batch, results, strict=True):
-                if entry[0] == "frame" and result == -1 and entry[1] in self._owned:
-                    await self._lost(entry[1])
+            for session_id in fenced:
+                if session_id in self._owned:
+                    await self._lost(session_id)
 
-    async def _send(self, batch: list[tuple]) -> list:
+    async def _send(self, batch: list[tuple]) -> list[str]:
+        """Write `batch` in order: each run of frames as one script call per session (order
+        is per session); returns the sessions whose lease turned out to be another's."""
+        calls: list[str | None] = []  # per pipelined command: the session of a frame call
         async with self.redis.pipeline(transaction=False) as pipe:
-            for entry in batch:
-                kind = entry[0]
-                if kind == "frame":
+            run: dict[str, list] = {}
+            for entry in [*batch, ("end of batch",)]:
+                if entry[0] == "frame":
                     _, sid, message_id, text, is_cursor = entry
-                    keys = [self._own(sid)] + [
-                        self._key(sid, k) for k in ("seen", "order", "frames", "cursor")
-                    ]
-                    args = [
-                        self.me, message_id, text, self._to_edges(sid), self._replay_frames,
-                        SESSION_TTL_MS, "1" if is_cursor else "0", self._lease_ms,
-                    ]  # fmt: skip
-                    await self._publish_script(keys=keys, args=args, client=pipe)
-                elif kind == "greeting":
-                    _, sid, type, text = entry
-                    pipe.hset(self._key(sid, "greeting"), type, text)
-                    pipe.pexpire(self._key(sid, "greeting"), SESSION_TTL_MS)
-                elif kind == "bus":
-                    pipe.publish(self._bus, entry[1])
-                elif kind == "forget":
-                    sid = entry[1]
-                    pipe.delete(
-                        *[self._key(sid, k) for k in ("seen", "order", "frames", "cursor")],
-                        self._key(sid, "greeting"),
-                        self._own(sid),
-                    )
+                    run.setdefault(sid, []).extend((message_id, text, "1" if is_cursor else "0"))
+                    continue
+                for sid, frames in run.items():
+                    await self._frames_call(pipe, sid, frames)
+                    calls.append(sid)
+                run = {}
+                calls.extend([None] * self._other_write(pipe, entry))
             results = await pipe.execute()
-        # One result per entry: a greeting wrote two commands.
-        out, index = [], 0
-        for entry in batch:
-            out.append(results[index])
-            index += 2 if entry[0] == "greeting" else 1
-        return out
+        return [sid for sid, result in zip(calls, results, strict=True) if sid and result == -1]
+
+    async def _frames_call(self, pipe, sid: str, frames: list) -> None:
+        keys = [self._own(sid)] + [self._key(sid, k) for k in ("seen", "order", "frames", "cursor")]
+        head = [self.me, self._to_edges(sid), self._replay_frames, SESSION_TTL_MS, self._lease_ms]
+        await self._publish_script(keys=keys, args=head + frames, client=pipe)
+
+    def _other_write(self, pipe, entry: tuple) -> int:
+        """Queue a write that is not a frame; returns how many commands it queued."""
+        kind = entry[0]
+        if kind == "greeting":
+            _, sid, type, text = entry
+            pipe.hset(self._key(sid, "greeting"), type, text)
+            pipe.pexpire(self._key(sid, "greeting"), SESSION_TTL_MS)
+            return 2
+        if kind == "bus":
+            pipe.publish(self._bus, entry[1])
+            return 1
+        if kind == "forget":
+            sid = entry[1]
+            keys = [self._key(sid, k) for k in ("seen", "order", "frames", "cursor", "greeting")]
+            pipe.delete(*keys, self._own(sid))
+            return 1
+        return 0  # the end-of-batch marker
 
     # --- the one reader (rules 3, 4, 5) --------------------------------------------------------
 
@@ -469,13 +488,16 @@ class RedisRelay(InProcessRelay):
                 log.exception("relay: could not handle a message on %s", channel)
 
     def _deliver(self, session_id: str, data: str) -> None:
-        message_id, _, text = data.partition("\n")
+        flat = orjson.loads(data)  # [id, text, id, text, …] from PUBLISH_SCRIPT
+        frames = list(zip(flat[::2], flat[1::2], strict=True))
         for held in self._held.get(session_id, {}).values():
-            held.append((message_id, text))
+            held.extend(frames)
         hub = self._hubs.get(session_id)
         if hub is not None:
-            for edge in list(hub.edges):
-                edge.offer(text)
+            edges = list(hub.edges)
+            for _, text in frames:
+                for edge in edges:
+                    edge.offer(text)
 
     async def _hand_to_client(self, session_id: str, text: str) -> None:
         hub = self._hubs.get(session_id)

@@ -83,14 +83,16 @@ async def test_frames_reach_edges_on_both_replicas_in_order_and_once(pair):
     await a.attach(edges[0][0])
     await b.attach(edges[1][0])
     tasks = [await serve(edge) for edge, _ in edges]
-    for n in range(30):
-        a.publish("s1", f"m{n}", f"t{n}", "agent.text.delta")
+    # Frame texts as they come: JSON with quotes, escapes, slashes, non-ASCII, a line break.
+    texts = [f'{{"text": "é ✓ \\"{n}\\" \\\\ / 🙂"}}\n' for n in range(30)]
+    for n, text in enumerate(texts):
+        a.publish("s1", f"m{n}", text, "agent.text.delta")
     a.publish("s1", "m5", "t5 again", "agent.text.delta")  # a repeat by message_id: dropped
     for _, wire in edges:
         await until(lambda wire=wire: len(wire.sent) >= 30, "30 frames")
     await asyncio.sleep(0.1)
     for _, wire in edges:
-        assert wire.sent == [f"t{n}" for n in range(30)]
+        assert wire.sent == texts
     assert await b.cursor("s1") == "m29"
     for task in tasks:
         task.cancel()
