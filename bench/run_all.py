@@ -33,68 +33,59 @@ DOC = ROOT / "docs" / "benchmarks.md"
 FILE_SEARCH_START = "<!-- file-search figures: start -->"
 FILE_SEARCH_END = "<!-- file-search figures: end -->"
 
-# Why a missed target is missed: found by profiling (cProfile over the pure functions, the
-# relay by comparing paths); what should change is said here because benchmarks do not change
-# product code. Printed only for a target this run missed.
+# Where to look when a target is missed this run; printed only for a missed target. The causes
+# found and fixed so far are in FIXED, printed every run.
 CAUSES = {
     "render": """\
-Profiled with cProfile over `bench/render.py`'s own functions:
-
-- **Slack (the larger miss): `adapters/slack/mrkdwn._block_texts` shrinks its limit at every
-  level of recursion.** When escaping (`&` → `&amp;`, `<` → `&lt;`) pushes a 3,000-character
-  piece over the block limit, the piece is split again at a proportionally smaller size — but
-  the recursive call then checks the converted sub-pieces against that *smaller* limit, not
-  against 3,000, so a code-heavy answer is cut down towards the 100-character floor. On this
-  answer: 378 nested re-splits and 411 section blocks averaging 273 characters (10 Slack
-  messages) where 65 blocks of up to 2,976 characters do. Passing the original block limit
-  down for the length check (split at `smaller`, accept at `limit`) measured 48 → 21 ms here
-  (a one-off check, not committed) and fixes the confetti, which users see.
-- **Both: `gateway/chunker.py` does Python work per line, more than once per line.**
-  `fence_after_line` (a regex `fullmatch` per line outside code, `rstrip`/`lstrip` per line
-  inside) runs about 3.8 times per input line: once while `_choose_end` looks for the cut, again
-  in `fence_after` over the chosen body, and for the line that did not fit. For Slack the text
-  is chunked twice over (at 40,000 by the renderer, then at 3,000 per block). What should
-  change: `_choose_end` returns the fence state at its cut so `chunk_markdown` need not rescan
-  the body; `fence_after_line` returns at once for a line whose first non-space character (within
-  3 spaces) is neither a backtick nor a tilde, before any regex; Slack chunks once, at the block
-  size, and packs blocks into messages. The Discord figure sits around the target (its median
-  under, its worst over, from run to run), so the first two should be enough there.""",
+Profile with cProfile over `bench/render.py`'s own functions (`discord`, `slack`): the chunker
+(`gateway/chunker.py`) should scan each line once, and the Slack path convert once and cut
+once (FIXED below says how it got there).""",
     "relay": """\
 Compare the p99 rows: the master path adds a second WebSocket hop and a second Python event
 loop; at 1,000 frames/s on a shared two-core machine that loop's scheduling jitter shows in the
 tail. Profile the master with `py-spy record --pid <master pid>` during the paced phase before
 changing code.""",
     "scale": """\
-Found with `bench/scale.py --trace-memory FILE` (the master under tracemalloc, 1,000 sessions
-open): **permessage-deflate on the edge sockets.** The largest allocation site by far is
-`wsproto/extensions.py` — 256 MiB in 7,031 blocks of ~37 KiB, the zlib compressor and
-decompressor state of each edge WebSocket — against under 10 MiB for any other site. Hypercorn
-always accepts `PerMessageDeflate()` (hypercorn/protocol/ws_stream.py builds the extension list
-itself; there is no setting), so every edge that asks for compression — the `websockets`
-default and every browser — gets it. The same run with edges that do not offer it stays far
-under the target (second table). The master's own client link already sets
-`compression=None` for this reason (master/edge/client_link.py); the edge side should match.
-What should change (not done here: benchmarks change no product code): refuse the extension
-on the master's edge socket — serve the master with an ASGI server that can turn it off
-(uvicorn: `ws_per_message_deflate=False`; issue 7 already measured uvicorn faster than
-hypercorn for Quart), or change hypercorn where it builds that list (it reads the offer from
-the request itself, before the application sees it, so ASGI middleware cannot remove it). The
-gateway's own edge link (aiohttp `ws_connect`, which offers no compression by default) is not
-affected; browsers and `websockets` clients are.
-
-Latency is less clear: with deflate the p99 was 16 ms in one run and 89 ms in another, without
-it 24 ms and 32 ms. Deflate is CPU work on every frame, once per edge socket, and the one p99
-miss came with it, but two runs each on a shared machine do not prove the cause; measure again
-once deflate is off.""",
+Memory: `bench/scale.py --trace-memory FILE` lists the master's largest allocation sites.
+Latency: a timeline of latency per quarter second tells a stall of every session at once (the
+collector, a blocking call in the pump) from steady slowness; compare a run with the master's
+collector off (`gc.disable()` in a `sitecustomize.py` on `PYTHONPATH`).""",
     "startup": """\
 `rawp up` imports the master, client and gateway apps (Quart, SQLAlchemy, pydantic models) in
 one process; compare its figure with `import quart` above and profile with
 `python -X importtime -m rawp.cli up …`.""",
 }
 
+# What earlier runs missed, the cause found by profiling, and the fix in the code (issue 7).
+FIXED = """\
+- **Rendering for Slack, 50–97 ms → ~2 ms.** `adapters/slack/mrkdwn._block_texts` re-split a
+  piece that escaping had pushed over 3,000 characters and then checked the sub-pieces against
+  the *smaller* split size, cutting a code-heavy answer into 411 blocks of ~270 characters.
+  Now the answer is converted to mrkdwn once and cut once at 3,000, measured as Slack counts
+  (41 blocks for this answer). **Discord, 4–8 ms → ~0.4 ms:** `gateway/chunker.py` ran its
+  per-line fence check ~3.8 times per line; it now finds the only lines that can open or close
+  a fence with one regex search per message, and `_choose_end` returns the fence state at its
+  cut, so no text is scanned twice. The chunks are identical to the old ones (compared on
+  thousands of generated inputs).
+- **Master memory at 1,000 sessions, ~310 MB → ~187 MB.** tracemalloc showed 256 MiB of zlib
+  state in `wsproto` — permessage-deflate, which hypercorn accepts whenever an edge offers it
+  (browsers and `websockets` do) with no setting to refuse. The master now runs under uvicorn
+  with `ws_per_message_deflate=False` (`master/server.py`); a test checks the extension is
+  declined.
+- **p99 frame latency at 1,000 sessions, 17–350 ms from run to run → 13–19 ms.** A latency
+  timeline showed one 300–400 ms stall of every session at once; with the master's collector
+  off the p99 was 15 ms. CPython's full collections walked ~450,000 live objects (100–400 ms
+  each) and freed almost nothing. The master now freezes the survivors of each full collection
+  and unfreezes every ten minutes (`master/gc_pauses.py`): full collections take ~50 ms flat.
+  Also: the pump no longer waits for the database write of a session's last activity.
+- **A master with a Redis URL relayed at 46 % of one without** (issue 9's benchmark, py-spy:
+  40 % of its time in redis-py, per frame). The Redis relay now writes the frames of a session
+  queued meanwhile as one script call and one published message: 88 % in the run after."""
+
 NOT_MEASURED = """\
-- Nothing from issue 7's list; but every figure here is one or two runs on a shared two-core
-  machine. The sessions-at-scale p99 in particular moved by 5× between runs."""
+- Nothing from issue 7's list; but every figure here is one run on a shared two-core machine.
+- The collector policy's long pause every ten minutes (`master/gc_pauses.py`) falls outside
+  the scale benchmark's 10 s window; a run of an hour would show it in the p99.9."""
 
 
 def machine() -> dict[str, str]:
@@ -272,10 +263,9 @@ The same stack and agent; one session read by 1, 10 and 100 edge WebSockets of t
 (all read by the one benchmark process). Flood: {fanout.FLOOD_FRAMES:,} frames; paced:
 {fanout.PACED_RATE} frames/s for {fanout.PACED_SECONDS:.0f} s, i.e. 100 × the socket count
 deliveries a second. The issue sets no target here. The CPU column (user + system time over
-wall time of the flood turn; 100 % is one core) says which side is saturated. These edges
-(`websockets` defaults) negotiate permessage-deflate, so the master compresses each frame once
-per socket; see the sessions-at-scale cause below. Runs drift: the 100-socket p99 has been
-12 ms in one run and 290 ms in another.
+wall time of the flood turn; 100 % is one core) says which side is saturated. The edges offer
+permessage-deflate (`websockets` defaults); the master declines it, so frames go uncompressed.
+Runs drift: the 100-socket p99 has been 12 ms in one run and 290 ms in another.
 
 {fanout.report(fanout_figures)}
 
@@ -358,6 +348,10 @@ timed at the edge from sending to `session.file.candidates`.
 ## Causes of missed targets
 
 {causes}
+
+## Missed before, fixed in the code
+
+{FIXED}
 
 ## Not measured yet
 
