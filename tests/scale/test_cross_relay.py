@@ -14,6 +14,7 @@ from tests.edge.stack import frame, recv, recv_until
 from tests.scale.cluster import cluster
 
 END = "session.turn.end"
+GREETING_AND_HISTORY = ("session.capabilities", "tool.catalog.publish", "session.history")
 A, B, C = 0, 1, 2
 
 
@@ -131,6 +132,7 @@ async def test_a_turn_survives_the_death_of_the_replica_holding_the_client(
     async with cluster(processes, tmp_path, pg_url, prefix) as made:
         sid, _ = await made.create_session()
         on_b, on_c = await made.attach(sid, B), await made.attach(sid, C)
+        on_a = await made.attach(sid, A)  # dies with A, and reconnects to C (below)
         # 200 deltas 50 ms apart: a 10 s turn, A dies ~1 s in; the takeover (lease 5 s plus
         # a sweep of 2 s) lands while the agent is still writing, so the rest of the turn
         # arrives partly from the client's replay and partly live.
@@ -145,9 +147,24 @@ async def test_a_turn_survives_the_death_of_the_replica_holding_the_client(
                     killed_after = len(seen)
             return seen, killed_after
 
+        async def read_a_then_reconnect_on_c() -> list[dict]:
+            """An edge on A: cut off by the kill, back on C with a new ticket (A-22) and the
+            last message_id it saw; C replays the rest from Redis, then it goes on live."""
+            before = []
+            with pytest.raises(ConnectionClosed):
+                while True:
+                    before.append(await recv(on_a, wait=60))
+            ticket = await made.ticket(sid, C)
+            again = await made.on(C).connect(sid, ticket, last_message_id=before[-1]["message_id"])
+            made.edge.sockets.append(again)
+            after = []
+            while not after or after[-1]["type"] != END:
+                after.append(await recv(again, wait=60))
+            return before + [f for f in after if f["type"] not in GREETING_AND_HISTORY]
+
         async with asyncio.timeout(60):
-            (seen_b, killed_after), (seen_c, _) = await asyncio.gather(
-                read(on_b, kill_at="line 0020\n"), read(on_c)
+            (seen_b, killed_after), (seen_c, _), seen_a = await asyncio.gather(
+                read(on_b, kill_at="line 0020\n"), read(on_c), read_a_then_reconnect_on_c()
             )
         assert made.replicas.procs[A].wait(timeout=5) == -9
         assert killed_after is not None and len(deltas(seen_b[killed_after:])) > 100  # mid-turn
@@ -157,6 +174,7 @@ async def test_a_turn_survives_the_death_of_the_replica_holding_the_client(
             assert len(set(ids(seen))) == len(seen)  # no message_id repeated
             assert seen[-1]["payload"]["stop_reason"] == "end_turn"
         assert ids(seen_b) == ids(seen_c)
+        assert deltas(seen_a) == numbered(200) and len(set(ids(seen_a))) == len(seen_a)
 
         # The replica that took the session over carries edge frames to the client too.
         await on_c.send(prompt(sid, 3))
