@@ -197,3 +197,24 @@ def running_stack(tmp: Path, subject: str):
         if made is not None:
             made.proxy.close()
         processes.close()
+
+
+async def push_tighter_limits(client_state: Path, root: Path, versions: dict) -> tuple[str, int]:
+    """The client changes its limits at run time (§4.1.5): the client's own code, with the
+    running client's credentials, PUTs a snapshot with `rate_limit` 40 to the master it paired
+    with. Returns that master's URL and the new limits version."""
+    from client.master_link import MasterLink
+    from client.settings import ClientSettings
+    from client.state import StateDir
+    from rawp.config import DEFAULT_LIMITS
+
+    state = StateDir.open(client_state)
+    link = MasterLink(state, ClientSettings(state_dir=client_state, allowed_roots=[root]))
+    link.versions = {"limits": versions["limits"], "capabilities": versions["capabilities"]}
+    try:
+        await link.change_limits(
+            DEFAULT_LIMITS.model_copy(update={"rate_limit": 40}), reason="test: tighter limits"
+        )
+    finally:
+        await link.close()
+    return state.credentials.master_url, link.versions["limits"]

@@ -7,7 +7,7 @@ import asyncio
 
 from rawp.clock import new_id
 from tests.edge.conftest import OWNER
-from tests.edge.stack import edge_for, frame, recv, recv_until
+from tests.edge.stack import edge_for, frame, push_tighter_limits, recv, recv_until
 
 TURN_TYPES = {"session.turn.start", "agent.text.delta", "agent.text.done", "session.usage"}
 
@@ -176,11 +176,6 @@ async def test_two_edges_see_identical_streams_and_a_reconnect_picks_up(stack):
 
 
 async def test_a_limits_change_reaches_every_edge_socket_of_the_node(stack):
-    from client.master_link import MasterLink
-    from client.settings import ClientSettings
-    from client.state import StateDir
-    from rawp.config import DEFAULT_LIMITS
-
     async with edge_for(stack.master_url, OWNER) as edge:
         one, two = await _session(edge, stack), await _session(edge, stack)
         sockets = []
@@ -190,16 +185,8 @@ async def test_a_limits_change_reaches_every_edge_socket_of_the_node(stack):
             sockets.append(ws)
         node = await _node(edge)
 
-        # The client changes its limits at run time (§4.1.5): the client's own code, with the
-        # running client's credentials, PUTs the new snapshot to the master.
-        settings = ClientSettings(state_dir=stack.client_state, allowed_roots=[stack.root])
-        link = MasterLink(StateDir.open(stack.client_state), settings)
-        link.versions = {"limits": node["config_versions"]["limits"], "capabilities": 1}
-        try:
-            tighter = DEFAULT_LIMITS.model_copy(update={"rate_limit": 40})
-            await link.change_limits(tighter, reason="test: tighter limits")
-        finally:
-            await link.close()
+        versions = {"limits": node["config_versions"]["limits"], "capabilities": 1}
+        _, version = await push_tighter_limits(stack.client_state, stack.root, versions)
 
         pushed = [await recv(ws) for ws in sockets]
         for notice in pushed:
@@ -208,14 +195,14 @@ async def test_a_limits_change_reaches_every_edge_socket_of_the_node(stack):
             assert notice["payload"] == {
                 "node_id": node["node_id"],
                 "changed_scope": "limits",
-                "config_version": link.versions["limits"],
+                "config_version": version,
                 "reason": "test: tighter limits",
             }
         assert pushed[0]["message_id"] == pushed[1]["message_id"]  # one notice
 
         status, config = await edge.call("GET", f"/v1/edge/nodes/{node['node_id']}/config")
         assert status == 200
-        assert config["limits"]["config_version"] == link.versions["limits"]
+        assert config["limits"]["config_version"] == version
         assert config["limits"]["limits"]["rate_limit"] == 40
         # The sessions keep the config they were pinned to (E-API-12, E-EDGE-04).
         status, listed = await edge.call("GET", f"/v1/edge/sessions?node_id={node['node_id']}")

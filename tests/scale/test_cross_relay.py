@@ -10,7 +10,7 @@ import asyncio
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.edge.stack import frame, recv, recv_until
+from tests.edge.stack import frame, push_tighter_limits, recv, recv_until
 from tests.scale.cluster import cluster
 
 END = "session.turn.end"
@@ -87,11 +87,6 @@ async def test_a_ticket_used_on_b_is_refused_on_c_and_on_b_again(
 async def test_a_limits_change_sent_to_a_reaches_edge_sockets_on_b_and_c(
     processes, tmp_path, pg_url, redis_prefix
 ):
-    from client.master_link import MasterLink
-    from client.settings import ClientSettings
-    from client.state import StateDir
-    from rawp.config import DEFAULT_LIMITS
-
     _, prefix = redis_prefix
     async with cluster(processes, tmp_path, pg_url, prefix) as made:
         sid, _ = await made.create_session()
@@ -100,18 +95,10 @@ async def test_a_limits_change_sent_to_a_reaches_edge_sockets_on_b_and_c(
         assert status == 200, nodes
         versions = nodes["nodes"][0]["config_versions"]
 
-        # The client's own code, with the running client's credentials, PUTs the new limits
-        # (§4.1.5) to the master it paired with: replica A, where no edge socket is.
-        state = StateDir.open(made.client_state)
-        assert state.credentials.master_url == made.replicas.urls[A]
-        settings = ClientSettings(state_dir=made.client_state, allowed_roots=[made.workspace])
-        link = MasterLink(state, settings)
-        link.versions = {"limits": versions["limits"], "capabilities": versions["capabilities"]}
-        try:
-            tighter = DEFAULT_LIMITS.model_copy(update={"rate_limit": 40})
-            await link.change_limits(tighter, reason="test: tighter limits")
-        finally:
-            await link.close()
+        # The client's own code PUTs new limits (§4.1.5) to the master it paired with:
+        # replica A, where no edge socket is.
+        pushed_to, version = await push_tighter_limits(made.client_state, made.workspace, versions)
+        assert pushed_to == made.replicas.urls[A]
 
         pushed = [await recv(ws) for ws in sockets]
         for notice in pushed:
@@ -119,7 +106,7 @@ async def test_a_limits_change_sent_to_a_reaches_edge_sockets_on_b_and_c(
             assert notice["payload"] == {
                 "node_id": made.node_id,
                 "changed_scope": "limits",
-                "config_version": link.versions["limits"],
+                "config_version": version,
                 "reason": "test: tighter limits",
             }
         assert pushed[0]["message_id"] == pushed[1]["message_id"]  # one notice
