@@ -67,6 +67,7 @@ async def build_services(
     )
     sockets = NodeSockets()
     relay = _relay(settings)
+    sockets.tell_others = relay.node_closed  # §3.5 on every replica (docs/scale-out.md)
     # Config updates also push node.config.changed to the node's edge sockets (§9.4.4).
     config: ConfigScopes = NotifyingConfigScopes(db, clock, relay)
     pairing = PairingService(

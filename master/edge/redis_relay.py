@@ -24,8 +24,9 @@ on any replica. Rules:
    client channel, which only the owner listens to; when nobody listens, this replica tries
    to take the session over (`take_over`) and sends it itself; else it retries briefly, then
    says False (the edge gets `CLIENT_UNAVAILABLE` and may retry).
-5. Node pushes (`node.config.changed`) and session ends go on one bus channel every replica
-   listens to. Control-frame claims (E-WS-11) are `SET NX` keys with an expiry.
+5. Node pushes (`node.config.changed`), node unregistrations (§3.5) and session ends go on
+   one bus channel every replica listens to. Control-frame claims (E-WS-11) are `SET NX`
+   keys with an expiry.
 """
 
 from __future__ import annotations
@@ -291,6 +292,10 @@ class RedisRelay(InProcessRelay):
         message = orjson.dumps({"node": node_id, "text": text}).decode()
         return int(await self.redis.publish(self._bus, message))
 
+    async def node_closed(self, node_id: str) -> None:
+        message = orjson.dumps({"node_closed": node_id, "from": self.me}).decode()
+        await self.redis.publish(self._bus, message)
+
     def forget_session(self, session_id: str, code: int, reason: str) -> None:
         super().forget_session(session_id, code, reason)
         self._owned.discard(session_id)
@@ -507,6 +512,9 @@ class RedisRelay(InProcessRelay):
     async def _on_bus(self, message: dict) -> None:
         if "node" in message:
             self.offer_node(message["node"], message["text"])
+        elif "node_closed" in message and message.get("from") != self.me:
+            assert self._hooks is not None
+            asyncio.get_running_loop().create_task(self._hooks.node_closed(message["node_closed"]))
         elif "end" in message and message.get("from") != self.me:
             session_id = message["end"]
             InProcessRelay.forget_session(self, session_id, message["code"], message["reason"])

@@ -56,6 +56,9 @@ class OwnerHooks(Protocol):
     async def take_over(self, session_id: str) -> bool:
         """No replica holds the session's link: hold it here if possible; True if held."""
 
+    async def node_closed(self, node_id: str) -> None:
+        """Another replica unregistered the node (§3.5): close its sockets held here."""
+
 
 class Relay(abc.ABC):
     shared = False  # True when several replicas share sessions (ownership must be claimed)
@@ -134,6 +137,10 @@ class Relay(abc.ABC):
 
     async def cursor(self, session_id: str) -> str | None:
         """The last relayed frame a new holder reattaches after (None: nothing is known)."""
+        return None
+
+    async def node_closed(self, node_id: str) -> None:
+        """The node was unregistered here (§3.5): tell the other replicas. None in one process."""
         return None
 
 

@@ -320,6 +320,9 @@ class EdgeSessions:
             await live.link.close()
         self._relay.unbind_client(session_id)
 
+    async def node_closed(self, node_id: str) -> None:
+        await self._sockets.close_local(node_id)  # the closers end this replica's sessions
+
     async def take_over(self, session_id: str) -> bool:
         if session_id in self.live:
             return True

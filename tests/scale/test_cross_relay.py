@@ -186,3 +186,33 @@ async def test_deleting_the_session_on_c_closes_its_edge_sockets_on_b(
         status, listed = await made.on(B).call("GET", f"/v1/edge/sessions?node_id={made.node_id}")
         assert status == 200
         assert sid not in {s["session_id"] for s in listed["sessions"]}  # TERMINATED: not listed
+
+
+async def test_unregistering_the_node_on_a_ends_its_session_held_by_b(
+    processes, tmp_path, pg_url, redis_prefix
+):
+    import aiohttp
+
+    from client.state import StateDir
+
+    _, prefix = redis_prefix
+    async with cluster(processes, tmp_path, pg_url, prefix) as made:
+        body = {"agent_name": "counter", "workspace_path": str(made.workspace)}
+        status, created = await made.on(B).call(
+            "POST", f"/v1/edge/nodes/{made.node_id}/sessions", body
+        )
+        assert status == 201, created  # created on B: B holds the client link
+        sid = created["session_id"]
+        on_c = await made.attach(sid, C)
+
+        # §3.5: the client unregisters itself at the master it paired with, replica A, which
+        # holds no socket of the session; B ends it and C's edge socket closes.
+        token = StateDir.open(made.client_state).credentials.access_token
+        async with aiohttp.ClientSession() as http:
+            url = f"{made.replicas.urls[A]}/v1/nodes/self"
+            async with http.delete(url, headers={"Authorization": f"Bearer {token}"}) as answer:
+                assert answer.status == 204
+        assert await closed(on_c) == 1001
+        for index in (B, C):
+            status, listed = await made.on(index).call("GET", "/v1/edge/sessions")
+            assert status == 200 and sid not in {s["session_id"] for s in listed["sessions"]}
