@@ -42,6 +42,12 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from master.edge.edge_socket import EdgeSocket
+from master.edge.redis_scripts import (
+    PUBLISH_SCRIPT,
+    RELEASE_SCRIPT,
+    RENEW_SCRIPT,
+    stream_position,
+)
 from master.edge.relay import (
     GREETING_TYPES,
     InProcessRelay,
@@ -56,49 +62,6 @@ NOT_A_CURSOR = (*GREETING_TYPES[:2], "session.history")  # not in the client's r
 SESSION_TTL_MS = 24 * 3600 * 1000  # what an idle session leaves in Redis lives a day at most
 CONTROL_TTL_MS = 3600 * 1000
 BATCH = 512  # writes per pipeline
-
-# KEYS: own, seen, order, frames, cursor. ARGV: me, channel, keep, ttl_ms, lease_ms, then a
-# (message_id, text, is_cursor) triple per frame, in order. Returns how many frames were new
-# (repeats by message_id are dropped), or -1 when the lease is another replica's (fencing).
-# The new frames leave in one message, a JSON array [id, text, id, text, …]: per-frame costs
-# on both ends of Redis are paid per batch.
-PUBLISH_SCRIPT = """
-local owner = redis.call('GET', KEYS[1])
-if owner == false then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
-elseif owner ~= ARGV[1] then
-  return -1
-end
-local out, keep = {}, tonumber(ARGV[3])
-for i = 6, #ARGV, 3 do
-  local id = ARGV[i]
-  if redis.call('SADD', KEYS[2], id) == 1 then
-    redis.call('RPUSH', KEYS[3], id)
-    if redis.call('LLEN', KEYS[3]) > keep then
-      redis.call('SREM', KEYS[2], redis.call('LPOP', KEYS[3]))
-    end
-    redis.call('XADD', KEYS[4], 'MAXLEN', '~', keep, '*', 'm', id, 't', ARGV[i + 1])
-    if ARGV[i + 2] == '1' then redis.call('SET', KEYS[5], id) end
-    out[#out + 1] = id
-    out[#out + 1] = ARGV[i + 1]
-  end
-end
-if #out == 0 then return 0 end
-for k = 2, 5 do redis.call('PEXPIRE', KEYS[k], ARGV[4]) end
-redis.call('PUBLISH', ARGV[2], cjson.encode(out))
-return #out / 2
-"""
-# KEYS: own. ARGV: me, lease_ms. 1 when the lease was ours and is extended.
-RENEW_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
-RELEASE_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class RedisRelay(InProcessRelay):
@@ -133,6 +96,7 @@ class RedisRelay(InProcessRelay):
         self._confirmed: dict[str, asyncio.Event] = {}
         self._sub_lock = asyncio.Lock()
         self._held: dict[str, dict[EdgeSocket, list[tuple[str, str]]]] = {}  # attaching
+        self._horizons: dict[EdgeSocket, tuple[int, int]] = {}  # last stream id replayed
         self._bus = prefix + "bus"
 
     # --- keys and channels ---------------------------------------------------------------------
@@ -211,20 +175,25 @@ class RedisRelay(InProcessRelay):
             await self._subscribe(self._to_edges(session_id))
             for text in await self.greeting(session_id):
                 edge.offer(text)
-            replayed: set[str] = set()
+            horizon = None  # the stream position the replay reached
             if last_message_id:
                 entries = await self.redis.xrange(self._key(session_id, "frames"))
-                recent = [(f["m"], f["t"]) for _, f in entries]
-                missed, found = replay_after(recent, last_message_id)
-                replayed = {message_id for message_id, _ in recent[len(recent) - len(missed) :]}
+                missed, found = replay_after(
+                    [(f["m"], f["t"]) for _, f in entries], last_message_id
+                )
+                horizon = stream_position(entries[-1][0]) if entries else None
                 edge.offer(history_frame(session_id, last_message_id, len(missed)))
                 for text in missed:
                     edge.offer(text)
                 if not found:
                     log.info("session %s: an edge's cursor is no longer kept", session_id)
-            for message_id, text in held:  # arrived while replaying: only what is new
-                if message_id not in replayed:
+            for at, text in held:  # arrived while replaying: only what the replay did not hold
+                if horizon is None or stream_position(at) > horizon:
                     edge.offer(text)
+            # A frame the replay held may still be on its way from the channel (the reply to
+            # XRANGE can overtake the published message): the horizon drops it on arrival.
+            if horizon is not None:
+                self._horizons[edge] = horizon
             self._hub(session_id).edges.add(edge)
             self._by_node.setdefault(edge.node_id, set()).add(edge)
         finally:
@@ -235,6 +204,7 @@ class RedisRelay(InProcessRelay):
 
     def detach(self, edge: EdgeSocket) -> None:
         super().detach(edge)
+        self._horizons.pop(edge, None)
         self._tidy(edge.session_id)
 
     def _tidy(self, session_id: str) -> None:
@@ -493,16 +463,22 @@ class RedisRelay(InProcessRelay):
                 log.exception("relay: could not handle a message on %s", channel)
 
     def _deliver(self, session_id: str, data: str) -> None:
-        flat = orjson.loads(data)  # [id, text, id, text, …] from PUBLISH_SCRIPT
+        flat = orjson.loads(data)  # [stream id, text, …] from PUBLISH_SCRIPT
         frames = list(zip(flat[::2], flat[1::2], strict=True))
         for held in self._held.get(session_id, {}).values():
             held.extend(frames)
         hub = self._hubs.get(session_id)
-        if hub is not None:
-            edges = list(hub.edges)
-            for _, text in frames:
-                for edge in edges:
-                    edge.offer(text)
+        if hub is None:
+            return
+        for edge in list(hub.edges):
+            horizon = self._horizons.get(edge)
+            for at, text in frames:
+                if horizon is not None:
+                    if stream_position(at) <= horizon:
+                        continue  # replayed to this socket already
+                    del self._horizons[edge]  # past the replay: later frames are all new
+                    horizon = None
+                edge.offer(text)
 
     async def _hand_to_client(self, session_id: str, text: str) -> None:
         hub = self._hubs.get(session_id)

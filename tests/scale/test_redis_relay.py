@@ -188,3 +188,26 @@ async def test_an_end_and_a_node_push_reach_sockets_on_the_other_replica(pair):
     assert wire.closed == (1000, "session terminated")
     await until(lambda: hooks_b.ended == ["s6"], "B told the session ended")
     assert await a.redis.exists(f"{a._prefix}s:{{s6}}:frames", f"{a._prefix}own:{{s6}}") == 0
+
+
+async def test_a_replayed_frame_arriving_late_from_the_channel_is_not_sent_again(pair):
+    """The reply to the replay's XRANGE can overtake the published message of a frame it
+    already holds (two connections): the stream position drops that late copy."""
+    (a, _), (b, _) = pair
+    await a.claim("s7")
+    for n in range(3):
+        a.publish("s7", f"m{n}", f"t{n}", "agent.text.delta")
+    await until(lambda: not a._writes, "writes flushed")
+    entries = await b.redis.xrange(f"{b._prefix}s:{{s7}}:frames")
+    edge, wire = edge_on("s7")
+    await b.attach(edge, last_message_id="m0")  # replays t1, t2
+    late = orjson.dumps([entries[2][0], "t2"]).decode()  # t2's own message, arriving now
+    b._deliver("s7", late)
+    newer = orjson.dumps([f"{int(entries[2][0].split('-')[0]) + 1}-0", "t3"]).decode()
+    b._deliver("s7", newer)
+    task = await serve(edge)
+    await until(lambda: len(wire.sent) >= 4, "history, t1, t2, t3")
+    await asyncio.sleep(0.05)
+    assert orjson.loads(wire.sent[0])["type"] == "session.history"
+    assert wire.sent[1:] == ["t1", "t2", "t3"]
+    task.cancel()
