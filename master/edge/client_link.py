@@ -16,6 +16,8 @@ Rules:
    (404), or the window is 0, the session is TERMINATED.
 5. Edge frames sent while the link is down wait in a small queue and go first after the
    reattach; when that queue is full, `send` says False.
+6. With several replicas, a link that drops asks first whether this replica still holds the
+   session (`may_hold`, the relay's lease); if another does, it lets go instead of reattaching.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ StateHook = Callable[[LiveSession, SessionState, str], Awaitable[None]]
 GREETING = ("session.capabilities", "tool.catalog.publish")
 
 
+async def _always() -> bool:
+    return True
+
+
 class LinkDown(Exception):
     """The client cannot be reached right now; try again."""
 
@@ -64,6 +70,7 @@ class ClientLink:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         max_pending: int = 64,
         max_backoff: float = 5.0,
+        may_hold: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self.live = live
         self._plane = plane
@@ -72,6 +79,7 @@ class ClientLink:
         self._clock = clock
         self._sleep = sleep
         self._max_backoff = max_backoff
+        self._may_hold = may_hold or _always
         self._ws: ClientConnection | None = None
         self._connected = False
         self._closing = False
@@ -139,6 +147,11 @@ class ClientLink:
                 if self._closing:
                     return
                 self._connected = False
+                if not await self._may_hold():
+                    # Another replica holds the session now (its reattach took the client's
+                    # socket from us): reattaching would take it back, and back again.
+                    log.info("session %s: held by another replica now; letting go", live.id)
+                    return
                 log.info("session %s: the link to the client dropped; reattaching", live.id)
                 await self._on_state(live, SessionState.DETACHED, "client link dropped")
                 await self._come_back()

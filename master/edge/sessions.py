@@ -164,8 +164,20 @@ class EdgeSessions:
         return default
 
     def _link(self, live: LiveSession) -> ClientLink:
+        async def may_hold() -> bool:  # client_link rule 6: the relay's lease says
+            try:
+                return await self._relay.claim(live.id)
+            except Exception:  # Redis unreachable: reattach as one process would
+                log.warning("session %s: could not check its lease; reattaching", live.id)
+                return True
+
         return ClientLink(
-            live, plane=self._plane, starter=self._starter, on_state=self._state, clock=self._clock
+            live,
+            plane=self._plane,
+            starter=self._starter,
+            on_state=self._state,
+            clock=self._clock,
+            may_hold=may_hold,
         )
 
     def _adopt(self, live: LiveSession, link: ClientLink) -> None:

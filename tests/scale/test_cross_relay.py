@@ -216,3 +216,29 @@ async def test_unregistering_the_node_on_a_ends_its_session_held_by_b(
         for index in (B, C):
             status, listed = await made.on(index).call("GET", "/v1/edge/sessions")
             assert status == 200 and sid not in {s["session_id"] for s in listed["sessions"]}
+
+
+async def test_a_replica_whose_session_was_taken_over_lets_go_instead_of_taking_it_back(
+    processes, tmp_path, pg_url, redis_prefix
+):
+    """client_link rule 6: the new holder's reattach takes the client's socket from the old
+    one; the old one, finding the lease another's, must not reattach in turn (a tug-of-war)."""
+    import re
+
+    redis, prefix = redis_prefix
+    async with cluster(processes, tmp_path, pg_url, prefix, count=2) as made:
+        sid, _ = await made.create_session()  # A holds it
+        b_log = made.replicas.logs[B]
+        b_id = re.search(r"as replica ([0-9a-f]+)", b_log.read_text()).group(1)
+        # The lease passes to B (as if A had stalled past it); B learns it holds the session
+        # when an edge arrives there, and reattaches — the client drops A's socket.
+        await redis.set(f"{prefix}own:{{{sid}}}", b_id, px=5000)
+        on_b = await made.attach(sid, B)
+        await asyncio.sleep(4)  # time for a tug-of-war to show (reattach backoff starts at 0.1 s)
+
+        await on_b.send(prompt(sid, 5))
+        assert deltas(await recv_until(on_b, END)) == numbered(5)
+        a_text, b_text = made.replicas.logs[A].read_text(), b_log.read_text()
+        assert a_text.count(f"session {sid}: RUNNING (reattached)") == 0
+        assert b_text.count(f"session {sid}: RUNNING (reattached)") == 1
+        assert "held by another replica now; letting go" in a_text
