@@ -50,6 +50,10 @@ async def _always() -> bool:
     return True
 
 
+async def _nothing() -> None:
+    return None
+
+
 class LinkDown(Exception):
     """The client cannot be reached right now; try again."""
 
@@ -71,6 +75,7 @@ class ClientLink:
         max_pending: int = 64,
         max_backoff: float = 5.0,
         may_hold: Callable[[], Awaitable[bool]] | None = None,
+        let_go: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.live = live
         self._plane = plane
@@ -80,6 +85,7 @@ class ClientLink:
         self._sleep = sleep
         self._max_backoff = max_backoff
         self._may_hold = may_hold or _always
+        self._let_go = let_go or _nothing
         self._ws: ClientConnection | None = None
         self._connected = False
         self._closing = False
@@ -151,6 +157,7 @@ class ClientLink:
                     # Another replica holds the session now (its reattach took the client's
                     # socket from us): reattaching would take it back, and back again.
                     log.info("session %s: held by another replica now; letting go", live.id)
+                    await self._let_go()
                     return
                 log.info("session %s: the link to the client dropped; reattaching", live.id)
                 await self._on_state(live, SessionState.DETACHED, "client link dropped")

@@ -122,7 +122,11 @@ class RedisRelay(InProcessRelay):
 
     async def start(self, hooks: OwnerHooks) -> None:
         self._hooks = hooks
-        self._redis = Redis.from_url(self._url, decode_responses=True, socket_connect_timeout=5)
+        # A timeout on every command: a Redis that stops answering must fail calls (and so
+        # expire this replica's leases, `_renew_loop`), not hang them.
+        self._redis = Redis.from_url(
+            self._url, decode_responses=True, socket_connect_timeout=5, socket_timeout=5
+        )
         self._publish_script = self._redis.register_script(PUBLISH_SCRIPT)
         self._renew_script = self._redis.register_script(RENEW_SCRIPT)
         self._release_script = self._redis.register_script(RELEASE_SCRIPT)
@@ -304,10 +308,13 @@ class RedisRelay(InProcessRelay):
         return await self.redis.get(self._key(session_id, "cursor"))
 
     async def _renew_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        renewed_at = loop.time()
         while True:
             await asyncio.sleep(self._lease_ms / 3000)
             owned = list(self._owned)
             if not owned:
+                renewed_at = loop.time()
                 continue
             try:
                 async with self.redis.pipeline(transaction=False) as pipe:
@@ -318,16 +325,22 @@ class RedisRelay(InProcessRelay):
                             client=pipe,
                         )
                     results = await pipe.execute()
-            except RedisError as exc:
+            except (RedisError, OSError) as exc:
                 log.warning("relay: could not renew session leases: %s", exc)
+                if loop.time() - renewed_at > self._lease_ms / 1000:
+                    # Cut off from Redis longer than a lease: to the others every lease of ours
+                    # has expired and may be taken; holding on would contest the client's socket.
+                    for session_id in owned:
+                        await self._lost(session_id, "its lease expired while Redis was away")
                 continue
+            renewed_at = loop.time()
             for session_id, kept in zip(owned, results, strict=True):
                 if not kept and session_id in self._owned:
                     await self._lost(session_id)
 
-    async def _lost(self, session_id: str) -> None:
+    async def _lost(self, session_id: str, why: str = "another replica holds it now") -> None:
         self._owned.discard(session_id)
-        log.warning("session %s: another replica holds its client link now", session_id)
+        log.warning("session %s: letting its client link go: %s", session_id, why)
         assert self._hooks is not None
         await self._hooks.ownership_lost(session_id)
 

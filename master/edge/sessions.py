@@ -167,9 +167,14 @@ class EdgeSessions:
         async def may_hold() -> bool:  # client_link rule 6: the relay's lease says
             try:
                 return await self._relay.claim(live.id)
-            except Exception:  # Redis unreachable: reattach as one process would
-                log.warning("session %s: could not check its lease; reattaching", live.id)
-                return True
+            except Exception:  # Redis unreachable: another replica may hold it; do not contest
+                log.warning("session %s: could not check its lease; letting go", live.id)
+                return False
+
+        async def let_go() -> None:  # …and when it does not: no state written, the holder has it
+            await self._let_go(live.id)
+            with contextlib.suppress(Exception):
+                await self._relay.release(live.id)
 
         return ClientLink(
             live,
@@ -178,6 +183,7 @@ class EdgeSessions:
             on_state=self._state,
             clock=self._clock,
             may_hold=may_hold,
+            let_go=let_go,
         )
 
     def _adopt(self, live: LiveSession, link: ClientLink) -> None:

@@ -2,7 +2,7 @@
 
 The client is paired with the proxy's address, so every call and WebSocket of the master to
 the client goes through it; `cut()` drops every connection open at that moment (a network
-blip), while new connections keep working.
+blip), while new connections keep working; `partition()` also refuses new ones until `heal()`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class CuttableProxy:
         self._open: list[socket.socket] = []
         self.cuts = 0
         self._closed = False
+        self.partitioned = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -31,6 +32,9 @@ class CuttableProxy:
                 inbound, _ = self._server.accept()
             except OSError:
                 return
+            if self.partitioned:  # nothing gets through until `heal()`
+                inbound.close()
+                continue
             try:
                 outbound = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
                 outbound.settimeout(None)
@@ -52,6 +56,14 @@ class CuttableProxy:
             for sock in (source, sink):
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
+
+    def partition(self) -> int:
+        """Cut every connection and refuse new ones until `heal()`: a lasting partition."""
+        self.partitioned = True
+        return self.cut()
+
+    def heal(self) -> None:
+        self.partitioned = False
 
     def cut(self) -> int:
         """Drop every connection open now; returns how many sockets were cut."""

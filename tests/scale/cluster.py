@@ -37,14 +37,23 @@ class Replicas:
 
 
 def start_replicas(
-    processes: Processes, tmp: Path, pg_url: str, prefix: str, *extra: str, count: int = 2
+    processes: Processes,
+    tmp: Path,
+    pg_url: str,
+    prefix: str,
+    *extra: str,
+    count: int = 2,
+    redis_urls: dict[int, str] | None = None,
 ) -> Replicas:
+    """`count` replicas, each on the machine's Redis unless `redis_urls` names another URL for
+    its index (a proxy the test can cut)."""
     made = Replicas([], tmp / "master-state")
     for index in range(count):  # one after the other: the first creates the key and tables
         port, log = free_port(), tmp / f"replica-{index}.log"
         proc = processes.rawp(
             "master", "--dev", "--port", str(port), "--state-dir", str(made.state),
-            "--database-url", pg_url, "--redis-url", REDIS_URL, "--redis-prefix", prefix,
+            "--database-url", pg_url, "--redis-url", (redis_urls or {}).get(index, REDIS_URL),
+            "--redis-prefix", prefix,
             *extra,
             env={"RAWP_EDGE_SECRET": EDGE_SECRET},
             stdout=log.open("ab"),
@@ -98,9 +107,16 @@ class Cluster:
 
 
 @contextlib.asynccontextmanager
-async def cluster(processes: Processes, tmp: Path, pg_url: str, prefix: str, count: int = 3):
+async def cluster(
+    processes: Processes,
+    tmp: Path,
+    pg_url: str,
+    prefix: str,
+    count: int = 3,
+    redis_urls: dict[int, str] | None = None,
+):
     """`count` replicas and a running client paired through replica A, with the counter agent."""
-    replicas = start_replicas(processes, tmp, pg_url, prefix, count=count)
+    replicas = start_replicas(processes, tmp, pg_url, prefix, count=count, redis_urls=redis_urls)
     workspace, client_port = tmp / "root" / "ws", free_port()
     workspace.mkdir(parents=True)
     agents = tmp / "agents.toml"

@@ -242,3 +242,39 @@ async def test_a_replica_whose_session_was_taken_over_lets_go_instead_of_taking_
         assert a_text.count(f"session {sid}: RUNNING (reattached)") == 0
         assert b_text.count(f"session {sid}: RUNNING (reattached)") == 1
         assert "held by another replica now; letting go" in a_text
+
+
+async def test_a_replica_cut_off_from_redis_lets_its_sessions_go_to_another(
+    processes, tmp_path, pg_url, redis_prefix
+):
+    """A loses Redis for good (a partition): its leases expire for the others, B takes the
+    session over, and A — unable to renew — lets go instead of contesting the client's
+    socket; the edge on B gets whole turns from B."""
+    import re
+
+    from tests.edge.proxy import CuttableProxy
+    from tests.scale.conftest import REDIS_URL
+
+    _, prefix = redis_prefix
+    redis_port = int(re.search(r":(\d+)", REDIS_URL.split("//", 1)[1]).group(1))
+    proxy = CuttableProxy(redis_port)
+    a_redis = f"redis://127.0.0.1:{proxy.port}/0"
+    try:
+        async with cluster(
+            processes, tmp_path, pg_url, prefix, count=2, redis_urls={A: a_redis}
+        ) as made:
+            sid, _ = await made.create_session()  # A holds it
+            on_b = await made.attach(sid, B)
+            await on_b.send(prompt(sid, 3))
+            assert deltas(await recv_until(on_b, END)) == numbered(3)  # A → Redis → B works
+
+            proxy.partition()
+            await asyncio.sleep(12)  # a lease (5 s), a renewal round and a sweep (2 s), twice
+            await on_b.send(prompt(sid, 4))
+            assert deltas(await recv_until(on_b, END, wait=30)) == numbered(4)
+            a_text, b_text = made.replicas.logs[A].read_text(), made.replicas.logs[B].read_text()
+            assert b_text.count(f"session {sid}: RUNNING (reattached)") == 1  # no tug-of-war
+            assert "its lease expired while Redis was away" in a_text
+            assert a_text.count(f"session {sid}: RUNNING (reattached)") == 0
+    finally:
+        proxy.close()
