@@ -26,6 +26,7 @@ Edge → client (`from_edge`):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -46,6 +47,7 @@ from rawp.frames import dump_frame, make_frame, parse_frame, session_error_frame
 log = logging.getLogger("rawp.master.edge.dataplane")
 
 FROM_EDGE = (Direction.EDGE_TO_AGENT, Direction.BOTH)
+UNAVAILABLE = "the local client is not reachable right now; try again shortly"
 ACTIVITY_WRITE_INTERVAL = 5.0  # seconds between `last_activity_at` writes per session
 
 
@@ -135,7 +137,13 @@ class DataPlane:
             )
             return
         control = frame.type.startswith("control.")
-        if control and not await self.relay.claim_control(live.id, ref):
+        try:
+            fresh = not control or await self.relay.claim_control(live.id, ref)
+        except Exception:  # the shared relay's Redis is away: say so, keep the socket
+            log.warning("session %s: could not claim control frame %s", live.id, ref)
+            self._refuse(edge, live, "CLIENT_UNAVAILABLE", UNAVAILABLE, ref)
+            return
+        if not fresh:
             log.debug("session %s: duplicate control frame %s dropped", live.id, ref)
             return
         if isinstance(frame.payload, PromptRequest):
@@ -146,14 +154,9 @@ class DataPlane:
         text = data if isinstance(data, str) else bytes(data).decode()
         if not await self.relay.to_client(live.id, text):
             if control:
-                await self.relay.release_control(live.id, ref)
-            self._refuse(
-                edge,
-                live,
-                "CLIENT_UNAVAILABLE",
-                "the local client is not reachable right now; try again shortly",
-                ref,
-            )
+                with contextlib.suppress(Exception):  # at worst the id stays claimed an hour
+                    await self.relay.release_control(live.id, ref)
+            self._refuse(edge, live, "CLIENT_UNAVAILABLE", UNAVAILABLE, ref)
             return
         await self._active(live)
 

@@ -268,7 +268,14 @@ async def test_a_replica_cut_off_from_redis_lets_its_sessions_go_to_another(
             await on_b.send(prompt(sid, 3))
             assert deltas(await recv_until(on_b, END)) == numbered(3)  # A → Redis → B works
 
+            on_a = await made.attach(sid, A)
             proxy.partition()
+            # A cannot claim the control frame's id in Redis: the edge is told, and its socket
+            # stays open (a second frame gets its own answer).
+            for _ in range(2):
+                await on_a.send(prompt(sid, 1))
+                refused = await recv_until(on_a, "session.error", wait=30)
+                assert refused[-1]["payload"]["code"] == "CLIENT_UNAVAILABLE"
             await asyncio.sleep(12)  # a lease (5 s), a renewal round and a sweep (2 s), twice
             await on_b.send(prompt(sid, 4))
             assert deltas(await recv_until(on_b, END, wait=30)) == numbered(4)
