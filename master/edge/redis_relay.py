@@ -163,13 +163,9 @@ class RedisRelay(InProcessRelay):
     def remember_greeting(self, session_id: str, type: str, text: str) -> None:
         self._write("greeting", session_id, type, text)
 
-    async def greeting(self, session_id: str) -> list[str]:  # type: ignore[override]
+    async def _greeting(self, session_id: str) -> list[str]:
         texts = await self.redis.hmget(self._key(session_id, "greeting"), list(GREETING_TYPES))
         return [text for text in texts if text]
-
-    async def replay(self, session_id: str, last_message_id: str):  # type: ignore[override]
-        entries = await self.redis.xrange(self._key(session_id, "frames"))
-        return replay_after([(f["m"], f["t"]) for _, f in entries], last_message_id)
 
     async def attach(self, edge: EdgeSocket, last_message_id: str | None = None) -> None:
         session_id = edge.session_id
@@ -177,7 +173,7 @@ class RedisRelay(InProcessRelay):
         self._held.setdefault(session_id, {})[edge] = held
         try:
             await self._subscribe(self._to_edges(session_id))
-            for text in await self.greeting(session_id):
+            for text in await self._greeting(session_id):
                 edge.offer(text)
             horizon = None  # the stream position the replay reached
             if last_message_id:
@@ -506,8 +502,7 @@ class RedisRelay(InProcessRelay):
             asyncio.get_running_loop().create_task(self._hooks.node_closed(message["node_closed"]))
         elif "end" in message and message.get("from") != self.me:
             session_id = message["end"]
-            InProcessRelay.forget_session(self, session_id, message["code"], message["reason"])
             self._owned.discard(session_id)
-            self._tidy(session_id)
+            self.drop_local(session_id, message["code"], message["reason"])
             assert self._hooks is not None
             asyncio.get_running_loop().create_task(self._hooks.session_ended(session_id))

@@ -172,7 +172,7 @@ class EdgeSessions:
                 return False
 
         async def let_go() -> None:  # …and when it does not: no state written, the holder has it
-            await self._let_go(live.id)
+            await self.let_go(live.id)
             with contextlib.suppress(Exception):
                 await self._relay.release(live.id)
 
@@ -321,22 +321,25 @@ class EdgeSessions:
     # --- what other replicas did (master.edge.relay.OwnerHooks) ------------------------------
 
     async def session_ended(self, session_id: str) -> None:
-        await self._let_go(session_id)
+        await self.let_go(session_id)
 
     async def ownership_lost(self, session_id: str) -> None:
-        await self._let_go(session_id)
+        await self.let_go(session_id)
 
-    async def _let_go(self, session_id: str) -> None:
-        """Close this process's link to a session another replica ended or holds now."""
+    async def let_go(self, session_id: str) -> None:
+        """Another replica ended the session or holds it now: close our link, write nothing."""
         live = self.live.pop(session_id, None)
-        if live is None:
-            return
+        if live is not None:
+            await self._close_link(live)
+
+    async def _close_link(self, live: LiveSession) -> None:
+        """This process stops holding the session's client link."""
         if live.unregister is not None:
             live.unregister()
             live.unregister = None
         if live.link is not None:
             await live.link.close()
-        self._relay.unbind_client(session_id)
+        self._relay.unbind_client(live.id)
 
     async def node_closed(self, node_id: str) -> None:
         await self._sockets.close_local(node_id)  # the closers end this replica's sessions
@@ -363,12 +366,7 @@ class EdgeSessions:
 
     async def _forget(self, live: LiveSession, state: SessionState, code: int, reason: str):
         self.live.pop(live.id, None)
-        if live.unregister is not None:
-            live.unregister()
-            live.unregister = None
-        if live.link is not None:
-            await live.link.close()
-        self._relay.unbind_client(live.id)
+        await self._close_link(live)
         self._relay.forget_session(live.id, code, reason)
         await self._config.set_session_status(live.id, state)
         await self._relay.release(live.id)
@@ -390,15 +388,11 @@ class EdgeSessions:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         for live in list(self.live.values()):
-            if live.unregister is not None:
-                live.unregister()
-            if live.link is not None:
-                await live.link.close()
+            await self._close_link(live)
             try:
                 await self._config.set_session_status(live.id, SessionState.DETACHED)
             except Exception:
                 log.exception("session %s: could not mark it DETACHED at shutdown", live.id)
-            self._relay.unbind_client(live.id)
             self._relay.drop_local(live.id, GOING_AWAY, "the master is shutting down")
             await self._relay.release(live.id)
         self.live.clear()
