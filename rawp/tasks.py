@@ -1,0 +1,113 @@
+"""Owned tasks (issue 14 §6): every task has an owner that awaits it and sees its failure.
+
+Two shapes, both on `asyncio.TaskGroup`:
+
+1. `race(*coroutines)` — work that lives inside one call, such as a served socket's sender and
+   receiver: they run until the first of them finishes, then the rest are cancelled and
+   awaited. A failure is raised once, as itself (not wrapped in an ExceptionGroup), so the
+   connection boundary that called `race` logs it with its traceback and ends the connection;
+   cancellation of the caller passes through to every child.
+2. `TaskOwner` — a long-lived object that starts work over its life (a server's sessions, a
+   relay's loops, a session's searches). Entered once around that life (`async with owner:`,
+   or `await owner.start()` … `await owner.close()` from a server's startup and shutdown,
+   which Quart runs in one lifespan task). `spawn()` starts a child in its group. A child is
+   an independent unit: its failure is logged once, with its traceback, under the owner's
+   name, and ends that child only — never its siblings or the owner. `close()` cancels what
+   is left and waits for it, so nothing outlives the owner.
+
+This is the one module of the protocol core that imports asyncio: it owns tasks, it serves
+nothing (architecture.md, Layout; tests/test_layout.py names it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+log = logging.getLogger("rawp.tasks")
+
+T = TypeVar("T")
+
+
+async def race(*coroutines: Coroutine[Any, Any, Any]) -> None:
+    """Run `coroutines` until the first finishes; cancel and await the rest (rule 1)."""
+    finished = asyncio.Event()
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(coroutine) for coroutine in coroutines]
+            for task in tasks:
+                task.add_done_callback(lambda _: finished.set())
+            await finished.wait()
+            for task in tasks:
+                task.cancel()
+    except BaseExceptionGroup as group_error:
+        raise _single(group_error) from None
+
+
+def _single(group_error: BaseExceptionGroup) -> BaseException:
+    """The one failure of a group, as itself; several stay grouped (rare: two at once)."""
+    errors = group_error.exceptions
+    return errors[0] if len(errors) == 1 else group_error
+
+
+class TaskOwner:
+    """The owner of tasks a long-lived object starts over its life (rule 2)."""
+
+    def __init__(self, name: str, logger: logging.Logger | None = None) -> None:
+        self.name = name
+        self._log = logger or log
+        self._group: asyncio.TaskGroup | None = None
+        self._children: set[asyncio.Task] = set()
+        self._closed = False
+
+    async def start(self) -> TaskOwner:
+        if self._group is not None:
+            raise RuntimeError(f"{self.name}: started twice")
+        self._group = asyncio.TaskGroup()
+        await self._group.__aenter__()
+        return self
+
+    async def close(self) -> None:
+        """Cancel every child still running and wait for all of them (idempotent)."""
+        group, self._group = self._group, None
+        self._closed = True
+        if group is None:
+            return
+        for task in list(self._children):
+            task.cancel()
+        await group.__aexit__(None, None, None)
+
+    async def __aenter__(self) -> TaskOwner:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def running(self) -> bool:
+        return self._group is not None
+
+    def __len__(self) -> int:
+        return len(self._children)
+
+    def spawn(self, coroutine: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task:
+        """Start `coroutine` as a child; its failure is logged here and ends it alone."""
+        if self._group is None:
+            coroutine.close()  # never started: no "was never awaited" warning
+            raise RuntimeError(f"{self.name}: not running, cannot start {name or 'a task'}")
+        label = name or getattr(coroutine, "__qualname__", "task")
+        task = self._group.create_task(self._supervised(coroutine, label), name=label)
+        self._children.add(task)
+        task.add_done_callback(self._children.discard)
+        return task
+
+    async def _supervised(self, coroutine: Coroutine[Any, Any, T], label: str) -> T | None:
+        try:
+            return await coroutine
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self._log.exception("%s: %s failed", self.name, label)
+            return None
