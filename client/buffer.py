@@ -11,15 +11,26 @@ Rules:
    frame lost is counted in `dropped` until the next attach reads and resets it. While a
    socket is attached the frame is sent anyway, so room is made by evicting the oldest.
 4. `replay_after(last_message_id)` returns the frames after that id in their original order;
-   with no id, or an id no longer held, it returns every unsent frame (the master's cursor
-   is before anything we still hold).
+   with no id, or an id whose place is not known, it returns every unsent frame (the master's
+   cursor is before anything we still hold).
+5. Every frame the session emits gets the next sequence number, kept or not. The place of a
+   frame that is no longer held (evicted, or discarded by DROP) and of a greeting frame (not
+   buffered: it sits between two frames) is remembered by `message_id` for the last
+   `REMEMBERED` such ids, so a cursor that points at one of them still says exactly where
+   the stream resumes and how many frames in between are gone (issue 14 §1).
+6. `after(last_message_id)` is what an edge that reconnects is owed (the master asks, over
+   `GET /v1/session/{id}/frames`, when it no longer holds the frames itself): every held frame
+   after the cursor, sent or not, and `dropped` = the frames after the cursor that are gone,
+   exact whenever the cursor's place is known.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Literal
+
+REMEMBERED = 16_384  # places of frames no longer held, and of greeting frames (rule 5)
 
 
 @dataclass(slots=True)
@@ -27,7 +38,17 @@ class BufferedFrame:
     message_id: str
     text: str
     size: int
+    seq: int = 0
     sent: bool = False
+
+
+@dataclass(slots=True)
+class Resume:
+    """What follows a cursor (rule 6): `found` is False when its place is not known."""
+
+    found: bool
+    frames: list[BufferedFrame]
+    dropped: int
 
 
 class FrameBuffer:
@@ -38,6 +59,8 @@ class FrameBuffer:
         self.bytes = 0
         self.dropped = 0  # unsent frames lost since the last attach (rule 3)
         self.dropping = False
+        self.last_seq = 0  # rule 5: the sequence number of the newest frame emitted
+        self._places: OrderedDict[str, int] = OrderedDict()  # message_id → place (rule 5)
 
     def add(self, message_id: str, text: str, *, live: bool = False) -> BufferedFrame | None:
         """Keep one frame; None when DROP discarded it.
@@ -47,6 +70,7 @@ class FrameBuffer:
         the buffer only has to hold what a reattach may need.
         """
         size = len(text.encode())
+        self.last_seq += 1
         self._evict_sent(size)
         # Once DROP discards, it discards until the next attach: the edge sees one gap at the
         # end, never a hole in the middle of what it is given.
@@ -54,29 +78,59 @@ class FrameBuffer:
         if self.policy == "DROP" and not live and full:
             self.dropping = True
             self.dropped += 1
+            self._remember(message_id, self.last_seq)
             return None
         while self.bytes + size > self.max_bytes and self.frames:
-            oldest = self.frames.popleft()
-            self.bytes -= oldest.size
+            oldest = self._pop_oldest()
             self.dropped += 0 if oldest.sent or live else 1
         if size > self.max_bytes:  # cannot happen with max_frame_size <= max_buffer_size
             self.dropped += 0 if live else 1
+            self._remember(message_id, self.last_seq)
             return None
-        entry = BufferedFrame(message_id, text, size)
+        entry = BufferedFrame(message_id, text, size, self.last_seq)
         self.frames.append(entry)
         self.bytes += size
         return entry
 
     def _evict_sent(self, needed: int) -> None:
         while self.frames and self.frames[0].sent and self.bytes + needed > self.max_bytes:
-            self.bytes -= self.frames.popleft().size
+            self._pop_oldest()
+
+    def _pop_oldest(self) -> BufferedFrame:
+        oldest = self.frames.popleft()
+        self.bytes -= oldest.size
+        self._remember(oldest.message_id, oldest.seq)
+        return oldest
+
+    def _remember(self, message_id: str, place: int) -> None:
+        self._places[message_id] = place
+        while len(self._places) > REMEMBERED:
+            self._places.popitem(last=False)  # bounded memory: the oldest places go first
+
+    def mark_between(self, message_id: str) -> None:
+        """A frame sent outside the buffer (a greeting) sits after the newest frame (rule 5)."""
+        self._remember(message_id, self.last_seq)
+
+    def place(self, message_id: str) -> int | None:
+        """Rule 5: the sequence number a cursor stands at; None when it is not known."""
+        for entry in reversed(self.frames):  # a live cursor is usually near the end
+            if entry.message_id == message_id:
+                return entry.seq
+        return self._places.get(message_id)
 
     def replay_after(self, last_message_id: str | None) -> list[BufferedFrame]:
-        if last_message_id is not None:
-            ids = [entry.message_id for entry in self.frames]
-            if last_message_id in ids:
-                return list(self.frames)[ids.index(last_message_id) + 1 :]
+        place = self.place(last_message_id) if last_message_id is not None else None
+        if place is not None:
+            return [entry for entry in self.frames if entry.seq > place]
         return [entry for entry in self.frames if not entry.sent]
+
+    def after(self, last_message_id: str) -> Resume:
+        """Rule 6: every held frame after the cursor, and how many after it are gone."""
+        place = self.place(last_message_id)
+        if place is None:
+            return Resume(False, list(self.frames), 0)
+        frames = [entry for entry in self.frames if entry.seq > place]
+        return Resume(True, frames, max(0, self.last_seq - place - len(frames)))
 
     def take_dropped(self) -> int:
         dropped, self.dropped = self.dropped, 0
@@ -85,4 +139,5 @@ class FrameBuffer:
 
     def clear(self) -> None:
         self.frames.clear()
+        self._places.clear()
         self.bytes = 0

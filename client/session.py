@@ -14,6 +14,10 @@ Rules:
    process group (SIGTERM, SIGKILL after the grace period, C-SESS-06).
 5. A socket holding more than twice `max_buffer_size` bytes it has not yet taken is lost:
    the session detaches exactly as if it had dropped, so memory stays bounded (X-SEC-03).
+6. A `control.*` frame acts once per `message_id` (E-WS-11 end to end): the master delivers
+   edge frames at least once (a hand-off between replicas that times out is retried by the
+   edge with the same id), so the session remembers the last `CONTROL_MEMORY` ids it acted on,
+   across sockets, and drops a repeat silently.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +42,7 @@ from rawp.session_state import SessionEvent, SessionState, next_state
 log = logging.getLogger(__name__)
 
 CLOSE = object()  # outbox sentinel: close the socket
+CONTROL_MEMORY = 4096  # control message_ids remembered per session (rule 6)
 
 
 @dataclass
@@ -108,6 +114,16 @@ class Session:
         self.turns: asyncio.Queue[Prompt] = asyncio.Queue(maxsize=turn_queue_max)
         self._worker: asyncio.Task | None = None
         self.closed = asyncio.Event()
+        self._controls: OrderedDict[str, None] = OrderedDict()  # rule 6
+
+    def first_control(self, message_id: str) -> bool:
+        """Rule 6: True the first time a control frame's `message_id` reaches the session."""
+        if message_id in self._controls:
+            return False
+        self._controls[message_id] = None
+        while len(self._controls) > CONTROL_MEMORY:
+            self._controls.popitem(last=False)
+        return True
 
     # --- outbound ----------------------------------------------------------------------------
 
@@ -199,7 +215,7 @@ class Session:
             outbox.end_session = self.detach(outbox)
             outbox.abandoned.set()
 
-    def greeting(self) -> list[str]:
+    def greeting(self) -> list[tuple[str, str]]:
         """`session.capabilities` and `tool.catalog.publish`, each within `max_frame_size`.
 
         At the smallest frame sizes the optional `events` list is left out of the
@@ -216,14 +232,15 @@ class Session:
             self._shrunk("tool.catalog.publish", {"tools": tools}, shrink_tools),
         ]
 
-    def _shrunk(self, type: str, payload: dict[str, Any], steps: list) -> str:
-        text = dump_frame(make_frame(type, payload, session_id=self.id, clock=self.clock))
+    def _shrunk(self, type: str, payload: dict[str, Any], steps: list) -> tuple[str, str]:
+        """(message_id, text) of the frame, shrunk step by step until it fits."""
+        frame = make_frame(type, payload, session_id=self.id, clock=self.clock)
         for step in steps:
-            if frame_size(text) <= self.limits.max_frame_size:
+            if frame_size(dump_frame(frame)) <= self.limits.max_frame_size:
                 break
             step()
-            text = dump_frame(make_frame(type, payload, session_id=self.id, clock=self.clock))
-        return text
+            frame = make_frame(type, payload, session_id=self.id, clock=self.clock)
+        return frame.message_id, dump_frame(frame)
 
     # --- attach / detach ---------------------------------------------------------------------
 
@@ -237,7 +254,10 @@ class Session:
         self.state = next_state(self.state, SessionEvent.ATTACH)
         self.detach_deadline = None
         outbox = Outbox(asyncio.Queue())
-        for text in self.greeting():
+        for message_id, text in self.greeting():
+            # Not buffered, but an edge's cursor may point at it: its place is kept (buffer
+            # rule 5), so a replay after it starts with the frames emitted after it.
+            self.buffer.mark_between(message_id)
             outbox.put(text)
         if reattach:
             cursor = self.reattach_cursor
@@ -253,6 +273,7 @@ class Session:
                 session_id=self.id,
                 clock=self.clock,
             )
+            self.buffer.mark_between(history.message_id)
             outbox.put(dump_frame(history))
             for entry in replay:
                 outbox.put(entry)

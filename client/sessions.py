@@ -152,6 +152,21 @@ class SessionManager:
             raise NotFound("the session has ended", "SESSION_NOT_FOUND")
         return session
 
+    def frames_after(self, session_id: str, after: str) -> dict[str, Any]:
+        """What an edge reconnecting with `after` as its cursor is owed (buffer rule 6)."""
+        session = self.sessions.get(session_id)
+        if session is None or session.state == SessionState.TERMINATED:
+            raise NotFound("no such session (it may have ended)", "SESSION_NOT_FOUND")
+        resume = session.buffer.after(after)
+        return {
+            "session_id": session.id,
+            "since_message_id": after,
+            "found": resume.found,
+            "dropped": resume.dropped,
+            "policy": session.limits.buffer_overflow_policy,
+            "frames": [entry.text for entry in resume.frames],
+        }
+
     async def delete(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
         if session is None:

@@ -113,6 +113,9 @@ class StreamHandler:
         if frame.session_id is not None and frame.session_id != self.session.id:
             await self._error("SESSION_MISMATCH", "frame is for another session", frame.message_id)
             return
+        if frame.type.startswith("control.") and not self.session.first_control(frame.message_id):
+            log.debug("session %s: repeated control %s dropped", self.session.id, frame.message_id)
+            return  # session rule 6: it took effect the first time
         payload = frame.payload
         if isinstance(payload, PromptRequest):
             await self._prompt(frame, payload)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from quart import Blueprint, Response
+from quart import Blueprint, Response, request
 
 from client.api.common import body, require_master, services
 from client.fs import list_directory
 from client.sessions import InitRequest
+from rawp.clock import is_uuid4
 from rawp.errors import BadRequest
 from rawp.http import validate
 
@@ -66,6 +67,16 @@ async def delete_session(session_id: str):
     """EP-C6: SIGTERM, SIGKILL after the grace period, then 204 (C-SESS-06)."""
     await services().sessions.delete(session_id)
     return Response(status=204)
+
+
+@session.get("/v1/session/<session_id>/frames")
+async def get_session_frames(session_id: str):
+    """Extension (docs/protocol.md, issue 14 §1): the buffered frames after an edge's cursor,
+    for a master that no longer holds them itself (it restarted, or evicted them)."""
+    after = request.args.get("after", "")
+    if not is_uuid4(after):
+        raise BadRequest("after must be a message_id (UUID)", "INVALID_REQUEST")
+    return services().sessions.frames_after(session_id, after)
 
 
 @auth.post("/v1/auth/refresh")
