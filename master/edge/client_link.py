@@ -14,8 +14,12 @@ Rules:
    again.
 4. If the client is not back within the pinned `reattach_window`, or says the session is gone
    (404), or the window is 0, the session is TERMINATED.
-5. Edge frames sent while the link is down wait in a small queue and go first after the
-   reattach; when that queue is full, `send` says False.
+5. `send` says True only once the frame is written to the client's socket (issue 14 §2: a
+   delivery is acknowledged, not assumed). While the link is down a frame waits in a small
+   queue and goes first after the reattach; if the link is not back within `deliver_within`
+   seconds, or the queue is full, it is taken out again and `send` says False, so the edge is
+   told `CLIENT_UNAVAILABLE` and may send it again with the same `message_id` (the client
+   acts on a control `message_id` once: client session rule 6).
 6. With several replicas, a link that drops asks first whether this replica still holds the
    session (`may_hold`, the relay's lease); if another does, it lets go instead of reattaching.
 """
@@ -27,6 +31,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential
 from websockets.asyncio.client import ClientConnection, connect
@@ -54,6 +59,14 @@ async def _nothing() -> None:
     return None
 
 
+@dataclass(eq=False)  # compared by identity: two frames may have the same text
+class _Pending:
+    """An edge frame waiting for the link to come back (rule 5)."""
+
+    text: str
+    written: asyncio.Future[bool]
+
+
 class LinkDown(Exception):
     """The client cannot be reached right now; try again."""
 
@@ -74,6 +87,7 @@ class ClientLink:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         max_pending: int = 64,
         max_backoff: float = 5.0,
+        deliver_within: float = 5.0,
         may_hold: Callable[[], Awaitable[bool]] | None = None,
         let_go: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
@@ -89,8 +103,9 @@ class ClientLink:
         self._ws: ClientConnection | None = None
         self._connected = False
         self._closing = False
-        self._pending: deque[str] = deque()
+        self._pending: deque[_Pending] = deque()
         self._max_pending = max_pending
+        self._deliver_within = deliver_within
         self._task: asyncio.Task | None = None
         self.cursor: str | None = None  # last relayed frame the client can replay after
         self.reattaches = 0
@@ -113,7 +128,7 @@ class ClientLink:
         self._task = asyncio.create_task(self._run(reattach_first=True))
 
     async def send(self, text: str) -> bool:
-        """Rule 5: to the client now, or queued while the link is down."""
+        """Rule 5: True once written to the client's socket, now or after a reattach."""
         ws = self._ws
         if self._connected and ws is not None:
             try:
@@ -123,12 +138,26 @@ class ClientLink:
                 pass  # the pump notices and reattaches; keep the frame for after
         if self._closing or len(self._pending) >= self._max_pending:
             return False
-        self._pending.append(text)
-        return True
+        entry = _Pending(text, asyncio.get_running_loop().create_future())
+        self._pending.append(entry)
+        try:
+            return await asyncio.wait_for(asyncio.shield(entry.written), self._deliver_within)
+        except TimeoutError:
+            if entry in self._pending:  # not taken for writing: take it back, say so
+                self._pending.remove(entry)
+                return False
+            return await entry.written  # being written right now: its outcome is the answer
+
+    def _abandon_pending(self) -> None:
+        while self._pending:
+            entry = self._pending.popleft()
+            if not entry.written.done():
+                entry.written.set_result(False)
 
     async def close(self) -> None:
         self._closing = True
         self._connected = False
+        self._abandon_pending()
         task, self._task = self._task, None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
@@ -179,7 +208,15 @@ class ClientLink:
         self._ws = await self._reattach()
         self.reattaches += 1
         while self._pending:  # rule 5: what the edges sent meanwhile goes first
-            await self._ws.send(self._pending.popleft())
+            entry = self._pending.popleft()
+            try:
+                await self._ws.send(entry.text)
+            except BaseException:
+                if not entry.written.done():
+                    entry.written.set_result(False)
+                raise
+            if not entry.written.done():
+                entry.written.set_result(True)
         self._connected = True
         await self._on_state(self.live, SessionState.RUNNING, "reattached")
 

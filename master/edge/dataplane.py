@@ -110,6 +110,7 @@ class DataPlane:
             payload = envelope.get("payload")
             if isinstance(payload, dict) and payload.get("severity") == "fatal":
                 self.errors.note(live.node_id, str(payload.get("message", "")))
+        await self.relay.room()  # a shared relay's write queue is bounded: the pump waits
         if kind in GREETING_TYPES:
             self.relay.remember_greeting(live.id, kind, text)
             if repeat_greeting:

@@ -13,10 +13,18 @@ Rules of the in-process relay:
 2. `publish_node` offers a master frame to every edge socket connected to any session of the
    node (E-NOT-01, E-NOT-04): one copy per socket, the same `message_id` on each (A-26).
 3. `to_client` hands an edge frame to the session's client link; False when there is none.
-4. `attach` greets a socket with what it cannot have seen — the latest `session.capabilities`,
-   `tool.catalog.publish` and `agent.commands.publish` — and, when it reconnects with
-   `last_message_id`, a `session.history` frame and the kept frames after that id; only then
-   does it receive live frames, so nothing falls between the replay and the live stream.
+4. `attach` sends a socket only what it cannot have seen, then live frames, with nothing
+   falling between the two (issue 14 §1, §7):
+   - without `last_message_id`: the greeting — the latest `session.capabilities`,
+     `tool.catalog.publish` and `agent.commands.publish`;
+   - with one this relay keeps: `session.history` and the kept frames after it, plus the
+     node frames (`node.config.changed`) published since; no greeting (the edge has one,
+     and a catalog or command list published later is among the kept frames);
+   - with one it does not keep (this process restarted, or the ring moved past it): the
+     client is asked for its buffered frames after the cursor (`frames_after`, client
+     `GET /v1/session/{id}/frames`); live frames arriving meanwhile are held and, after the
+     replay, delivered unless the replay had them (by `message_id`). The greeting is sent
+     first only when the client does not know the cursor either. `dropped` is the client's.
 5. Control frames are claimed once per `message_id` within a session (E-WS-11, A-25).
 6. Ownership: one process holds a session's client link; in a single process it always may.
 """
@@ -24,18 +32,31 @@ Rules of the in-process relay:
 from __future__ import annotations
 
 import abc
+import itertools
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from master.edge.edge_socket import EdgeSocket
+import orjson
+
+from master.edge.edge_socket import GOING_AWAY, EdgeSocket
 from rawp.frames import dump_frame, make_frame
 
 log = logging.getLogger("rawp.master.edge.relay")
 
 GREETING_TYPES = ("session.capabilities", "tool.catalog.publish", "agent.commands.publish")
+NODE_FRAMES_KEPT = 64  # node frames kept per node for edges that reconnect (rule 4)
+
+
+@dataclass
+class Resumed:
+    """The client's answer for a cursor (client buffer rule 6)."""
+
+    found: bool
+    frames: list[str]
+    dropped: int
 
 
 class ClientSide(Protocol):
@@ -59,13 +80,17 @@ class OwnerHooks(Protocol):
     async def node_closed(self, node_id: str) -> None:
         """Another replica unregistered the node (§3.5): close its sockets held here."""
 
+    async def frames_after(self, node_id: str, session_id: str, after: str) -> Resumed | None:
+        """The client's buffered frames after `after` (rule 4); None when it cannot say."""
+
 
 class Relay(abc.ABC):
     shared = False  # True when several replicas share sessions (ownership must be claimed)
+    hooks: OwnerHooks | None = None
 
     async def start(self, hooks: OwnerHooks) -> None:
         """Begin serving; `hooks` tell the session layer what other replicas did."""
-        return None  # nothing to do in one process
+        self.hooks = hooks
 
     async def close(self) -> None:
         """Stop serving (the process is shutting down)."""
@@ -81,6 +106,10 @@ class Relay(abc.ABC):
     @abc.abstractmethod
     def publish(self, session_id: str, message_id: str, text: str, kind: str = "") -> None:
         """A client frame, forwarded unchanged to every edge socket of the session."""
+
+    async def room(self) -> None:
+        """Wait until `publish` may be called (a shared relay's bounded write queue)."""
+        return None  # one process: publishing only offers to sockets, which never waits
 
     @abc.abstractmethod
     async def publish_node(self, node_id: str, text: str) -> int:
@@ -144,10 +173,43 @@ class Relay(abc.ABC):
         return None
 
 
-def history_frame(session_id: str, last_message_id: str, replayed: int) -> str:
+def history_frame(session_id: str, last_message_id: str, replayed: int, dropped: int = 0) -> str:
     """The frame that opens a reconnecting edge's replay (docs/edge-api.md)."""
-    payload = {"since_message_id": last_message_id, "replayed": replayed, "dropped": 0}
+    payload = {"since_message_id": last_message_id, "replayed": replayed, "dropped": dropped}
     return dump_frame(make_frame("session.history", payload, session_id=session_id))
+
+
+def message_id_of(text: str) -> str | None:
+    try:
+        message_id = orjson.loads(text).get("message_id")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return message_id if isinstance(message_id, str) else None
+
+
+async def resume_from_client(
+    relay: Relay, edge: EdgeSocket, last_message_id: str, kept: list[str]
+) -> list[str]:
+    """Rule 4's third case, up to the live frames: ask the client, offer what it owes the
+    edge, and return the ids offered (held live frames with these ids are repeats). Falls
+    back to the `kept` frames, greeting first, when the client cannot be asked."""
+    session_id = edge.session_id
+    resumed = None
+    if relay.hooks is not None:
+        try:
+            resumed = await relay.hooks.frames_after(edge.node_id, session_id, last_message_id)
+        except Exception:  # the client is away: the edge gets what this relay kept
+            log.warning("session %s: could not ask the client for a replay", session_id)
+    if resumed is None:
+        log.info("session %s: an edge's cursor is not kept here; replaying what is", session_id)
+        resumed = Resumed(found=False, frames=kept, dropped=0)
+    if not resumed.found:
+        for text in await relay.greeting_texts(session_id):
+            edge.offer(text)
+    edge.offer(history_frame(session_id, last_message_id, len(resumed.frames), resumed.dropped))
+    for text in resumed.frames:
+        edge.offer(text)
+    return [m for m in map(message_id_of, resumed.frames) if m]
 
 
 def replay_after(recent: list[tuple[str, str]], last_message_id: str) -> tuple[list[str], bool]:
@@ -164,8 +226,9 @@ class _Hub:
     edges: set[EdgeSocket] = field(default_factory=set)
     client: ClientSide | None = None
     greeting: dict[str, str] = field(default_factory=dict)
-    recent: deque = field(default_factory=deque)  # (message_id, text)
+    recent: deque = field(default_factory=deque)  # (message_id, text, order)
     controls: OrderedDict = field(default_factory=OrderedDict)  # claimed control message_ids
+    holding: dict[EdgeSocket, list[tuple[str, str]]] = field(default_factory=dict)  # rule 4
 
 
 class InProcessRelay(Relay):
@@ -174,6 +237,8 @@ class InProcessRelay(Relay):
         self._dedupe_window = dedupe_window
         self._hubs: dict[str, _Hub] = {}
         self._by_node: dict[str, set[EdgeSocket]] = {}
+        self._order = itertools.count(1)  # one order for session and node frames (rule 4)
+        self._node_recent: dict[str, deque[tuple[int, str]]] = {}
 
     def _hub(self, session_id: str) -> _Hub:
         hub = self._hubs.get(session_id)
@@ -182,18 +247,46 @@ class InProcessRelay(Relay):
         return hub
 
     async def attach(self, edge: EdgeSocket, last_message_id: str | None = None) -> None:
-        # No await from the greeting to the registration: no live frame falls in between.
-        for text in self.greeting(edge.session_id):
-            edge.offer(text)
-        if last_message_id:
-            missed, found = self.replay(edge.session_id, last_message_id)
-            edge.offer(history_frame(edge.session_id, last_message_id, len(missed)))
-            for text in missed:
+        hub = self._hub(edge.session_id)
+        # Until registration, no await except the client's replay, during which live frames
+        # are held for this socket: none falls between the replay and the live stream.
+        if not last_message_id:
+            for text in self.greeting(edge.session_id):
                 edge.offer(text)
-            if not found:
-                log.info("session %s: an edge's cursor is no longer kept", edge.session_id)
-        self._hub(edge.session_id).edges.add(edge)
+        elif (kept := self._kept_after(hub, edge.node_id, last_message_id)) is not None:
+            edge.offer(history_frame(edge.session_id, last_message_id, len(kept)))
+            for text in kept:
+                edge.offer(text)
+        else:
+            held = hub.holding[edge] = []
+            try:
+                kept_all = [text for _, text, _ in hub.recent]
+                replayed = set(await resume_from_client(self, edge, last_message_id, kept_all))
+            finally:
+                hub.holding.pop(edge, None)
+            if self._hubs.get(edge.session_id) is not hub:  # it ended while we asked
+                edge.kick(GOING_AWAY, "session ended")
+                return
+            for message_id, text in held:
+                if message_id not in replayed:
+                    edge.offer(text)
+        hub.edges.add(edge)
         self._by_node.setdefault(edge.node_id, set()).add(edge)
+
+    def _kept_after(self, hub: _Hub, node_id: str, last_message_id: str) -> list[str] | None:
+        """The session's kept frames after the cursor merged with the node's frames since, in
+        the order they were published; None when the cursor is not kept (rule 4)."""
+        recent = list(hub.recent)
+        at = next((i for i, entry in enumerate(recent) if entry[0] == last_message_id), None)
+        if at is None:
+            return None
+        since = recent[at][2]
+        merged = [(order, text) for _, text, order in recent[at + 1 :]]
+        merged += [entry for entry in self._node_recent.get(node_id, ()) if entry[0] > since]
+        return [text for _, text in sorted(merged, key=lambda entry: entry[0])]
+
+    async def greeting_texts(self, session_id: str) -> list[str]:
+        return self.greeting(session_id)
 
     def detach(self, edge: EdgeSocket) -> None:
         hub = self._hubs.get(edge.session_id)
@@ -207,12 +300,20 @@ class InProcessRelay(Relay):
 
     def publish(self, session_id: str, message_id: str, text: str, kind: str = "") -> None:
         hub = self._hub(session_id)
-        hub.recent.append((message_id, text))
+        hub.recent.append((message_id, text, next(self._order)))
+        for held in hub.holding.values():
+            held.append((message_id, text))
         for edge in list(hub.edges):
             edge.offer(text)
 
     async def publish_node(self, node_id: str, text: str) -> int:
+        self.keep_node_frame(node_id, text)
         return self.offer_node(node_id, text)
+
+    def keep_node_frame(self, node_id: str, text: str) -> None:
+        """Rule 4: a node frame is replayed to an edge of the node that reconnects."""
+        kept = self._node_recent.setdefault(node_id, deque(maxlen=NODE_FRAMES_KEPT))
+        kept.append((next(self._order), text))
 
     def offer_node(self, node_id: str, text: str) -> int:
         edges = list(self._by_node.get(node_id, ()))
@@ -240,7 +341,8 @@ class InProcessRelay(Relay):
         return [hub.greeting[t] for t in GREETING_TYPES if t in hub.greeting]
 
     def replay(self, session_id: str, last_message_id: str) -> tuple[list[str], bool]:
-        return replay_after(list(self._hub(session_id).recent), last_message_id)
+        recent = [(message_id, text) for message_id, text, _ in self._hub(session_id).recent]
+        return replay_after(recent, last_message_id)
 
     async def claim_control(self, session_id: str, message_id: str) -> bool:
         controls = self._hub(session_id).controls

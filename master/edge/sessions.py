@@ -31,6 +31,7 @@ import contextlib
 import logging
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,7 +42,7 @@ from master.edge.dataplane import DataPlane
 from master.edge.edge_socket import GOING_AWAY, NORMAL
 from master.edge.live import LiveSession
 from master.edge.nodes import NodeDirectory
-from master.edge.relay import Relay
+from master.edge.relay import Relay, Resumed
 from master.edge.tickets import EdgeTickets
 from master.services.config_scopes import ConfigScopes
 from master.services.session_start import SessionInitFailed, SessionStarter
@@ -343,6 +344,23 @@ class EdgeSessions:
 
     async def node_closed(self, node_id: str) -> None:
         await self._sockets.close_local(node_id)  # the closers end this replica's sessions
+
+    async def frames_after(self, node_id: str, session_id: str, after: str) -> Resumed | None:
+        """Relay rule 4: the client's buffered frames after an edge's cursor, for a relay that
+        no longer keeps them (this process restarted, or its ring moved past the cursor)."""
+        path = f"/v1/session/{session_id}/frames?after={quote(after, safe='')}"
+        try:
+            reply = await self._calls.call(node_id, "GET", path, session_id=session_id)
+        except RawpError as exc:
+            log.warning("session %s: the client's replay failed: %s", session_id, exc.message)
+            return None
+        body = reply.body if isinstance(reply.body, dict) else {}
+        frames, dropped = body.get("frames"), body.get("dropped", 0)
+        if reply.status != 200 or not isinstance(frames, list) or not isinstance(dropped, int):
+            log.warning("session %s: a replay answered %s", session_id, reply.status)
+            return None
+        texts = [text for text in frames if isinstance(text, str)]
+        return Resumed(found=body.get("found") is True, frames=texts, dropped=dropped)
 
     async def take_over(self, session_id: str) -> bool:
         if session_id in self.live:

@@ -11,7 +11,7 @@ import asyncio
 import orjson
 
 from master.edge.edge_socket import TOO_SLOW, EdgeSocket
-from master.edge.relay import InProcessRelay
+from master.edge.relay import InProcessRelay, Resumed
 
 
 class Wire:
@@ -92,22 +92,112 @@ async def test_the_replay_ring_is_bounded_and_finds_cursors():
     assert relay.greeting("s") == ["caps", "cat"]
 
 
-async def test_an_attaching_socket_gets_greeting_history_and_what_it_missed_in_order():
+async def _sent(wire, count: int) -> list[str]:
+    async def enough() -> None:
+        while len(wire.sent) < count:
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(enough(), 2)
+    return wire.sent
+
+
+async def test_a_fresh_socket_is_greeted_and_a_reconnecting_one_only_gets_what_it_missed():
+    """Relay rule 4 (issue 14 §7): a cursor the relay keeps means the edge has a greeting."""
     relay = InProcessRelay()
     relay.remember_greeting("s1", "session.capabilities", "caps")
     for n in range(4):
         relay.publish("s1", f"m{n}", f"t{n}")
+    fresh_wire, wire = Wire(stuck=False), Wire(stuck=False)
+    fresh, edge = _edge(fresh_wire, backlog=10_000), _edge(wire, backlog=10_000)
+    await relay.attach(fresh)
+    await relay.attach(edge, last_message_id="m1")
+    relay.publish("s1", "m4", "t4")  # live from now on
+    await relay.publish_node("n1", "node notice")  # the node of both sockets
+    servings = [asyncio.create_task(e.serve(lambda data: _append([], data))) for e in (fresh, edge)]
+    assert await _sent(fresh_wire, 3) == ["caps", "t4", "node notice"]
+    sent = await _sent(wire, 5)
+    history = orjson.loads(sent[0])
+    assert history["type"] == "session.history"
+    assert history["payload"]["since_message_id"] == "m1" and history["payload"]["replayed"] == 2
+    assert sent[1:] == ["t2", "t3", "t4", "node notice"]
+    for serving in servings:
+        serving.cancel()
+
+
+async def test_a_reconnect_replays_node_frames_published_since_its_cursor_in_order():
+    relay = InProcessRelay()
+    relay.publish("s1", "m0", "t0")
+    await relay.publish_node("n1", "before")
+    relay.publish("s1", "m1", "t1")
+    await relay.publish_node("n1", "after")
+    await relay.publish_node("B", "another node")
+    relay.publish("s1", "m2", "t2")
     wire = Wire(stuck=False)
     edge = _edge(wire, backlog=10_000)
     await relay.attach(edge, last_message_id="m1")
-    relay.publish("s1", "m4", "t4")  # live from now on
     serving = asyncio.create_task(edge.serve(lambda data: _append([], data)))
-    while len(wire.sent) < 5:  # bounded by the wait_for below
-        await asyncio.wait_for(asyncio.sleep(0.01), 1)
-    history = orjson.loads(wire.sent[1])
-    assert wire.sent[0] == "caps" and history["type"] == "session.history"
-    assert history["payload"]["since_message_id"] == "m1" and history["payload"]["replayed"] == 2
-    assert wire.sent[2:] == ["t2", "t3", "t4"]
+    assert (await _sent(wire, 3))[1:] == ["after", "t2"]
+    serving.cancel()
+
+
+class ClientReplay:
+    """The session layer's side of rule 4: answers as the client's buffer would, and
+    publishes live frames while it is being asked (they must be held, then de-duplicated)."""
+
+    def __init__(self, relay, answer, live_meanwhile) -> None:
+        self.relay, self.answer, self.live = relay, answer, live_meanwhile
+        self.asked: list[tuple[str, str, str]] = []
+
+    async def frames_after(self, node_id, session_id, after):
+        self.asked.append((node_id, session_id, after))
+        for message_id, text in self.live:
+            self.relay.publish(session_id, message_id, text)
+            await asyncio.sleep(0)
+        return self.answer
+
+
+def _frame_text(message_id: str) -> str:
+    return orjson.dumps({"type": "agent.text.delta", "message_id": message_id}).decode()
+
+
+async def test_a_cursor_the_relay_lost_is_replayed_from_the_client_without_gap_or_repeat():
+    """A restarted master keeps nothing: the client's buffer answers (issue 14 §1)."""
+    relay = InProcessRelay()
+    relay.remember_greeting("s1", "session.capabilities", "caps")
+    owed = [_frame_text(f"c{n}") for n in range(3)]
+    live = [("c2", owed[2]), ("c3", _frame_text("c3"))]  # c2 both replayed and live
+    hooks = ClientReplay(relay, Resumed(found=True, frames=owed, dropped=2), live)
+    await relay.start(hooks)
+    wire = Wire(stuck=False)
+    edge = _edge(wire, backlog=10_000)
+    await relay.attach(edge, last_message_id="gone-from-the-master")
+    relay.publish("s1", "c4", _frame_text("c4"))
+    serving = asyncio.create_task(edge.serve(lambda data: _append([], data)))
+    sent = await _sent(wire, 6)
+    await asyncio.sleep(0.05)
+    assert hooks.asked == [("n1", "s1", "gone-from-the-master")]
+    history = orjson.loads(sent[0])["payload"]
+    assert (history["since_message_id"], history["replayed"], history["dropped"]) == (
+        "gone-from-the-master",
+        3,
+        2,
+    )
+    ids = [orjson.loads(text)["message_id"] for text in sent[1:]]
+    assert ids == ["c0", "c1", "c2", "c3", "c4"]  # no greeting: the client knew the cursor
+    serving.cancel()
+
+
+async def test_a_cursor_nobody_knows_gets_the_greeting_and_everything_held():
+    relay = InProcessRelay()
+    relay.remember_greeting("s1", "session.capabilities", "caps")
+    await relay.start(ClientReplay(relay, Resumed(found=False, frames=["x"], dropped=0), []))
+    wire = Wire(stuck=False)
+    edge = _edge(wire, backlog=10_000)
+    await relay.attach(edge, last_message_id="unknown")
+    serving = asyncio.create_task(edge.serve(lambda data: _append([], data)))
+    sent = await _sent(wire, 3)
+    assert sent[0] == "caps" and orjson.loads(sent[1])["type"] == "session.history"
+    assert sent[2] == "x"
     serving.cancel()
 
 
