@@ -3,6 +3,40 @@ Redis, and how stream positions compare."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+SESSION_TTL_MS = 24 * 3600 * 1000  # what an idle session leaves in Redis lives a day at most
+NODE_FRAMES_KEPT = 64  # node frames kept per node for edges that reconnect
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Every key and channel of the relay under one prefix."""
+
+    prefix: str
+
+    def session(self, session_id: str, what: str) -> str:
+        return f"{self.prefix}s:{{{session_id}}}:{what}"  # {…}: one cluster slot a session
+
+    def own(self, session_id: str) -> str:
+        return f"{self.prefix}own:{{{session_id}}}"
+
+    def node_frames(self, node_id: str) -> str:
+        return f"{self.prefix}n:{node_id}"
+
+    def to_edges(self, session_id: str) -> str:
+        return f"{self.prefix}e:{session_id}"
+
+    def to_client(self, session_id: str) -> str:
+        return f"{self.prefix}c:{session_id}"
+
+    def replies(self, replica: str) -> str:
+        return f"{self.prefix}r:{replica}"
+
+    @property
+    def bus(self) -> str:
+        return self.prefix + "bus"
+
 # KEYS: own, seen, order, frames, cursor. ARGV: me, channel, keep, ttl_ms, lease_ms, then a
 # (message_id, text, is_cursor) triple per frame, in order. Returns how many frames were new
 # (repeats by message_id are dropped), or -1 when the lease is another replica's (fencing).

@@ -98,13 +98,13 @@ async def test_frames_reach_edges_on_both_replicas_in_order_and_once(pair):
         task.cancel()
 
 
-async def test_a_late_socket_gets_greeting_and_replay_then_live_without_a_gap(pair):
+async def test_a_late_socket_gets_replay_then_live_without_a_gap_and_no_second_greeting(pair):
     (a, _), (b, _) = pair
     await a.claim("s2")
     a.remember_greeting("s2", "session.capabilities", "caps")
     for n in range(10):
         a.publish("s2", f"m{n}", f"t{n}", "agent.text.delta")
-    await until(lambda: not a._writes, "writes flushed")
+    await until(lambda: a.writer.idle, "writes flushed")
 
     edge, wire = edge_on("s2")
     attaching = asyncio.create_task(b.attach(edge, last_message_id="m6"))
@@ -113,13 +113,12 @@ async def test_a_late_socket_gets_greeting_and_replay_then_live_without_a_gap(pa
         await asyncio.sleep(0)
     await attaching
     task = await serve(edge)
-    await until(lambda: len(wire.sent) >= 2 + 33, "greeting, history and 33 frames")
+    await until(lambda: len(wire.sent) >= 1 + 33, "history and 33 frames")
     await asyncio.sleep(0.1)
-    assert wire.sent[0] == "caps"
-    history = orjson.loads(wire.sent[1])
+    history = orjson.loads(wire.sent[0])  # no greeting: a kept cursor means it has one
     assert history["type"] == "session.history"
     assert history["payload"]["since_message_id"] == "m6"
-    assert wire.sent[2:] == [f"t{n}" for n in range(7, 40)]  # m7…m39, each once, in order
+    assert wire.sent[1:] == [f"t{n}" for n in range(7, 40)]  # m7…m39, each once, in order
     task.cancel()
 
 
@@ -132,7 +131,7 @@ async def test_a_replica_that_lost_its_lease_cannot_write(pair):
     await until(lambda: hooks_a.lost == ["s3"], "A told it lost the session")
     assert await a.redis.xlen(f"{a._prefix}s:{{s3}}:frames") == 0  # fenced: nothing written
     b.publish("s3", "fresh", "from the new holder", "agent.text.delta")
-    await until(lambda: not b._writes, "B's write")
+    await until(lambda: b.writer.idle, "B's write")
     assert await b.cursor("s3") == "fresh"
 
 
@@ -159,7 +158,7 @@ async def test_edge_frames_reach_the_holders_client_and_control_ids_are_shared(p
     link = Link()
     await a.claim("s4")
     a.bind_client("s4", link)
-    await until(lambda: f"{a._prefix}c:s4" in a._subscribed, "A listening for s4's client")
+    await until(lambda: f"{a._prefix}c:s4" in a.subscriptions.channels, "A listens for s4")
     assert await b.to_client("s4", "prompt from an edge on B")
     await until(lambda: link.got == ["prompt from an edge on B"], "the frame at A's link")
     assert hooks_b.taken == []  # A holds it: B did not take it over
@@ -197,14 +196,14 @@ async def test_a_replayed_frame_arriving_late_from_the_channel_is_not_sent_again
     await a.claim("s7")
     for n in range(3):
         a.publish("s7", f"m{n}", f"t{n}", "agent.text.delta")
-    await until(lambda: not a._writes, "writes flushed")
+    await until(lambda: a.writer.idle, "writes flushed")
     entries = await b.redis.xrange(f"{b._prefix}s:{{s7}}:frames")
     edge, wire = edge_on("s7")
     await b.attach(edge, last_message_id="m0")  # replays t1, t2
     late = orjson.dumps([entries[2][0], "t2"]).decode()  # t2's own message, arriving now
-    b._deliver("s7", late)
+    b._deliver_frames("s7", late)
     newer = orjson.dumps([f"{int(entries[2][0].split('-')[0]) + 1}-0", "t3"]).decode()
-    b._deliver("s7", newer)
+    b._deliver_frames("s7", newer)
     task = await serve(edge)
     await until(lambda: len(wire.sent) >= 4, "history, t1, t2, t3")
     await asyncio.sleep(0.05)
