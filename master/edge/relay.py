@@ -203,13 +203,15 @@ async def resume_from_client(
     if resumed is None:
         log.info("session %s: an edge's cursor is not kept here; replaying what is", session_id)
         resumed = Resumed(found=False, frames=kept, dropped=0)
-    if not resumed.found:
+    replayed = [m for m in map(message_id_of, resumed.frames) if m]
+    if not resumed.found:  # the edge may have no greeting; one among the kept frames is enough
         for text in await relay.greeting_texts(session_id):
-            edge.offer(text)
+            if message_id_of(text) not in replayed:
+                edge.offer(text)
     edge.offer(history_frame(session_id, last_message_id, len(resumed.frames), resumed.dropped))
     for text in resumed.frames:
         edge.offer(text)
-    return [m for m in map(message_id_of, resumed.frames) if m]
+    return replayed
 
 
 def replay_after(recent: list[tuple[str, str]], last_message_id: str) -> tuple[list[str], bool]:

@@ -163,15 +163,18 @@ async def test_two_edges_see_identical_streams_and_a_reconnect_picks_up(stack):
         await first.close()
         status, third = await edge.call("POST", f"/v1/edge/sessions/{sid}/tickets")
         back = await edge.connect(sid, third["edge_ws_ticket"], last_message_id=cursor)
-        await _greeted(back)
-        commands = await recv(back)  # the agent published its commands during the turn
-        assert commands["type"] == "agent.commands.publish"
+        # No greeting again (issue 14 §7): the edge has one, and what the agent published
+        # after the cursor (its commands, a new catalog) is among the replayed frames.
         history = await recv(back)
         assert history["type"] == "session.history"
         missed = [await recv(back) for _ in range(history["payload"]["replayed"])]
         assert [f["message_id"] for f in missed] == [
             f["message_id"] for f in one[len(one) // 2 + 1 :]
         ]
+        await back.send(frame("control.prompt.request", {"prompt_text": "and again"}, sid))
+        live = await recv_until(back, "session.turn.end")
+        seen = [f["message_id"] for f in [history, *missed, *live]]
+        assert len(seen) == len(set(seen)), "a frame came twice on the reconnected socket"
         await edge.call("DELETE", f"/v1/edge/sessions/{sid}")
 
 
