@@ -25,8 +25,6 @@ Edge → client (`from_edge`):
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -43,6 +41,7 @@ from rawp.clock import Clock
 from rawp.errors import FrameError
 from rawp.events import EVENTS, Direction, PromptRequest
 from rawp.frames import dump_frame, make_frame, parse_frame, session_error_frame
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.dataplane")
 
@@ -77,7 +76,13 @@ class DataPlane:
         self.errors = errors
         self._db = db
         self._clock = clock
-        self._touching: set[asyncio.Task] = set()  # activity writes in flight
+        self._writes = TaskOwner("activity writes", log)  # `last_activity_at`, in the background
+
+    async def start(self) -> None:
+        await self._writes.start()
+
+    async def close(self) -> None:
+        await self._writes.close()
 
     # --- client → edges ------------------------------------------------------------------------
 
@@ -155,8 +160,10 @@ class DataPlane:
         text = data if isinstance(data, str) else bytes(data).decode()
         if not await self.relay.to_client(live.id, text):
             if control:
-                with contextlib.suppress(Exception):  # at worst the id stays claimed an hour
+                try:
                     await self.relay.release_control(live.id, ref)
+                except Exception:  # Redis away: at worst the id stays claimed an hour
+                    log.warning("session %s: could not release control frame %s", live.id, ref)
             self._refuse(edge, live, "CLIENT_UNAVAILABLE", UNAVAILABLE, ref)
             return
         await self._active(live)
@@ -180,9 +187,8 @@ class DataPlane:
             live.activity_written = now
             # In the background: the pump must not wait on the database (a commit can take
             # hundreds of milliseconds on a busy disk, and every later frame would wait too).
-            task = asyncio.create_task(self._touch(live.id))
-            self._touching.add(task)
-            task.add_done_callback(self._touching.discard)
+            if self._writes.running:  # not before the server serves, nor after it stopped
+                self._writes.spawn(self._touch(live.id), name=f"touch {live.id}")
 
     async def _touch(self, session_id: str) -> None:
         try:

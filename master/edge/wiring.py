@@ -34,10 +34,12 @@ class EdgeServices:
 
     async def start(self) -> None:
         """When the server starts serving (never in one-shot commands such as pairing-url)."""
+        await self.plane.start()
         await self.sessions.start()
 
     async def close(self) -> None:
         await self.sessions.close()
+        await self.plane.close()
 
 
 def build_edge(
