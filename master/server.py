@@ -19,6 +19,7 @@ from pathlib import Path
 
 from master import gc_pauses
 from master.settings import Settings
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master")
 
@@ -61,17 +62,19 @@ async def serve_asgi(
         ssl_keyfile=str(keyfile) if keyfile else None,
     )
     server = Server(config)
-    serving = asyncio.create_task(server.serve())
-    stopping = asyncio.create_task(stop.wait())
-    try:
-        await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopping.cancel()
-        server.should_exit = True
-    try:
-        await serving
-    except SystemExit:  # uvicorn exits when it cannot bind; a caller wants an error to report
-        raise OSError(f"could not listen on {host}:{port} (in use, or not here)") from None
+
+    async def exit_when_told() -> None:
+        await stop.wait()
+        server.should_exit = True  # uvicorn closes its connections, then `serve()` returns
+
+    # The watcher is owned for the life of the server (issue 14 §6); uvicorn itself runs here,
+    # not in a task, so that its SystemExit is caught below rather than thrown at the loop.
+    async with TaskOwner("master server", log) as owner:
+        owner.spawn(exit_when_told(), name="stop-signal")
+        try:
+            await server.serve()
+        except SystemExit:  # uvicorn exits when it cannot bind; a caller wants an error
+            raise OSError(f"could not listen on {host}:{port} (in use, or not here)") from None
 
 
 async def run(settings: Settings) -> None:

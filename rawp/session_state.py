@@ -12,6 +12,11 @@ Rules:
 
 Anything not in the table is refused with `IllegalTransition`, a programming error — callers
 check `can()` where a peer's timing can race them.
+
+6. Every event leads to one state (`target`), whatever it starts from, so a writer that shares
+   the state with others (a database row several master replicas write, issue 14 §5) names
+   the event and moves the row only from `predecessors(event)` — a conditional write, never
+   an assignment. TERMINATED has no way out, so it stays final whichever replica writes last.
 """
 
 from __future__ import annotations
@@ -63,3 +68,14 @@ def next_state(state: SessionState, event: SessionEvent) -> SessionState:
         return TRANSITIONS[(state, event)]
     except KeyError:
         raise IllegalTransition(state, event) from None
+
+
+def predecessors(event: SessionEvent) -> frozenset[SessionState]:
+    """The states from which `event` is allowed (rule 6): a conditional write's WHERE."""
+    return frozenset(state for state, on in TRANSITIONS if on is event)
+
+
+def target(event: SessionEvent) -> SessionState:
+    """The one state `event` leads to (rule 6)."""
+    (state,) = {after for (_, on), after in TRANSITIONS.items() if on is event}
+    return state

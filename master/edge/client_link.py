@@ -22,12 +22,19 @@ Rules:
    acts on a control `message_id` once: client session rule 6).
 6. With several replicas, a link that drops asks first whether this replica still holds the
    session (`may_hold`, the relay's lease); if another does, it lets go instead of reattaching.
+7. State is never assigned here: the link names the event (DETACH when it drops, ATTACH when it
+   is back, TERMINATE by rule 4) and the session layer's `on_state` writes it as a conditional
+   transition (§5, `rawp.session_state`). When the write is refused because the session is
+   TERMINATED — a DELETE on another replica won the race — `on_state` says False and the link
+   ends without reattaching: TERMINATED is final on every replica (issue 14 §5).
+8. The link's loop is a child of its owner (a `rawp.tasks.TaskOwner` held by the session
+   layer), which logs a failure with its traceback; `close()` cancels the loop and waits for it,
+   and a cancellation of the caller passes through.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -43,11 +50,13 @@ from master.services.session_start import SessionStarter
 from rawp.clock import Clock
 from rawp.errors import NotFound, RawpError
 from rawp.frames import SUBPROTOCOLS
-from rawp.session_state import SessionState
+from rawp.session_state import SessionEvent
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.link")
 
-StateHook = Callable[[LiveSession, SessionState, str], Awaitable[None]]
+# Rule 7: write `event` for the session; True while it lives on, False once it is TERMINATED.
+StateHook = Callable[[LiveSession, SessionEvent, str], Awaitable[bool]]
 GREETING = ("session.capabilities", "tool.catalog.publish")
 
 
@@ -84,6 +93,7 @@ class ClientLink:
         starter: SessionStarter,
         on_state: StateHook,
         clock: Clock,
+        owner: TaskOwner,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         max_pending: int = 64,
         max_backoff: float = 5.0,
@@ -96,6 +106,7 @@ class ClientLink:
         self._starter = starter
         self._on_state = on_state
         self._clock = clock
+        self._owner = owner
         self._sleep = sleep
         self._max_backoff = max_backoff
         self._may_hold = may_hold or _always
@@ -118,14 +129,16 @@ class ClientLink:
         """Open the first socket (raises if the client does not take it), then pump."""
         self._ws = await self._open(stream_url)
         self._connected = True
-        self._task = asyncio.create_task(self._run(), name=f"client-link-{self.live.id}")
+        self._task = self._owner.spawn(self._run(), name=f"client-link-{self.live.id}")
 
     async def resume(self, cursor: str | None = None) -> None:
         """Reattach a session this process has no socket for: after a master restart, or taking
         it over from another replica, which relayed up to `cursor` (and whose greeting the
         edges have: the new socket's greeting then refreshes the relay's copy only)."""
         self.cursor = cursor
-        self._task = asyncio.create_task(self._run(reattach_first=True))
+        self._task = self._owner.spawn(
+            self._run(reattach_first=True), name=f"client-link-{self.live.id}"
+        )
 
     async def send(self, text: str) -> bool:
         """Rule 5: True once written to the client's socket, now or after a reattach."""
@@ -161,11 +174,14 @@ class ClientLink:
         task, self._task = self._task, None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            # Rule 8: `wait` returns when the loop has ended without raising its outcome (the
+            # owner logged any failure); a cancellation of this caller still passes through.
+            await asyncio.wait({task})
         if self._ws is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(self._ws.close(), 5)
+            except (OSError, TimeoutError) as exc:  # the socket is gone either way
+                log.info("session %s: closing the client socket: %r", self.live.id, exc)
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -175,8 +191,8 @@ class ClientLink:
         # taking over with a known cursor serves edges that were greeted already.
         repeat = reattach_first and self.cursor is not None
         try:
-            if reattach_first:
-                await self._come_back()
+            if reattach_first and not await self._come_back():
+                return
             while not self._closing:
                 await self._pump(repeat_greeting=repeat)
                 if self._closing:
@@ -189,24 +205,30 @@ class ClientLink:
                     await self._let_go()
                     return
                 log.info("session %s: the link to the client dropped; reattaching", live.id)
-                await self._on_state(live, SessionState.DETACHED, "client link dropped")
-                await self._come_back()
+                if not await self._on_state(live, SessionEvent.DETACH, "client link dropped"):
+                    return  # rule 7: TERMINATED meanwhile; the session layer let it go
+                if not await self._come_back():
+                    return
                 repeat = True
         except SessionGone as gone:
             self._connected = False
             if not self._closing:
-                await self._on_state(live, SessionState.TERMINATED, str(gone))
+                await self._on_state(live, SessionEvent.TERMINATE, str(gone))
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("session %s: the client link failed", live.id)
             self._connected = False
             if not self._closing:
-                await self._on_state(live, SessionState.TERMINATED, "client link failed")
+                await self._on_state(live, SessionEvent.TERMINATE, "client link failed")
 
-    async def _come_back(self) -> None:
+    async def _come_back(self) -> bool:
+        """Reattach (rule 2); False when the session turned out TERMINATED (rule 7)."""
         self._ws = await self._reattach()
         self.reattaches += 1
+        # Rule 7 before anything is sent: a session another replica ended gets no frame more.
+        if not await self._on_state(self.live, SessionEvent.ATTACH, "reattached"):
+            return False
         while self._pending:  # rule 5: what the edges sent meanwhile goes first
             entry = self._pending.popleft()
             try:
@@ -218,7 +240,7 @@ class ClientLink:
             if not entry.written.done():
                 entry.written.set_result(True)
         self._connected = True
-        await self._on_state(self.live, SessionState.RUNNING, "reattached")
+        return True
 
     async def _pump(self, *, repeat_greeting: bool) -> None:
         ws = self._ws

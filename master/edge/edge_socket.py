@@ -11,21 +11,28 @@ Rules:
    later") and a reason, and may reconnect with a new ticket (A-22) and `last_message_id`.
 3. `serve` ends when the edge closes, the sender fails, or the socket is kicked (rule 2 or the
    session ending); then the socket is closed with the recorded code and reason.
+4. The sender, the receiver and the kick run in one `rawp.tasks.race` (issue 14 §6): the first
+   to finish ends the others, and a cancellation of `serve` passes through to all three. The
+   edge going away mid-write (an `OSError` from the wire) is the end of the connection, not a
+   fault; any other failure of a loop is logged here once, with its traceback, and the socket
+   is closed with 1011.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
+
+from rawp.tasks import race
 
 log = logging.getLogger("rawp.master.edge.socket")
 
 TOO_SLOW = 1013
 GOING_AWAY = 1001
 NORMAL = 1000
+INTERNAL_ERROR = 1011
 
 
 class Wire(Protocol):
@@ -79,22 +86,21 @@ class EdgeSocket:
 
     async def serve(self, on_frame: Callable[[str | bytes], Awaitable[None]]) -> None:
         """Run until the edge leaves or is kicked (rule 3)."""
-        tasks = {
-            asyncio.create_task(self._send_loop()),
-            asyncio.create_task(self._receive_loop(on_frame)),
-            asyncio.create_task(self._kicked.wait()),
-        }
         try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            await race(self._send_loop(), self._receive_loop(on_frame), self._kicked.wait())
+        except OSError as exc:  # rule 4: the edge went away while we wrote or read
+            log.info("edge of session %s: the socket went away: %r", self.session_id, exc)
+        except Exception:
+            log.exception("edge of session %s: the socket failed", self.session_id)
+            self.kick(INTERNAL_ERROR, "internal error")
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
             self._kicked.set()
-        with contextlib.suppress(Exception):
+        try:
             await asyncio.wait_for(self.wire.close(self.close_code, self.close_reason), 5)
+        except (OSError, RuntimeError, TimeoutError) as exc:
+            # Closed already (the peer left first: the server refuses a second close) or the
+            # peer does not answer: the socket is gone either way.
+            log.debug("edge of session %s: closing: %r", self.session_id, exc)
 
     async def _send_loop(self) -> None:
         while True:

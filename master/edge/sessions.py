@@ -20,14 +20,20 @@ Rules:
    a sweep every few seconds takes over those whose holder died, reattaching after the last
    frame relayed, and edges on a replica that does not hold the session are served through
    the relay.
-5. Link state changes are written through: DETACHED while the client is away, RUNNING when
-   it is back, TERMINATED when it is gone; a terminated session's edges are closed.
+5. Link state changes are written through as transitions of `rawp.session_state`'s table,
+   each a conditional write (`ConfigScopes.move_session`): DETACH while the client is away,
+   ATTACH when it is back, TERMINATE when it is gone, and DETACH at shutdown (a RUNNING
+   session only). A write the table refuses because the session is TERMINATED — another
+   replica's DELETE won — makes this replica let the session go: TERMINATED is final (§5,
+   issue 14 §5). A terminated session's edges are closed.
+6. Every task here — each client link's loop, the takeover sweep — is a child of one
+   `rawp.tasks.TaskOwner`, started in `start()` and closed in `close()`; a child's failure is
+   logged there with its traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from datetime import timedelta
 from typing import Any
@@ -54,7 +60,8 @@ from rawp.clock import Clock, iso
 from rawp.config import Limits
 from rawp.errors import BadRequest, NotFound, RawpError
 from rawp.http import validate
-from rawp.session_state import SessionState
+from rawp.session_state import SessionEvent, SessionState
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.sessions")
 
@@ -98,6 +105,7 @@ class EdgeSessions:
         self._sockets = sockets
         self._settings = settings
         self.live: dict[str, LiveSession] = {}  # the sessions whose client link is held here
+        self._tasks = TaskOwner("edge sessions", log)  # rule 6
         self._sweeper: asyncio.Task | None = None
         self.sweep_interval = 2.0  # seconds between takeover sweeps (several replicas only)
 
@@ -132,12 +140,16 @@ class EdgeSessions:
             log.warning("session %s: could not open the data plane: %s", live.id, exc)
             await link.close()
             await self._end_on_client(live)
-            await self._config.set_session_status(live.id, SessionState.TERMINATED)
+            await self._config.move_session(live.id, SessionEvent.TERMINATE)
             raise NodeCallError(
                 "the client accepted the session but its WebSocket could not be opened"
             ) from None
         self._adopt(live, link)
-        await self._config.set_session_status(live.id, SessionState.RUNNING)
+        # INIT → RUNNING; the link may have got there first (it dropped and came back), but a
+        # DELETE that found the new id in a listing ends it for good (rule 5).
+        if (await self._config.move_session(live.id, SessionEvent.ATTACH)).ended:
+            await self._forget(live, NORMAL, "session terminated")
+            raise NotFound("the session was ended while it started", "SESSION_NOT_FOUND")
         ticket = await self._tickets.issue(live.id, user.id)
         log.info("session %s: started on node %s for %s", live.id, node_id, user.id)
         pinned = started.pinned
@@ -174,8 +186,10 @@ class EdgeSessions:
 
         async def let_go() -> None:  # …and when it does not: no state written, the holder has it
             await self.let_go(live.id)
-            with contextlib.suppress(Exception):
+            try:
                 await self._relay.release(live.id)
+            except Exception as exc:  # the lease lapses by itself; nothing else to undo
+                log.warning("session %s: could not release its lease: %r", live.id, exc)
 
         return ClientLink(
             live,
@@ -183,6 +197,7 @@ class EdgeSessions:
             starter=self._starter,
             on_state=self._state,
             clock=self._clock,
+            owner=self._tasks,
             may_hold=may_hold,
             let_go=let_go,
         )
@@ -193,7 +208,7 @@ class EdgeSessions:
         self._relay.bind_client(live.id, link)
 
         async def closer() -> None:  # §3.5: unregistering the node closes this session's link
-            await self._forget(live, SessionState.TERMINATED, GOING_AWAY, "node unregistered")
+            await self._forget(live, GOING_AWAY, "node unregistered")
 
         live.unregister = self._sockets.register(live.node_id, closer)
 
@@ -252,7 +267,7 @@ class EdgeSessions:
     async def terminate(self, user: EdgeUser, session_id: str) -> None:
         row = await self.owned(user, session_id)
         live = self.live.get(row.id) or _detached(row)
-        await self._forget(live, SessionState.TERMINATED, NORMAL, "session terminated")
+        await self._forget(live, NORMAL, "session terminated")
         await self._end_on_client(live)
         log.info("session %s: ended by %s", live.id, user.id)
 
@@ -306,10 +321,11 @@ class EdgeSessions:
         return taken
 
     async def start(self) -> None:
+        await self._tasks.start()  # rule 6: before any link starts
         await self._relay.start(self)
         await self.resume_all()
         if self._relay.shared:
-            self._sweeper = asyncio.create_task(self._sweep(), name="edge-session-sweep")
+            self._sweeper = self._tasks.spawn(self._sweep(), name="edge-session-sweep")
 
     async def _sweep(self) -> None:
         while True:
@@ -375,18 +391,32 @@ class EdgeSessions:
 
     # --- link state (rule 5) ---------------------------------------------------------------------
 
-    async def _state(self, live: LiveSession, state: SessionState, reason: str) -> None:
-        log.info("session %s: %s (%s)", live.id, state.value, reason)
-        if state is SessionState.TERMINATED:
-            await self._forget(live, state, GOING_AWAY, f"session ended: {reason}")
-            return
-        await self._config.set_session_status(live.id, state)
+    async def _state(self, live: LiveSession, event: SessionEvent, reason: str) -> bool:
+        """The link's `on_state` (client_link rule 7): True while the session lives on."""
+        if event is SessionEvent.TERMINATE:
+            log.info("session %s: ending (%s)", live.id, reason)
+            await self._forget(live, GOING_AWAY, f"session ended: {reason}")
+            return False
+        move = await self._config.move_session(live.id, event)
+        if move.ended:
+            log.info(
+                "session %s: %s refused, the session is %s; letting it go",
+                live.id,
+                event.value,
+                move.state.value if move.state else "gone",
+            )
+            await self._forget(live, GOING_AWAY, "session ended")
+            return False
+        log.info("session %s: %s (%s)", live.id, move.state.value if move.state else "?", reason)
+        return True
 
-    async def _forget(self, live: LiveSession, state: SessionState, code: int, reason: str):
+    async def _forget(self, live: LiveSession, code: int, reason: str) -> None:
+        """End the session here: link closed first (so it does not reattach), then TERMINATE —
+        a no-op on a row already TERMINATED, so every replica may say it (rule 5)."""
         self.live.pop(live.id, None)
         await self._close_link(live)
         self._relay.forget_session(live.id, code, reason)
-        await self._config.set_session_status(live.id, state)
+        await self._config.move_session(live.id, SessionEvent.TERMINATE)
         await self._relay.release(live.id)
 
     async def _end_on_client(self, live: LiveSession) -> None:
@@ -401,19 +431,20 @@ class EdgeSessions:
     async def close(self) -> None:
         """Shutting down: links close, sessions stay for a later reattach (DETACHED) — by this
         process when it starts again, or at once by another replica."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:  # first, so that it takes no session over while links close
+            sweeper.cancel()
+            await asyncio.wait({sweeper})
         for live in list(self.live.values()):
             await self._close_link(live)
-            try:
-                await self._config.set_session_status(live.id, SessionState.DETACHED)
+            try:  # RUNNING → DETACHED only: an INIT or TERMINATED row is left as it is
+                await self._config.move_session(live.id, SessionEvent.DETACH)
             except Exception:
                 log.exception("session %s: could not mark it DETACHED at shutdown", live.id)
             self._relay.drop_local(live.id, GOING_AWAY, "the master is shutting down")
             await self._relay.release(live.id)
         self.live.clear()
+        await self._tasks.close()  # whatever is left (a link's `_forget` under way) ends here
         await self._relay.close()
 
 

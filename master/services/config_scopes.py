@@ -8,6 +8,8 @@
 - `require_synced` is the K-03 gate: no session starts until both scopes are synced.
 - `pin_session` binds the latest snapshots to a new session (§4.1.8, M-PIN-02/04); the pinned
   config never changes afterwards, whatever later updates say (M-PIN-01/03).
+- A session's state moves only by `move_session(event)`, a conditional write along
+  `rawp.session_state`'s table (§5); the caller is told when the row refused the event.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from master.storage.db import Database
 from rawp.clock import Clock, iso
 from rawp.config import Limits, PinnedConfig
 from rawp.errors import Conflict, NotFound, ServiceUnavailable
-from rawp.session_state import SessionState
+from rawp.session_state import SessionEvent, SessionState
 
 log = logging.getLogger("rawp.master.config")
 
@@ -166,10 +168,10 @@ class ConfigScopes:
             raise NotFound(f"no session {session_id}", "SESSION_NOT_FOUND")
         return SessionState(row.status)
 
-    async def set_session_status(self, session_id: str, status: SessionState) -> None:
+    async def move_session(self, session_id: str, event: SessionEvent) -> store.SessionMove:
+        """A conditional state write (§5, master.storage.config): never an assignment."""
         async with self._db.begin() as conn:
-            await store.set_session_status(conn, session_id, status, self._clock.now())
-
+            return await store.move_session(conn, session_id, event, self._clock.now())
 
 def _pinned(limits: dict, capabilities: list, limits_version: int, caps_version: int):
     return PinnedConfig(

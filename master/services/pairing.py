@@ -135,6 +135,8 @@ class PairingService:
         now = self._clock.now()
         async with self._db.begin() as conn:
             await store.unregister_node(conn, node.id, now)
-            await config_store.terminate_node_sessions(conn, node.id, now)
+            ended = await config_store.terminate_node_sessions(conn, node.id, now)
         closed = await self._sockets.close_node(node.id)
-        log.info("unregistered node %s; closed %d socket(s)", node.id, closed)
+        log.info(
+            "unregistered node %s; ended %d session(s), closed %d socket(s)", node.id, ended, closed
+        )

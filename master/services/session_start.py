@@ -7,7 +7,9 @@
 - The request carries a UUID v4 `session_id` and a fresh random `ticket`, plus `agent_name` and
   `workspace_path` for a new session (M-SESS-03). The ticket is the master's (K-12); the client
   accepts it once, within 60 seconds (docs/protocol.md).
-- A reattach keeps the session's pinned config (M-PIN-03) and gets a new ticket.
+- A reattach keeps the session's pinned config (M-PIN-03) and gets a new ticket; a TERMINATED
+  session is not reattached (404). A refused `session/init` ends the new session (INIT →
+  TERMINATED, a transition of `rawp.session_state`'s table, never an assignment).
 - The data plane is opened at `wss://{host:port}/v1/ws/stream?ticket=…&session_id=…`
   (`ws://` for an `http://` client in development), M-SESS-04.
 
@@ -25,7 +27,7 @@ from master.services.config_scopes import ConfigScopes
 from rawp.clock import new_id, new_secret
 from rawp.config import PinnedConfig
 from rawp.errors import NotFound, RawpError
-from rawp.session_state import SessionState
+from rawp.session_state import SessionEvent, SessionState
 
 
 class SessionInitFailed(RawpError):
@@ -82,10 +84,10 @@ class SessionStarter:
                 node_id, "POST", "/v1/session/init", json=body, session_id=session_id
             )
         except RawpError:
-            await self._config.set_session_status(session_id, SessionState.TERMINATED)
+            await self._config.move_session(session_id, SessionEvent.TERMINATE)
             raise
         if reply.status not in (200, 201):
-            await self._config.set_session_status(session_id, SessionState.TERMINATED)
+            await self._config.move_session(session_id, SessionEvent.TERMINATE)
             raise _refused(reply)
         return StartedSession(
             session_id,

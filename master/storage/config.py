@@ -1,4 +1,11 @@
-"""Queries on config scopes (§4.1.1) and on sessions' pinned config (§4.1.8)."""
+"""Queries on config scopes (§4.1.1) and on sessions' pinned config (§4.1.8) and state (§5).
+
+A session's `status` is never assigned: `move_session` names a `SessionEvent` and the UPDATE
+matches only the states that event may leave (`rawp.session_state.predecessors`), so of several
+master replicas racing on one row the table decides, and a TERMINATED row stays TERMINATED
+whoever writes after it (issue 14 §5). The caller learns whether its write moved the row and
+what the row holds, and acts on a refusal.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from master.storage.db import utc
 from master.storage.schema import config_scopes, sessions
-from rawp.session_state import ACTIVE_STATES, SessionState
+from rawp.session_state import ACTIVE_STATES, SessionEvent, SessionState, predecessors, target
 
 LIMITS = "limits"
 CAPABILITIES = "capabilities"
@@ -104,18 +111,48 @@ async def get_session(conn: AsyncConnection, session_id: str):
     return (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
 
 
-async def set_session_status(
-    conn: AsyncConnection, session_id: str, status: SessionState, now: datetime
-) -> None:
-    values: dict[str, Any] = {"status": status.value, "updated_at": now}
-    if status is SessionState.TERMINATED:
+@dataclass(frozen=True)
+class SessionMove:
+    """What a conditional state write did: `moved` the row, or found it in `state`."""
+
+    moved: bool
+    state: SessionState | None  # the row's state now; None when there is no such session
+
+    @property
+    def ended(self) -> bool:
+        """The session is TERMINATED (or unknown): nothing may bring it back."""
+        return self.state is None or self.state is SessionState.TERMINATED
+
+
+async def move_session(
+    conn: AsyncConnection, session_id: str, event: SessionEvent, now: datetime
+) -> SessionMove:
+    """Apply `event` to the session if its state allows it (§5, the table); rowcount checked."""
+    after = target(event)
+    values: dict[str, Any] = {"status": after.value, "updated_at": now}
+    if after is SessionState.TERMINATED:
         values["terminated_at"] = now
-    await conn.execute(update(sessions).where(sessions.c.id == session_id).values(**values))
-
-
-async def terminate_node_sessions(conn: AsyncConnection, node_id: str, now: datetime) -> None:
-    await conn.execute(
+    result = await conn.execute(
         update(sessions)
-        .where(sessions.c.node_id == node_id, sessions.c.status != SessionState.TERMINATED.value)
+        .where(sessions.c.id == session_id, sessions.c.status.in_(_values(predecessors(event))))
+        .values(**values)
+    )
+    if result.rowcount == 1:
+        return SessionMove(True, after)
+    found = await conn.scalar(select(sessions.c.status).where(sessions.c.id == session_id))
+    return SessionMove(False, None if found is None else SessionState(found))
+
+
+async def terminate_node_sessions(conn: AsyncConnection, node_id: str, now: datetime) -> int:
+    """§3.5: every session of the node that may still end, ends; how many did."""
+    allowed = _values(predecessors(SessionEvent.TERMINATE))
+    result = await conn.execute(
+        update(sessions)
+        .where(sessions.c.node_id == node_id, sessions.c.status.in_(allowed))
         .values(status=SessionState.TERMINATED.value, updated_at=now, terminated_at=now)
     )
+    return result.rowcount
+
+
+def _values(states: frozenset[SessionState]) -> list[str]:
+    return sorted(state.value for state in states)

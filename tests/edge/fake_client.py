@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,9 @@ class FakeClient:
         self.calls: list[tuple[str, str]] = []  # (method, path)
         self.init_bodies: list[dict[str, Any]] = []
         self.init_refusal: tuple[int, str] | None = None
+        # Called with the session id when a reattach `session/init` arrives, before it is
+        # answered: a test's way to make something happen at that moment.
+        self.on_reattach: Callable[[str], Awaitable[None]] | None = None
         self.port = free_port()
         self.address = f"http://127.0.0.1:{self.port}"
         self._runner: web.AppRunner | None = None
@@ -78,6 +82,8 @@ class FakeClient:
             return web.json_response({"error_code": code, "message": "no"}, status=status)
         sid = body["session_id"]
         if body.get("reattach"):
+            if self.on_reattach is not None:
+                await self.on_reattach(sid)
             if sid not in self.sessions:
                 return web.json_response({"error_code": "SESSION_NOT_FOUND", "message": "x"}, 404)
             self.sessions[sid].ticket = body["ticket"]

@@ -15,7 +15,7 @@ from master.client_calls import ClientCaller, NodeCallError
 from master.storage import nodes as node_store
 from rawp.clock import new_id
 from rawp.errors import NotFound
-from rawp.session_state import SessionState
+from rawp.session_state import SessionEvent
 from tests.support import free_port
 
 
@@ -115,7 +115,7 @@ async def test_session_traffic_uses_the_pinned_rate_limit(dev_master, fake_clien
         agent_name="demo",
         workspace_path="/w",
     )
-    await config.set_session_status(session_id, SessionState.RUNNING)
+    await config.move_session(session_id, SessionEvent.ATTACH)
     await dev_master.put(node, "limits", dev_master.limits_body(2, rate_limit=100))
     fake_client.valid_access = {"client-access"}
     for _ in range(3):

@@ -10,7 +10,7 @@ import pytest
 from master.api.nodes import LEGACY_WARNING
 from rawp.clock import iso, new_id
 from rawp.errors import ServiceUnavailable
-from rawp.session_state import SessionState
+from rawp.session_state import SessionEvent, SessionState
 
 
 @pytest.fixture
@@ -33,8 +33,16 @@ async def _session(master, node, status=SessionState.RUNNING) -> str:
         agent_name="demo",
         workspace_path="/work",
     )
-    await master.services.config.set_session_status(session_id, status)
+    for event in _PATH[status]:  # along the table (§5): states are never assigned
+        await master.services.config.move_session(session_id, event)
     return session_id
+
+
+_PATH = {
+    SessionState.INIT: (),
+    SessionState.RUNNING: (SessionEvent.ATTACH,),
+    SessionState.DETACHED: (SessionEvent.ATTACH, SessionEvent.DETACH),
+}
 
 
 async def test_accepted_update_echoes_version_time_and_affected_sessions(master, node):
@@ -152,7 +160,7 @@ async def test_active_sessions_affected_counts_running_and_detached(master, node
     await _session(master, node, SessionState.DETACHED)
     await _session(master, node, SessionState.INIT)
     done = await _session(master, node, SessionState.RUNNING)
-    await master.services.config.set_session_status(done, SessionState.TERMINATED)
+    await master.services.config.move_session(done, SessionEvent.TERMINATE)
     other = await master.pair("discord:2")
     await _sync_both(master, other)
     await _session(master, other, SessionState.RUNNING)

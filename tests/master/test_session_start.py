@@ -8,7 +8,7 @@ from master.client_calls import ClientCaller
 from master.services.session_start import SessionInitFailed, SessionStarter, stream_url
 from rawp.clock import is_uuid4
 from rawp.errors import NotFound, ServiceUnavailable
-from rawp.session_state import SessionState
+from rawp.session_state import SessionEvent, SessionState
 
 
 @pytest.fixture
@@ -67,7 +67,8 @@ async def test_reattach_keeps_the_pinned_config_and_gets_a_new_ticket(
 ):
     await _sync(dev_master, node, rate_limit=5)
     started = await _start(starter, node)
-    await dev_master.services.config.set_session_status(started.session_id, SessionState.DETACHED)
+    for event in (SessionEvent.ATTACH, SessionEvent.DETACH):
+        await dev_master.services.config.move_session(started.session_id, event)
     await dev_master.put(node, "limits", dev_master.limits_body(2, rate_limit=50))
     again = await starter.reattach(
         node_id=node["node_id"],

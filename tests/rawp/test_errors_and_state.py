@@ -11,6 +11,8 @@ from rawp.session_state import (
     SessionState,
     can,
     next_state,
+    predecessors,
+    target,
 )
 
 
@@ -68,3 +70,21 @@ def test_session_life_cycle():
     assert not can(S.INIT, E.DETACH)
     assert {S.RUNNING, S.DETACHED} == ACTIVE_STATES
     assert all(target in S for target in TRANSITIONS.values())
+
+
+def test_each_event_names_its_predecessors_and_its_one_target():
+    S, E = SessionState, SessionEvent
+    assert predecessors(E.ATTACH) == {S.INIT, S.DETACHED}  # RUNNING is not re-attached
+    assert predecessors(E.DETACH) == {S.RUNNING}  # an INIT or TERMINATED row stays
+    assert predecessors(E.TERMINATE) == {S.INIT, S.RUNNING, S.DETACHED}
+    assert (target(E.ATTACH), target(E.DETACH), target(E.TERMINATE)) == (
+        S.RUNNING,
+        S.DETACHED,
+        S.TERMINATED,
+    )
+    for event in E:  # the helpers agree with the table, and nothing leaves TERMINATED
+        assert S.TERMINATED not in predecessors(event)
+        for state in S:
+            assert can(state, event) == (state in predecessors(event))
+            if can(state, event):
+                assert next_state(state, event) is target(event)

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.edge.proxy import CuttableProxy
 from tests.edge.stack import EDGE_SECRET, Edge, edge_for, read_until, recv
 from tests.scale.conftest import REDIS_URL
 from tests.support import Processes, free_port, wait_for_http
@@ -75,6 +76,7 @@ class Cluster:
     node_id: str
     workspace: Path
     client_state: Path
+    proxy: CuttableProxy | None = None  # between every replica and the client, if asked for
 
     def on(self, index: int) -> Edge:
         """The same user's edge, talking to replica `index`."""
@@ -114,10 +116,15 @@ async def cluster(
     prefix: str,
     count: int = 3,
     redis_urls: dict[int, str] | None = None,
+    proxy: bool = False,
 ):
-    """`count` replicas and a running client paired through replica A, with the counter agent."""
+    """`count` replicas and a running client paired through replica A, with the counter agent.
+    With `proxy`, the client is paired at a CuttableProxy's address, so that the test can cut
+    the replicas' links to it (`made.proxy.cut()`)."""
     replicas = start_replicas(processes, tmp, pg_url, prefix, count=count, redis_urls=redis_urls)
     workspace, client_port = tmp / "root" / "ws", free_port()
+    cuttable = CuttableProxy(client_port) if proxy else None
+    public_port = cuttable.port if cuttable else client_port
     workspace.mkdir(parents=True)
     agents = tmp / "agents.toml"
     (tmp / "counter.py").write_text(COUNTER)
@@ -134,7 +141,7 @@ async def cluster(
         state = tmp / "c"
         pair = processes.rawp(
             "client", "pair", body["pairing_url"], "--name", "scale-box", "--dev",
-            "--state-dir", str(state), "--public-address", f"http://127.0.0.1:{client_port}",
+            "--state-dir", str(state), "--public-address", f"http://127.0.0.1:{public_port}",
         )  # fmt: skip
         out, _ = await asyncio.to_thread(pair.communicate, timeout=60)
         assert pair.returncode == 0, out.decode()
@@ -145,11 +152,13 @@ async def cluster(
         await asyncio.to_thread(read_until, client, "config synced with the master", 60)
         status, nodes = await edge.call("GET", "/v1/edge/nodes")
         assert status == 200 and len(nodes["nodes"]) == 1, nodes
-        made = Cluster(replicas, edge, nodes["nodes"][0]["node_id"], workspace, state)
+        made = Cluster(replicas, edge, nodes["nodes"][0]["node_id"], workspace, state, cuttable)
         try:
             yield made
         finally:
             await _end_sessions(made)
+            if cuttable is not None:
+                cuttable.close()
 
 
 async def _end_sessions(made: Cluster) -> None:

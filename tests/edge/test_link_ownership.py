@@ -1,0 +1,54 @@
+"""Client links are owned (sessions rule 6, client_link rule 8): every link's loop is a child
+of the session layer's TaskOwner, and a master that stops ends them all and leaves its RUNNING
+sessions DETACHED for a later reattach (a transition, sessions rule 5). Real master app under
+Quart's test client, fake client at the wire."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import select
+
+from master.storage import schema
+from master.storage.db import Database
+
+ALICE = "discord:79"
+
+
+def _links() -> list[asyncio.Task]:
+    return [t for t in asyncio.all_tasks() if t.get_name().startswith("client-link-")]
+
+
+async def test_stopping_the_master_ends_every_link_and_detaches_running_sessions(
+    make_edge_master, fake_client, edge_settings
+):
+    async with make_edge_master() as master:
+        node = await master.node(ALICE, fake_client.address)
+        made = []
+        for _ in range(3):
+            status, body = await master.call(
+                ALICE,
+                "POST",
+                f"/v1/edge/nodes/{node['node_id']}/sessions",
+                {"agent_name": "demo", "workspace_path": "/w"},
+            )
+            assert status == 201, body
+            made.append(body["session_id"])
+        assert len(_links()) == 3  # one loop per link, each a named child of the owner
+        ended = made.pop()
+        assert (await master.call(ALICE, "DELETE", f"/v1/edge/sessions/{ended}"))[0] == 204
+        assert len(_links()) == 2
+    assert _links() == []  # nothing outlives the master's session layer
+
+    db = Database(edge_settings.database_url)
+    try:
+        async with db.connect() as conn:
+            rows = await conn.execute(
+                select(schema.sessions.c.id, schema.sessions.c.status).where(
+                    schema.sessions.c.id.in_([*made, ended])
+                )
+            )
+            states = dict(rows.all())
+    finally:
+        await db.dispose()
+    assert states == {made[0]: "DETACHED", made[1]: "DETACHED", ended: "TERMINATED"}
