@@ -75,11 +75,13 @@ async def test_a_reattach_that_finds_the_session_terminated_sends_nothing_and_le
 ):
     sid = await _session(edge_master, fake_client)
     link = edge_master.services.edge.sessions.live[sid].link
-    ended, kept = [], []
+    ended, sending = [], []
 
     async def end_it_now(session_id: str) -> None:  # while the master reattaches:
         # an edge frame waits for the new socket (client_link rule 5)…
-        kept.append(await link.send(frame("control.prompt.cancel", {}, session_id)))
+        cancel = frame("control.prompt.cancel", {}, session_id)
+        sending.append(asyncio.get_running_loop().create_task(link.send(cancel)))
+        await asyncio.sleep(0)
         # …and another replica's DELETE ends the session.
         ended.append(await _ended_elsewhere(edge_master, session_id))
 
@@ -88,8 +90,9 @@ async def test_a_reattach_that_finds_the_session_terminated_sends_nothing_and_le
     await _let_go(edge_master, sid)
 
     assert [body["reattach"] for body in fake_client.init_bodies] == [False, True]
-    assert kept == [True]
-    assert fake_client.sessions[sid].received == []  # the queued frame was never sent
+    # The queued frame was never sent, and its sender is told so (client_link rule 5).
+    assert await asyncio.wait_for(sending[0], 5) is False
+    assert fake_client.sessions[sid].received == []
     row = await _row(edge_master, sid)
     assert row.status == "TERMINATED"  # the ATTACH after the reattach was refused
     assert utc(row.updated_at) == utc(row.terminated_at) == utc(ended[0].terminated_at)
