@@ -14,12 +14,13 @@ Rules:
    process group (SIGTERM, SIGKILL after the grace period, C-SESS-06).
 5. A socket holding more than twice `max_buffer_size` bytes it has not yet taken is lost:
    the session detaches exactly as if it had dropped, so memory stays bounded (X-SEC-03).
+6. The session owns its work (issue 14 §6): the turn worker and the cancels its sockets ask
+   for run in its `TaskOwner`; `shutdown` ends the agent, then cancels and awaits them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from rawp.config import PinnedConfig
 from rawp.events import EVENTS, Capabilities, Direction, Payload
 from rawp.frames import dump_frame, frame_size, make_frame
 from rawp.session_state import SessionEvent, SessionState, next_state
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +108,8 @@ class Session:
         self.reattaching = False
         self.turn_id: str | None = None
         self.turns: asyncio.Queue[Prompt] = asyncio.Queue(maxsize=turn_queue_max)
-        self._worker: asyncio.Task | None = None
+        # The session's own work: its turn worker and the cancels its sockets asked for.
+        self.tasks = TaskOwner(f"session {session_id}", log)
         self.closed = asyncio.Event()
 
     # --- outbound ----------------------------------------------------------------------------
@@ -279,10 +282,11 @@ class Session:
 
     # --- turns -------------------------------------------------------------------------------
 
-    def start_worker(self, agent: Agent) -> None:
+    async def start_worker(self, agent: Agent) -> None:
         self.agent = agent
         self.catalog = [tool.model_dump(mode="json") for tool in agent.catalog()]
-        self._worker = asyncio.create_task(self._run_turns(), name=f"turns-{self.id}")
+        await self.tasks.start()
+        self.tasks.spawn(self._run_turns(), name="turns")
 
     def queue_prompt(self, prompt: Prompt) -> bool:
         try:
@@ -335,10 +339,9 @@ class Session:
         try:
             if self.agent is not None:
                 await self.agent.close()
-            if self._worker is not None:
-                self._worker.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await self._worker
+            # The turn worker and any cancel still running end here (a failure of theirs was
+            # logged when it happened, under this session's name).
+            await self.tasks.close()
         finally:
             self.buffer.clear()
             self.closed.set()

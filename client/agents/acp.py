@@ -46,7 +46,6 @@ from acp.schema import (
 
 from client.agents.acp_updates import AcpTurn
 from client.agents.base import Agent, Prompt, Reference
-from client.process import spawn, terminate_group
 from rawp.clock import new_id
 from rawp.events import InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
@@ -167,7 +166,9 @@ class AcpAgent(Agent):
             return f"the ACP agent command {command[0]!r} was not found; {hint}"
         env = {**os.environ, **self.settings.get("env", {})}
         try:
-            proc = self._proc = await spawn([binary, *command[1:]], cwd=self.workspace, env=env)
+            proc = self._proc = await self.processes.spawn(
+                [binary, *command[1:]], cwd=self.workspace, env=env
+            )
         except OSError as exc:
             return f"cannot start {command[0]!r}: {exc.strerror or exc}; {hint}"
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -363,7 +364,7 @@ class AcpAgent(Agent):
         if proc is not None:
             if proc.stdin is not None:
                 proc.stdin.close()
-            await terminate_group(proc, self.kill_grace)
+            await self.processes.terminate(proc, self.kill_grace)
 
     async def close(self) -> None:
         await self._stop()

@@ -45,7 +45,6 @@ from typing import Any
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.claude_stream import ClaudeTurn
 from client.agents.claude_tools import CATEGORIES, DESCRIPTIONS, catalog
-from client.process import spawn, terminate_group
 from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
 
@@ -166,7 +165,7 @@ class ClaudeCodeAgent(Agent):
             return f"the Claude Code CLI {name!r} was not found; {INSTALL_HINT}"
         env = {**os.environ, **self.settings.get("env", {})}
         try:
-            self._proc = await spawn(self._argv(binary), cwd=self.workspace, env=env)
+            self._proc = await self.processes.spawn(self._argv(binary), cwd=self.workspace, env=env)
         except OSError as exc:
             return f"cannot start {name!r}: {exc.strerror or exc}; {INSTALL_HINT}"
         self._inbox = asyncio.Queue()
@@ -196,7 +195,7 @@ class ClaudeCodeAgent(Agent):
             log.warning("Claude Code wrote a line too long to read; ending it")
             _kill_group(proc)
         finally:
-            await proc.wait()
+            await self.processes.reap(proc)
             for future in self._waiting.values():
                 if not future.done():
                     future.set_exception(ConnectionError("Claude Code exited"))
@@ -452,7 +451,7 @@ class ClaudeCodeAgent(Agent):
         if proc is not None:
             if proc.stdin is not None:
                 proc.stdin.close()
-            await terminate_group(proc, self.kill_grace)
+            await self.processes.terminate(proc, self.kill_grace)
         for task in self._readers:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(task, 5)

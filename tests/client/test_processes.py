@@ -94,8 +94,11 @@ async def test_a_child_ignoring_sigterm_is_killed_after_five_seconds(tmp_path):
         await ws.send(frame("control.prompt.request", {"prompt_text": "go"}, sid))
         await recv_until(ws, "agent.text.delta")
         agent_pid, grandchild_pid = map(int, (tmp_path / "marker.pids").read_text().split())
-        assert os.getpgid(agent_pid) == agent_pid  # its own process group
-        assert os.getpgid(grandchild_pid) == agent_pid
+        # Its own process group, led by its supervisor (the client's child), grandchild in it.
+        group = os.getpgid(agent_pid)
+        assert group != os.getpgid(0) and os.getpgid(grandchild_pid) == group
+        assert psutil.Process(agent_pid).ppid() == group
+        assert psutil.Process(group).ppid() == os.getpid()
         started = time.monotonic()
         status, _ = await client.request("DELETE", f"/v1/session/{sid}")
         waited = time.monotonic() - started
@@ -103,10 +106,11 @@ async def test_a_child_ignoring_sigterm_is_killed_after_five_seconds(tmp_path):
         assert "SIGTERM ignored" in (tmp_path / "marker").read_text()
         # C-SESS-06: the grace period was honoured before SIGKILL, and then it was over.
         assert waited >= 4.9
-        assert not psutil.pid_exists(agent_pid)  # killed and reaped by the client
-        # The grandchild was reparented to init when its parent died; it is dead at once and
-        # reaped by init shortly after.
-        assert not_running(grandchild_pid)
+        assert not psutil.pid_exists(group)  # the supervisor: killed and reaped by the client
+        # The agent and the grandchild were reparented to init when their parents died; they
+        # are dead at once and reaped by init shortly after.
+        assert not_running(agent_pid) and not_running(grandchild_pid)
+        await eventually_gone(agent_pid)
         await eventually_gone(grandchild_pid)
         assert (await client.request("GET", "/v1/health"))[1]["status"] == "online"
 
