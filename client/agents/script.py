@@ -140,7 +140,7 @@ class ScriptAgent(Agent):
             proc.stdin.close()
         reader = self._read_jsonl if self.mode == "jsonl" else self._read_plain
         try:
-            await asyncio.gather(reader(proc.stdout), self._read_stderr(proc.stderr))
+            await _both(reader(proc.stdout), self._read_stderr(proc.stderr))
             status = await self.processes.reap(proc)
         finally:
             self._proc = None
@@ -236,3 +236,14 @@ class ScriptAgent(Agent):
 
     async def close(self) -> None:
         await self.cancel()
+
+
+async def _both(*readers: Any) -> None:
+    """Read every stream to its end; one that fails ends the others, and its error is raised
+    as itself (the session reports it as the turn's `AGENT_FAILED`)."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            for reader in readers:
+                group.create_task(reader)
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+import orjson
 import psutil
 import pytest
 from websockets.asyncio.client import connect
@@ -298,3 +299,34 @@ async def test_stopping_rawp_client_ends_its_agents(tmp_path, processes):
     assert proc.returncode == 0
     for agent in agents:
         await eventually_gone(agent.pid)
+
+
+async def test_a_prompt_with_a_nul_is_refused_for_every_kind_and_runs_nothing(tmp_path):
+    # The openai agent's endpoint is a closed port: refused before any request is made.
+    agents = write_agents(
+        tmp_path,
+        {"plain": ("plain", PLAIN)},
+        extra=f'\n[agents.llm]\nkind = "openai"\nbase_url = "http://127.0.0.1:{free_port()}/v1"'
+        '\nmodel = "m"\n',
+    )
+    async with running_client(tmp_path, agents_file=agents) as client:
+        for agent in ("llm", "plain"):
+            sid, ws = await client.start_session(agent=agent)
+            await recv(ws), await recv(ws)
+            for text in ("nul \x00 here", "see <@file:a|a\x00b>"):
+                refs = [{"ref_id": "a", "path": "a.txt", "display_path": "a\x00b"}]
+                request = frame(
+                    "control.prompt.request",
+                    {"prompt_text": text, "file_references": refs},
+                    sid,
+                )
+                await ws.send(request)
+                frames = await recv_until(ws, "session.error")
+                assert [f["type"] for f in frames] == ["session.error"]  # no turn started
+                error = frames[0]["payload"]
+                assert error["code"] == "INVALID_PROMPT" and "NUL" in error["message"]
+                assert error["ref_message_id"] == orjson.loads(request)["message_id"]
+        # The (plain) session is still usable: its next prompt runs.
+        await ws.send(frame("control.prompt.request", {"prompt_text": "fine"}, sid))
+        frames = await recv_until(ws, "session.turn.end")
+        assert any("env: fine plain" in f["payload"].get("text", "") for f in frames)
