@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rawp.cli import CommandError
+from rawp.cli import CommandError, writable_directory
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             "or slack:<team id>:<user id>, so this machine is yours in chat"
         )
     options = UpOptions(
-        state_dir=Path(args.state_dir).expanduser().resolve(),
+        state_dir=writable_directory(Path(args.state_dir).expanduser().resolve()),
         workspace=workspace,
         agent=args.agent,
         agents_file=agents_file,
