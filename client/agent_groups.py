@@ -7,12 +7,16 @@ Rules (issue 14 §3):
    another process has another start time, and such a process is never signalled.
 2. The file (`agent_groups.json` in the state directory) is written like the client's
    secrets: mode 0600, through a temporary file and `os.replace`, so a crash never leaves
-   half a record.
+   half a record. It names the client that wrote it (pid and start time, like a group). A
+   record that cannot be written is logged and the agent runs all the same: the supervisor
+   still ties it to this client; only the sweep after a crash would miss it.
 3. `end_leftovers`, run once when the client starts, ends every group a previous run left:
    SIGTERM to the group, SIGKILL after `grace` seconds (or at once when the leader is gone),
    then the record is emptied. A leader that is gone may have left members behind (only if
    the supervisor was killed together with the client): those are the processes still in
-   that group, which the kernel keeps from reusing the id while any of them lives.
+   that group, which the kernel keeps from reusing the id while any of them lives. A record
+   whose client is still alive belongs to another client started on the same directory by
+   mistake: its groups are left alone, with a warning.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class GroupRecord:
     def __init__(self, state_dir: Path) -> None:
         self.file = state_dir / RECORD_FILE
         self.groups: dict[int, int] = {}  # leader pid → its start time
+        self._unwritable = False
 
     def add(self, pid: int) -> None:
         started = start_time(pid)
@@ -73,22 +78,43 @@ class GroupRecord:
             self._save()
 
     def _save(self) -> None:
-        entries = [{"pid": pid, "start": start} for pid, start in self.groups.items()]
-        write_secret(self.file, json.dumps({"groups": entries}).encode())
+        me = os.getpid()
+        record = {
+            "client": {"pid": me, "start": start_time(me)},
+            "groups": [{"pid": pid, "start": start} for pid, start in self.groups.items()],
+        }
+        try:
+            write_secret(self.file, json.dumps(record).encode())
+        except OSError as exc:  # rule 2: the agent runs; say once what is not recorded
+            if not self._unwritable:
+                log.warning("cannot record agent process groups in %s: %s", self.file, exc)
+            self._unwritable = True
+        else:
+            self._unwritable = False
 
-    def _load(self) -> dict[int, int]:
+    def _load(self) -> tuple[dict[str, int] | None, dict[int, int]]:
         try:
             data = json.loads(self.file.read_text())
-            return {int(g["pid"]): int(g["start"]) for g in data["groups"]}
+            client = data.get("client")
+            writer = {"pid": int(client["pid"]), "start": int(client["start"])} if client else None
+            return writer, {int(g["pid"]): int(g["start"]) for g in data["groups"]}
         except FileNotFoundError:
-            return {}
+            return None, {}
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("%s is not a record of agent groups (%s); ignoring it", self.file, exc)
-            return {}
+            return None, {}
 
     async def end_leftovers(self, grace: float) -> int:
         """Rule 3: end the groups a previous run recorded; return how many were live."""
-        left = self._load()
+        writer, left = self._load()
+        alive = writer is not None and start_time(writer["pid"]) == writer["start"]
+        if alive and writer["pid"] != os.getpid():
+            log.warning(
+                "another client (pid %s) runs on %s; its agents are left alone",
+                writer["pid"],
+                self.file.parent,
+            )
+            return 0
         ended = 0
         for pid, started in left.items():
             now = start_time(pid)
@@ -115,6 +141,8 @@ async def _exited(pid: int, limit: float) -> None:
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
+        return
+    except (AttributeError, OSError):  # no pidfd here (Linux < 5.3): SIGKILL at once
         return
     loop = asyncio.get_running_loop()
     gone = asyncio.Event()

@@ -155,4 +155,22 @@ async def test_a_restarted_client_ends_the_groups_its_last_run_left(tmp_path, pr
     # The sweep runs before the client serves: once it answers, the group is gone.
     await all_gone([leftover.pid, grandchild], within=1.0)
     assert running(stranger.pid)
-    assert json.loads((state / RECORD_FILE).read_text()) == {"groups": []}
+    assert json.loads((state / RECORD_FILE).read_text())["groups"] == []
+
+
+async def test_the_groups_of_a_client_still_running_are_left_alone(tmp_path, processes):
+    """Two clients started on one state directory by mistake: the second ends nothing."""
+    state = tmp_path / "state"
+    state.mkdir()
+    group = processes.start(["sleep", "600"])
+    me = os.getpid()  # the record's writer: alive, so not a previous run
+    (state / RECORD_FILE).write_text(
+        json.dumps(
+            {
+                "client": {"pid": me, "start": start_time(me)},
+                "groups": [{"pid": group.pid, "start": start_time(group.pid)}],
+            }
+        )
+    )
+    await start_client(processes, tmp_path, state)
+    assert running(group.pid)
