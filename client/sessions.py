@@ -139,7 +139,7 @@ class SessionManager:
             processes=self.processes,
         )
         await agent.start()
-        await session.start_worker(agent)
+        await session.start_worker(agent, on_failure=lambda: self.end(session))
         self.sessions[session.id] = session
         self.tickets.register(request.ticket, session.id)
         return self._body(session)
