@@ -11,19 +11,18 @@ Rules:
 3. Prompts run one turn at a time; a prompt during a turn waits in a bounded queue and past
    the bound gets `session.error` `TURN_QUEUE_FULL` (dps-profile §6).
 4. The state column follows `rawp.session_state` only; TERMINATED is final and ends the agent
-   process group (SIGTERM, SIGKILL after the grace period, C-SESS-06).
+   process group (SIGTERM, SIGKILL after the grace period, C-SESS-06). The session owns its
+   work (issue 14 §6): the turn worker and the cancels its sockets ask for run in its
+   `TaskOwner`; `shutdown` ends the agent, then cancels and awaits them. A turn loop that
+   fails (an agent kind's error is a failed turn, not this) ends the session.
 5. A socket holding more than twice `max_buffer_size` bytes it has not yet taken is lost:
    the session detaches exactly as if it had dropped, so memory stays bounded (X-SEC-03).
-6. The session owns its work (issue 14 §6): the turn worker and the cancels its sockets ask
-   for run in its `TaskOwner`; `shutdown` ends the agent, then cancels and awaits them. A
-   turn loop that fails (an agent kind's error is a failed turn, not this) ends the session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,7 +283,7 @@ class Session:
 
     # --- turns -------------------------------------------------------------------------------
 
-    async def start_worker(self, agent: Agent, on_failure: Callable[[], Any]) -> None:
+    async def start_worker(self, agent: Agent, on_failure: Any) -> None:  # () -> Any
         """Run the turns; `on_failure` (the table ending this session) is called if the
         turn loop itself fails, so its sockets are closed rather than left waiting."""
         self.agent = agent
@@ -292,10 +291,10 @@ class Session:
         await self.tasks.start()
         self.tasks.spawn(self._turns_or_end(on_failure), name="turns")
 
-    async def _turns_or_end(self, on_failure: Callable[[], Any]) -> None:
+    async def _turns_or_end(self, on_failure: Any) -> None:
         try:
             await self._run_turns()
-        except Exception:  # logged once, here, at the session's boundary (rule 6)
+        except Exception:  # logged once, here, at the session's boundary (rule 4)
             log.exception("session %s: its turn loop failed; ending the session", self.id)
             on_failure()
 
