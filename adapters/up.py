@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rawp.cli import CommandError, writable_directory
+from rawp.cli import CommandError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +94,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from adapters.launch import LaunchError, choose_platforms
+    from rawp.cli import writable_directory
 
     workspace = Path(args.workspace).expanduser().resolve()
     if not workspace.is_dir():
