@@ -37,6 +37,7 @@ PR_SET_PDEATHSIG = 1
 PARENT_DIED = signal.SIGUSR1
 GRACE_S = 2.0
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_orphaned: list[bool] = []  # set once the client is gone (rule 4)
 
 
 def _prctl_pdeathsig(sig: int) -> bool:
@@ -63,9 +64,6 @@ def _parent_died(signum: int, frame: object) -> None:
 
 def _grace_over(signum: int, frame: object) -> None:
     _kill_group(signal.SIGKILL)  # this process included: nobody waits for its status
-
-
-_orphaned: list[bool] = []
 
 
 def _start(argv: list[str], status_fd: int, me: int) -> int:
