@@ -94,6 +94,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from adapters.launch import LaunchError, choose_platforms
+    from rawp.cli import writable_directory
 
     workspace = Path(args.workspace).expanduser().resolve()
     if not workspace.is_dir():
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             "or slack:<team id>:<user id>, so this machine is yours in chat"
         )
     options = UpOptions(
-        state_dir=Path(args.state_dir).expanduser().resolve(),
+        state_dir=writable_directory(Path(args.state_dir).expanduser().resolve()),
         workspace=workspace,
         agent=args.agent,
         agents_file=agents_file,

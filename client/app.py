@@ -1,21 +1,24 @@
 """The local client's Quart application: services built once, blueprints kept thin.
 
 `create_app(settings, clock=…)` wires the services (session table, tickets, path guard,
-token check, file search, master link) and registers the blueprints. Background work — the
-expiry sweep and the config sync with the master — starts while serving and stops with it.
+token check, file search, master link, agent processes) and registers the blueprints.
+
+While serving (the lifespan, which owns its tasks: issue 14 §6): first the agent process
+groups a previous run left are ended (client.agent_groups), then the expiry sweep and the
+config sync with the master start; all of it stops with the server, every agent with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from quart import Quart
 from werkzeug.exceptions import HTTPException
 
+from client.agent_groups import GroupRecord
 from client.agents import load_agents
 from client.agents.base import AgentSpec
 from client.api.common import error_response
@@ -24,6 +27,7 @@ from client.api.stream import stream
 from client.auth import ClientAuth
 from client.master_link import MasterLink, MasterLinkError
 from client.paths import PathGuard
+from client.process import AgentProcesses
 from client.rate_limit import RateLimiter
 from client.sessions import SessionManager
 from client.settings import ClientSettings
@@ -32,6 +36,7 @@ from client.tickets import TicketStore
 from rawp.clock import SYSTEM_CLOCK, Clock
 from rawp.errors import RawpError
 from rawp.events import FileCandidates, FileSearch
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +73,10 @@ class Services:
     link: MasterLink
     search: Any
     rate: RateLimiter
+    processes: AgentProcesses
     started: float
-    tasks: set[asyncio.Task] = field(default_factory=set)
-
-    def spawn(self, coro: Coroutine) -> asyncio.Task:
-        task = asyncio.create_task(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-        return task
+    # The lifespan's own work (the config sync); the session table owns its sweep.
+    tasks: TaskOwner = field(default_factory=lambda: TaskOwner("client", log))
 
 
 def build_services(
@@ -85,6 +86,7 @@ def build_services(
     guard = PathGuard(settings.allowed_roots)
     tickets = TicketStore(clock, settings.ticket_ttl)
     link = MasterLink(state, settings, clock=clock)
+    processes = AgentProcesses(GroupRecord(settings.state_dir))
     sessions = SessionManager(
         agents=load_agents(settings.agents_file),
         guard=guard,
@@ -93,6 +95,7 @@ def build_services(
         kill_grace=settings.kill_grace,
         turn_queue_max=settings.turn_queue_max,
         pinned=link.pinned,
+        processes=processes,
     )
     return Services(
         settings=settings,
@@ -106,6 +109,7 @@ def build_services(
         link=link,
         search=search if search is not None else default_search(settings),
         rate=RateLimiter(settings.limits.rate_limit, clock),
+        processes=processes,
         started=clock.monotonic(),
     )
 
@@ -148,14 +152,20 @@ def create_app(
 
     @app.while_serving
     async def lifespan():
-        svc.spawn(svc.sessions.sweep_forever(settings.sweep_interval))
+        record = svc.processes.record
+        if record is not None:  # before any session: no agent of ours runs yet
+            await record.end_leftovers(settings.kill_grace)
+        await svc.sessions.start(settings.sweep_interval)
+        await svc.tasks.start()
         if svc.state.credentials.paired:
-            svc.spawn(sync_until_done(svc.link))  # C-CFG-01: both scopes after every restart
-        yield
-        for task in list(svc.tasks):
-            task.cancel()
-        await svc.sessions.close()
-        await svc.search.close()
-        await svc.link.close()
+            # C-CFG-01: both scopes after every restart
+            svc.tasks.spawn(sync_until_done(svc.link), name="config sync")
+        try:
+            yield
+        finally:
+            await svc.tasks.close()
+            await svc.sessions.close()
+            await svc.search.close()
+            await svc.link.close()
 
     return app

@@ -7,7 +7,7 @@ import os
 import socket
 from pathlib import Path
 
-from rawp.cli import CommandError
+from rawp.cli import CommandError, writable_directory
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -177,6 +177,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = build_settings(args)
+    writable_directory(settings.state_dir)
     if (settings.certfile is None) != (settings.keyfile is None):
         raise CommandError("--tls-cert and --tls-key go together")
     if settings.certfile is None and not settings.dev:
@@ -211,6 +212,7 @@ def run_pair(args: argparse.Namespace) -> int:
     from client.state import StateDir
 
     settings = build_settings(args)
+    writable_directory(settings.state_dir)
     if settings.public_address is None and settings.host in ("0.0.0.0", "::"):
         raise CommandError(
             "listening on every address: give --public-address, the URL the "
@@ -242,6 +244,7 @@ def run_unpair(args: argparse.Namespace) -> int:
     from client.state import StateDir
 
     settings = build_settings(args)
+    writable_directory(settings.state_dir)
 
     async def unpair() -> None:
         link = MasterLink(StateDir.open(settings.state_dir), settings)

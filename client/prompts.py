@@ -6,6 +6,10 @@
    does not name an existing file is passed on as its `display_path` text (F-ADPT-05).
 3. The agent kind converts the result (`Agent.convert`); `context_files` are confined the same
    way and handed on as `Prompt.context_files`.
+4. A prompt whose text (display paths included) holds a NUL character is refused for every
+   agent kind with `session.error` `INVALID_PROMPT`, and nothing runs: no process can take
+   it in an argument or an environment variable (the script kind's `RAWP_PROMPT`), and one
+   rule for all kinds is clearer than a kind-dependent one (docs/protocol.md, Decisions).
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ def build_prompt(
         path = str(real.relative_to(workspace)) if real.is_file() else None
         references.append(Reference(ref.ref_id, display, path))
     prompt = agent.convert(message_id, parts, references, request.input_type)
+    if "\x00" in prompt.text:  # rule 4
+        raise PromptRefused(
+            "INVALID_PROMPT", "the prompt contains a NUL character, which no agent can be given"
+        )
     # F-EXT-02: context files are independent of the tokens; same confinement, and only
     # existing files are handed on (a missing one has no place in the text to fall back to).
     context = []

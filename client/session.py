@@ -11,7 +11,10 @@ Rules:
 3. Prompts run one turn at a time; a prompt during a turn waits in a bounded queue and past
    the bound gets `session.error` `TURN_QUEUE_FULL` (dps-profile §6).
 4. The state column follows `rawp.session_state` only; TERMINATED is final and ends the agent
-   process group (SIGTERM, SIGKILL after the grace period, C-SESS-06).
+   process group (SIGTERM, SIGKILL after the grace period, C-SESS-06). The session owns its
+   work (issue 14 §6): the turn worker and the cancels its sockets ask for run in its
+   `TaskOwner`; `shutdown` ends the agent, then cancels and awaits them. A turn loop that
+   fails (an agent kind's error is a failed turn, not this) ends the session.
 5. A socket holding more than twice `max_buffer_size` bytes it has not yet taken is lost:
    the session detaches exactly as if it had dropped, so memory stays bounded (X-SEC-03).
 6. A `control.*` frame acts once per `message_id` (E-WS-11 end to end): the master delivers
@@ -23,7 +26,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -38,6 +40,7 @@ from rawp.config import PinnedConfig
 from rawp.events import EVENTS, Capabilities, Direction, Payload
 from rawp.frames import dump_frame, frame_size, make_frame
 from rawp.session_state import SessionEvent, SessionState, next_state
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +115,8 @@ class Session:
         self.reattaching = False
         self.turn_id: str | None = None
         self.turns: asyncio.Queue[Prompt] = asyncio.Queue(maxsize=turn_queue_max)
-        self._worker: asyncio.Task | None = None
+        # The session's own work: its turn worker and the cancels its sockets asked for.
+        self.tasks = TaskOwner(f"session {session_id}", log)
         self.closed = asyncio.Event()
         self._controls: OrderedDict[str, None] = OrderedDict()  # rule 6
 
@@ -300,10 +304,20 @@ class Session:
 
     # --- turns -------------------------------------------------------------------------------
 
-    def start_worker(self, agent: Agent) -> None:
+    async def start_worker(self, agent: Agent, on_failure: Any) -> None:  # () -> Any
+        """Run the turns; `on_failure` (the table ending this session) is called if the
+        turn loop itself fails, so its sockets are closed rather than left waiting."""
         self.agent = agent
         self.catalog = [tool.model_dump(mode="json") for tool in agent.catalog()]
-        self._worker = asyncio.create_task(self._run_turns(), name=f"turns-{self.id}")
+        await self.tasks.start()
+        self.tasks.spawn(self._turns_or_end(on_failure), name="turns")
+
+    async def _turns_or_end(self, on_failure: Any) -> None:
+        try:
+            await self._run_turns()
+        except Exception:  # logged once, here, at the session's boundary (rule 4)
+            log.exception("session %s: its turn loop failed; ending the session", self.id)
+            on_failure()
 
     def queue_prompt(self, prompt: Prompt) -> bool:
         try:
@@ -356,10 +370,9 @@ class Session:
         try:
             if self.agent is not None:
                 await self.agent.close()
-            if self._worker is not None:
-                self._worker.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await self._worker
+            # The turn worker and any cancel still running end here (a failure of theirs was
+            # logged when it happened, under this session's name).
+            await self.tasks.close()
         finally:
             self.buffer.clear()
             self.closed.set()

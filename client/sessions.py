@@ -12,6 +12,9 @@ Rules:
    `reattach_window` has passed (dps-profile §8). It runs on a timer and before every init.
 5. `count` is every session not TERMINATED: health is `busy` from the moment init succeeds
    until the last session ends (C-HLTH-02, A-11).
+6. The manager owns the tasks that end sessions and the expiry sweep (issue 14 §6), in a
+   `TaskOwner` that runs from `start()` to `close()` (the app's lifespan); `close()` ends
+   every session and waits until each agent is gone.
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ from pydantic import BaseModel, ConfigDict
 from client.agents import create_agent
 from client.agents.base import AgentSpec
 from client.paths import PathGuard
+from client.process import AgentProcesses
 from client.session import Session
 from client.tickets import TicketStore
 from rawp.clock import Clock, is_uuid4
 from rawp.config import PinnedConfig
 from rawp.errors import BadRequest, Conflict, Forbidden, NotFound
 from rawp.session_state import SessionState
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +68,7 @@ class SessionManager:
         kill_grace: float,
         turn_queue_max: int,
         pinned: Any,  # () -> PinnedConfig, the snapshot last synced (A-09)
+        processes: AgentProcesses | None = None,
     ) -> None:
         self.agents = agents
         self.guard = guard
@@ -71,9 +77,11 @@ class SessionManager:
         self.kill_grace = kill_grace
         self.turn_queue_max = turn_queue_max
         self.pinned = pinned
+        self.processes = processes or AgentProcesses()
         self.sessions: dict[str, Session] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._ending: dict[str, asyncio.Task] = {}
+        self.tasks = TaskOwner("client sessions", log)
 
     @property
     def count(self) -> int:
@@ -128,9 +136,10 @@ class SessionManager:
             session_id=session.id,
             emit=session.emit,
             kill_grace=self.kill_grace,
+            processes=self.processes,
         )
         await agent.start()
-        session.start_worker(agent)
+        await session.start_worker(agent, on_failure=lambda: self.end(session))
         self.sessions[session.id] = session
         self.tickets.register(request.ticket, session.id)
         return self._body(session)
@@ -183,14 +192,17 @@ class SessionManager:
         self._ended[session.id] = None
         while len(self._ended) > TOMBSTONES:
             self._ended.popitem(last=False)
-        task = asyncio.create_task(session.shutdown(), name=f"end-{session.id}")
+        task = self.tasks.spawn(session.shutdown(), name=f"end {session.id}")
         self._ending[session.id] = task
         task.add_done_callback(lambda _t: self._ending.pop(session.id, None))
         return task
 
     async def terminate(self, session: Session) -> None:
-        """End a session and wait until its agent is gone (DELETE answers after this)."""
-        await self.end(session)
+        """End a session and wait until its agent is gone (DELETE answers after this).
+
+        Shielded: a caller that goes away (the DELETE's connection dropped) leaves the ending,
+        which the manager owns, to finish."""
+        await asyncio.shield(self.end(session))
 
     async def sweep(self) -> None:
         self.tickets.sweep()
@@ -214,7 +226,14 @@ class SessionManager:
             except Exception:  # keep sweeping; one bad session must not stop expiry
                 log.exception("session sweep failed")
 
+    async def start(self, sweep_interval: float) -> None:
+        await self.tasks.start()
+        self.tasks.spawn(self.sweep_forever(sweep_interval), name="sweep")
+
     async def close(self) -> None:
+        """Rule 6: every session ends, its agent with it; then nothing of ours runs."""
         for session in list(self.sessions.values()):
             self.end(session)
-        await asyncio.gather(*list(self._ending.values()), return_exceptions=True)
+        if self._ending:
+            await asyncio.wait(list(self._ending.values()))
+        await self.tasks.close()

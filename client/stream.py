@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import OrderedDict
 from typing import Any, Protocol
@@ -33,6 +32,7 @@ from rawp.events import (
     ToolInvokeRequest,
 )
 from rawp.frames import Frame, parse_frame, session_error_frame
+from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class SearchService(Protocol):
 
 
 class StreamHandler:
-    """One per socket; owns the socket's search tasks."""
+    """One per socket; owns the socket's loops and its search tasks (issue 14 §6)."""
 
     def __init__(
         self, session: Session, socket: Socket, *, guard: PathGuard, search: SearchService
@@ -59,23 +59,24 @@ class StreamHandler:
         self.socket = socket
         self.guard = guard
         self.search_service = search
+        # This socket's searches, keyed by query_id (A-30); they end with the socket.
+        self.tasks = TaskOwner(f"stream {session.id}", log)
         self.searches: dict[str, asyncio.Task] = {}
         self.cancelled: OrderedDict[str, None] = OrderedDict()
-        self.background: set[asyncio.Task] = set()
 
     async def serve(self, outbox: Outbox) -> None:
-        sender = asyncio.create_task(self._send(outbox))
-        receiver = asyncio.create_task(self._receive())
-        abandoned = asyncio.create_task(outbox.abandoned.wait())
-        tasks = (sender, receiver, abandoned)
+        """Run the socket until it closes, stops draining, or one of its loops fails.
+
+        The sender, the receiver and the wait for an abandoned outbox race (rawp.tasks): the
+        first to finish ends the others. A loop that fails is logged here, once, with its
+        traceback, and the connection ends; cancellation (the socket dropped) passes through.
+        Searches end with the socket; a cancel the socket asked for belongs to the session.
+        """
         try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (*tasks, *self.searches.values()):
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            async with self.tasks:
+                await race(self._send(outbox), self._receive(), outbox.abandoned.wait())
+        except Exception:
+            log.exception("session %s: the socket's data plane failed; closing it", self.session.id)
 
     async def _send(self, outbox: Outbox) -> None:
         while True:
@@ -164,10 +165,9 @@ class StreamHandler:
             await self._error("NO_SUCH_TURN", "no running turn with that turn_id", frame.message_id)
             return
         assert session.agent is not None
-        # Ending the agent can take the whole grace period; the socket loop must not wait.
-        task = asyncio.create_task(session.agent.cancel())
-        self.background.add(task)
-        task.add_done_callback(self.background.discard)
+        # Ending the agent can take the whole grace period; the socket loop must not wait,
+        # and a socket that drops meanwhile must not stop it: the session owns the cancel.
+        session.tasks.spawn(session.agent.cancel(), name="cancel")
 
     async def _tool(self, frame: Frame, request: ToolInvokeRequest) -> None:
         session = self.session
@@ -196,7 +196,7 @@ class StreamHandler:
         if previous is not None:
             previous.cancel()
         request = request.model_copy(update={"max_results": min(request.max_results, MAX_RESULTS)})
-        task = asyncio.create_task(self._run_search(frame.message_id, request))
+        task = self.tasks.spawn(self._run_search(frame.message_id, request), name="search")
         self.searches[query_id] = task
         task.add_done_callback(lambda done: self._forget(query_id, done))
 

@@ -14,7 +14,7 @@ import importlib
 import os
 from pathlib import Path
 
-from rawp.cli import CommandError
+from rawp.cli import CommandError, writable_directory
 
 WIRING_MODULE = "adapters.launch"
 
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     config = launch.GatewayConfig(
         master_url=args.master_url,
         edge_secret=secret,
-        database=Path(args.state_dir) / "conversations.sqlite3",
+        database=writable_directory(Path(args.state_dir)) / "conversations.sqlite3",
         platforms=platforms,
         agents=names(args.agents) or ("demo",),
         workspace=args.workspace,

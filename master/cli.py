@@ -9,7 +9,7 @@ import argparse
 import os
 from pathlib import Path
 
-from rawp.cli import CommandError
+from rawp.cli import CommandError, writable_directory
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -187,7 +187,7 @@ def settings_from(args: argparse.Namespace):
     if args.access_token_ttl <= 0:
         raise CommandError("--access-token-ttl must be a positive number of seconds")
     return Settings(
-        state_dir=Path(args.state_dir),
+        state_dir=writable_directory(Path(args.state_dir)),  # before anything starts
         host=args.host,
         port=args.port,
         database_url=args.database_url,

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from rawp import __version__
 
@@ -89,6 +92,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 class CommandError(Exception):
     """Raised by a handler for a problem the user can fix (bad option, missing file…)."""
+
+
+def writable_directory(path: Path, what: str = "state directory") -> Path:
+    """Create `path` (mode 0700) if needed and prove a file can be written in it.
+
+    Called by every command before it starts anything (issue 14 §7): a state directory that
+    cannot be created, is read-only or full is one line naming the path and the cause, and a
+    non-zero exit — never a traceback, and never after a server said it is listening.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".rawp-write-test-")
+        try:
+            os.write(fd, b"rawp")  # a full disk refuses the data, not always the name
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        cause = exc.strerror or type(exc).__name__
+        if exc.filename and Path(exc.filename) in path.parents:  # where creating it failed
+            cause += f" (at {exc.filename})"
+        raise CommandError(f"{what} {path} cannot be used: {cause}") from None
+    return path
 
 
 def not_ready(what: str):

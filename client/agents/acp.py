@@ -23,7 +23,7 @@ the agent again, in a new ACP session.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import os
 import shutil
 from collections.abc import Sequence
@@ -46,11 +46,12 @@ from acp.schema import (
 
 from client.agents.acp_updates import AcpTurn
 from client.agents.base import Agent, Prompt, Reference
-from client.process import spawn, terminate_group
 from rawp.clock import new_id
 from rawp.events import InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
+from rawp.tasks import TaskOwner, race
 
+log = logging.getLogger(__name__)
 STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
 
 
@@ -129,6 +130,7 @@ class AcpAgent(Agent):
         self._acp_session: str | None = None
         self._asks: dict[str, tuple[asyncio.Future, dict[str, str]]] = {}
         self._stderr: list[str] = []
+        self._readers: TaskOwner | None = None  # the running agent's stderr reader
         self._cancelled = False
         self._turn_over = asyncio.Event()
         self._turn_over.set()
@@ -167,12 +169,15 @@ class AcpAgent(Agent):
             return f"the ACP agent command {command[0]!r} was not found; {hint}"
         env = {**os.environ, **self.settings.get("env", {})}
         try:
-            proc = self._proc = await spawn([binary, *command[1:]], cwd=self.workspace, env=env)
+            proc = self._proc = await self.processes.spawn(
+                [binary, *command[1:]], cwd=self.workspace, env=env
+            )
         except OSError as exc:
             return f"cannot start {command[0]!r}: {exc.strerror or exc}; {hint}"
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._stderr = []
-        self._stderr_task = asyncio.create_task(self._read_stderr(proc.stderr))
+        self._readers = await TaskOwner(f"acp {self.session_id}", log).start()
+        self._readers.spawn(self._read_stderr(proc.stderr), name="stderr")
         self._conn = ClientSideConnection(_Client(self), proc.stdin, proc.stdout)
         try:
             await self._until_exit(
@@ -200,21 +205,19 @@ class AcpAgent(Agent):
         """Await `work`, but raise ConnectionError as soon as the agent process exits."""
         proc = self._proc
         assert proc is not None
-        task = asyncio.ensure_future(work)
-        exited = asyncio.ensure_future(proc.wait())
+        answer: list[Any] = []
+
+        async def answered() -> None:
+            answer.append(await work)
+
         try:
-            done, _ = await asyncio.wait(
-                {task, exited}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            exited.cancel()
-        if task in done:
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-        if not done:
-            raise TimeoutError("no answer")
+            async with asyncio.timeout(limit):
+                # The first to finish ends the other; `work`'s own error is raised as itself.
+                await race(answered(), proc.wait())
+        except TimeoutError:
+            raise TimeoutError("no answer") from None
+        if answer:
+            return answer[0]
         raise ConnectionError(f"the agent exited with status {proc.returncode}")
 
     async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:
@@ -346,8 +349,10 @@ class AcpAgent(Agent):
             if not future.done():
                 future.set_result(None)
         if self._conn is not None and self._acp_session is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await self._conn.cancel(session_id=self._acp_session)
+            except Exception:  # the wait below ends an agent that did not hear it
+                log.warning("session/cancel could not be sent to the ACP agent", exc_info=True)
         try:
             await asyncio.wait_for(self._turn_over.wait(), max(self.kill_grace, 5.0))
         except TimeoutError:
@@ -358,12 +363,19 @@ class AcpAgent(Agent):
         proc, self._proc = self._proc, None
         self._acp_session = None
         if conn is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(conn.close(), 2)
+            except TimeoutError:
+                log.info("the ACP connection did not close within 2 s; ending the agent")
+            except Exception:  # the agent is ended below all the same
+                log.warning("closing the ACP connection failed", exc_info=True)
         if proc is not None:
             if proc.stdin is not None:
                 proc.stdin.close()
-            await terminate_group(proc, self.kill_grace)
+            await self.processes.terminate(proc, self.kill_grace)
+        readers, self._readers = self._readers, None
+        if readers is not None:  # its stderr reader, at EOF now that the group is gone
+            await readers.close()
 
     async def close(self) -> None:
         await self._stop()

@@ -16,6 +16,10 @@ its agent only through these methods:
   `invoke_tool(request)` runs one of them when it is published with `direct: true`;
 * `close()` ends everything the agent runs, SIGTERM then SIGKILL after the grace period.
 
+A kind starts its processes with `self.processes.spawn` and ends them with
+`self.processes.terminate` (or `reap` for one that ends by itself), so no agent outlives the
+client and none is left unrecorded (client.process).
+
 Nothing that arrives over the network becomes a command line (§7.2): a kind builds its
 command only from its `AgentSpec`, which comes from the agents file.
 """
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from client.process import AgentProcesses
 from rawp.events import CatalogTool, InteractionResponse, StopReason, ToolInvokeRequest
 from rawp.fileref import Part
 
@@ -77,12 +82,15 @@ class Agent(ABC):
         session_id: str,
         emit: Emit,
         kill_grace: float,
+        processes: AgentProcesses | None = None,
     ) -> None:
         self.spec = spec
         self.workspace = workspace
         self.session_id = session_id
         self.emit = emit
         self.kill_grace = kill_grace
+        # Every process a kind starts goes through here: supervised, recorded (client.process).
+        self.processes = processes or AgentProcesses()
 
     async def start(self) -> None:  # noqa: B027 - most kinds have nothing to prepare
         """Prepare for the session's first prompt."""

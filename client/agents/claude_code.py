@@ -19,6 +19,9 @@ mapping in `claude_stream`):
   the turn within the grace period is killed (SIGTERM, then SIGKILL) and the next prompt
   starts a new process that resumes the conversation (`--resume=<its session id>`).
 
+The CLI's stdout is read by a task the agent owns (`TaskOwner`, one per process) into a bounded
+`Inbox`: when a turn does not keep up, the reader waits and so does the CLI (backpressure).
+
 A missing binary or a crashed process ends the turn with `agent.error` (`fatal`) naming what to
 install or what the CLI said; the session stays usable. Settings (agents file): `command`
 (default `["claude"]`), `model`, `permission_mode`, `allowed_tools`, `disallowed_tools`,
@@ -45,14 +48,48 @@ from typing import Any
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.claude_stream import ClaudeTurn
 from client.agents.claude_tools import CATEGORIES, DESCRIPTIONS, catalog
-from client.process import spawn, terminate_group
 from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
 EOF = object()
 LIST_SETTINGS = ("allowed_tools", "disallowed_tools")
+INBOX_MAX = 1024  # CLI messages read ahead of the turn; past it the CLI waits on its stdout
+
+
+class Inbox:
+    """What one CLI process wrote, in order, bounded: the reader waits when it is full
+    (backpressure on the CLI's stdout), and `EOF` comes after the last message once the
+    process has ended, however full the queue was (issue 14 §6)."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=INBOX_MAX)
+        self._ended = False
+
+    async def put(self, message: dict[str, Any]) -> None:
+        await self._queue.put(message)
+
+    def end(self) -> None:
+        self._ended = True
+        if not self._queue.full():  # wakes a turn waiting on an empty queue
+            self._queue.put_nowait(EOF)
+
+    async def get(self) -> Any:
+        if self._ended and self._queue.empty():
+            return EOF
+        message = await self._queue.get()
+        if message is EOF:
+            self._queue.put_nowait(EOF)  # every later get sees the end too
+        return message
+
+    def drop_leftovers(self) -> None:
+        """What the last turn left behind (after an interrupt); the end stays."""
+        while not self._queue.empty():
+            if self._queue.get_nowait() is EOF:
+                self._queue.put_nowait(EOF)
+                return
 
 
 def check_settings(settings: dict[str, Any]) -> None:
@@ -81,8 +118,9 @@ class ClaudeCodeAgent(Agent):
         check_settings(self.spec.settings)
         self.settings = self.spec.settings
         self._proc: asyncio.subprocess.Process | None = None
-        self._readers: list[asyncio.Task] = []
-        self._inbox: asyncio.Queue[Any] = asyncio.Queue()
+        # The running CLI's stdout and stderr readers: owned by the agent, one owner per process.
+        self._readers: TaskOwner | None = None
+        self._inbox = Inbox()
         self._waiting: dict[str, asyncio.Future] = {}  # control request id → its answer
         self._ids = itertools.count(1)
         self._stderr_tail: list[str] = []
@@ -166,15 +204,14 @@ class ClaudeCodeAgent(Agent):
             return f"the Claude Code CLI {name!r} was not found; {INSTALL_HINT}"
         env = {**os.environ, **self.settings.get("env", {})}
         try:
-            self._proc = await spawn(self._argv(binary), cwd=self.workspace, env=env)
+            self._proc = await self.processes.spawn(self._argv(binary), cwd=self.workspace, env=env)
         except OSError as exc:
             return f"cannot start {name!r}: {exc.strerror or exc}; {INSTALL_HINT}"
-        self._inbox = asyncio.Queue()
+        self._inbox = Inbox()
         self._stderr_tail = []
-        self._readers = [
-            asyncio.create_task(self._read_stdout(self._proc, self._inbox)),
-            asyncio.create_task(self._read_stderr(self._proc)),
-        ]
+        self._readers = await TaskOwner(f"claude-code {self.session_id}", log).start()
+        self._readers.spawn(self._read_stdout(self._proc, self._inbox), name="stdout")
+        self._readers.spawn(self._read_stderr(self._proc), name="stderr")
         try:
             answer = await asyncio.wait_for(
                 self._control({"subtype": "initialize", "hooks": None}),
@@ -187,23 +224,23 @@ class ClaudeCodeAgent(Agent):
             self._commands = [c for c in answer["commands"] if isinstance(c, dict)]
         return None
 
-    async def _read_stdout(self, proc: asyncio.subprocess.Process, inbox: asyncio.Queue) -> None:
+    async def _read_stdout(self, proc: asyncio.subprocess.Process, inbox: Inbox) -> None:
         assert proc.stdout is not None
         try:
             async for raw in proc.stdout:
-                self._route(raw, inbox)
+                await self._route(raw, inbox)
         except (ValueError, asyncio.LimitOverrunError):  # a line past the 16 MiB limit
             log.warning("Claude Code wrote a line too long to read; ending it")
             _kill_group(proc)
         finally:
-            await proc.wait()
+            await self.processes.reap(proc)
             for future in self._waiting.values():
                 if not future.done():
                     future.set_exception(ConnectionError("Claude Code exited"))
             self._waiting.clear()
-            inbox.put_nowait(EOF)  # the turn waiting on this process ends, whatever happened
+            inbox.end()  # the turn waiting on this process ends, whatever happened
 
-    def _route(self, raw: bytes, inbox: asyncio.Queue) -> None:
+    async def _route(self, raw: bytes, inbox: Inbox) -> None:
         try:
             message = json.loads(raw)
         except ValueError:
@@ -219,7 +256,7 @@ class ClaudeCodeAgent(Agent):
                 else:
                     future.set_result(answer.get("response") or {})
             return
-        inbox.put_nowait(message)
+        await inbox.put(message)
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
@@ -271,10 +308,7 @@ class ClaudeCodeAgent(Agent):
             if problem is not None:
                 await self._fatal("AGENT_START_FAILED", problem)
                 return "error"
-            while not self._inbox.empty():  # what the last turn left behind (an interrupt)
-                if self._inbox.get_nowait() is EOF:
-                    self._inbox.put_nowait(EOF)
-                    break
+            self._inbox.drop_leftovers()
             turn = self._turn = ClaudeTurn(self.emit, cost_so_far=self.cost_total)
             try:
                 await self._publish_commands()
@@ -452,11 +486,12 @@ class ClaudeCodeAgent(Agent):
         if proc is not None:
             if proc.stdin is not None:
                 proc.stdin.close()
-            await terminate_group(proc, self.kill_grace)
-        for task in self._readers:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(task, 5)
-        self._readers = []
+            await self.processes.terminate(proc, self.kill_grace)
+        # The group is gone, so the readers are at EOF or nearly: end them either way. A
+        # reader's failure was logged by the owner when it happened.
+        readers, self._readers = self._readers, None
+        if readers is not None:
+            await readers.close()
 
     async def close(self) -> None:
         await self._stop_process()

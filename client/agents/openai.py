@@ -88,7 +88,9 @@ class OpenAIAgent(Agent):
         if self.settings.get("system_prompt"):
             self.history.append({"role": "system", "content": str(self.settings["system_prompt"])})
         self._http: aiohttp.ClientSession | None = None
-        self._task: asyncio.Task | None = None
+        # The running request's cancel scope: cancel() expires it, which stops the request and
+        # nothing else (no task of its own to own).
+        self._scope: asyncio.Timeout | None = None
 
     # --- prompt conversion (DPS §16.3, F-ADPT-03) --------------------------------------------
 
@@ -128,17 +130,16 @@ class OpenAIAgent(Agent):
         user = {"role": "user", "content": self._user_message(prompt)}
         blocks = Blocks(self.emit)
         await self._state(None, "thinking")
-        # The request runs in its own task so that cancel() stops it and nothing else.
-        self._task = asyncio.create_task(self._stream([*self.history, user], blocks))
+        # A session that ends cancels this task: that CancelledError passes through. cancel()
+        # expires the scope instead, which ends the request as a TimeoutError raised here only
+        # (_stream turns the HTTP client's own timeouts into "error" inside the scope).
         try:
-            stop = await self._task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():  # the session is ending
-                raise
+            async with asyncio.timeout(None) as self._scope:
+                stop = await self._stream([*self.history, user], blocks)
+        except TimeoutError:
             stop = "cancelled"
         finally:
-            self._task = None
+            self._scope = None
         await blocks.close()
         if stop in ("end_turn", "max_tokens", "refusal", "cancelled"):
             # What the user saw stays in the conversation, a cancelled answer included.
@@ -302,9 +303,9 @@ class OpenAIAgent(Agent):
         """This kind never asks the user anything; a stray response is ignored."""
 
     async def cancel(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
+        scope, self._scope = self._scope, None
+        if scope is not None:
+            scope.reschedule(asyncio.get_running_loop().time())  # expire it now
 
     async def close(self) -> None:
         await self.cancel()

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from client.agents.base import Agent, Prompt, Reference
-from client.process import spawn, terminate_group
 from rawp.errors import FrameError
 from rawp.events import EVENTS, Direction, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
@@ -82,6 +81,7 @@ class ScriptAgent(Agent):
         self.command = script_command(self.spec.settings)
         self.mode: str = self.spec.settings.get("mode", "plain")
         self._proc: asyncio.subprocess.Process | None = None
+        self._in_turn = False
         self._cancelled = False
 
     def convert(
@@ -97,6 +97,13 @@ class ScriptAgent(Agent):
 
     async def prompt(self, prompt: Prompt) -> StopReason:
         self._cancelled = False
+        self._in_turn = True
+        try:
+            return await self._run(prompt)
+        finally:
+            self._in_turn = False
+
+    async def _run(self, prompt: Prompt) -> StopReason:
         files = [*prompt.files, *(f for f in prompt.context_files if f not in prompt.files)]
         argv = [*self.command, *(f"./{f}" if f.startswith("-") else f for f in files)]
         env = {
@@ -109,7 +116,7 @@ class ScriptAgent(Agent):
             "RAWP_AGENT_NAME": self.spec.name,
         }
         try:
-            proc = self._proc = await spawn(argv, cwd=self.workspace, env=env)
+            proc = self._proc = await self.processes.spawn(argv, cwd=self.workspace, env=env)
         except OSError as exc:  # not found, not executable: the agents file is wrong
             await self.emit(
                 "agent.error",
@@ -122,6 +129,10 @@ class ScriptAgent(Agent):
             )
             return "error"
         assert proc.stdin and proc.stdout and proc.stderr
+        if self._cancelled:  # the cancel came while the process was starting
+            await self.processes.terminate(proc, self.kill_grace)
+            self._proc = None
+            return "cancelled"
         if self.mode == "plain":
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 proc.stdin.write(prompt.text.encode())
@@ -129,8 +140,8 @@ class ScriptAgent(Agent):
             proc.stdin.close()
         reader = self._read_jsonl if self.mode == "jsonl" else self._read_plain
         try:
-            await asyncio.gather(reader(proc.stdout), self._read_stderr(proc.stderr))
-            status = await proc.wait()
+            await _both(reader(proc.stdout), self._read_stderr(proc.stderr))
+            status = await self.processes.reap(proc)
         finally:
             self._proc = None
         if self._cancelled:
@@ -217,9 +228,22 @@ class ScriptAgent(Agent):
             await proc.stdin.drain()
 
     async def cancel(self) -> None:
-        if self._proc is not None:
-            self._cancelled = True
-            await terminate_group(self._proc, self.kill_grace)
+        if not self._in_turn:
+            return
+        self._cancelled = True
+        if self._proc is not None:  # else the turn sees `_cancelled` once it has started it
+            await self.processes.terminate(self._proc, self.kill_grace)
 
     async def close(self) -> None:
         await self.cancel()
+
+
+async def _both(*readers: Any) -> None:
+    """Read every stream to its end; one that fails ends the others, and its error is raised
+    as itself (the session reports it as the turn's `AGENT_FAILED`)."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            for reader in readers:
+                group.create_task(reader)
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None

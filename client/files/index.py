@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from client.files.ignore import IgnoreRules
 from client.files.walk import SKIPPED_DIRS, Stamp, stat_entry, walk
 from client.files.watcher import TreeWatcher
+from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,11 @@ class RootIndex:
         self.log = ChangeLog(epoch=0)
         self._watch = watch
         self._watcher: TreeWatcher | None = None
+        # The build and the background re-walks run in this owner (issue 14 §6), from the
+        # first search to close(); a failure is logged there once.
+        self._tasks = TaskOwner(f"file index {root}", log)
         self._built: asyncio.Task[None] | None = None
+        self._built_ok = False
         self._maintenance = asyncio.Lock()
         self._walked_at = 0.0
         self._background: set[asyncio.Task[None]] = set()
@@ -58,9 +63,12 @@ class RootIndex:
     async def ready(self) -> None:
         """Build the index on first use; every caller waits for the same build."""
         if self._built is None:
-            self._built = asyncio.create_task(self._build(), name=f"file index {self.root}")
+            await self._tasks.start()
+            self._built = self._tasks.spawn(self._build(), name="build")
         # shield: a cancelled search must not cancel the build the next search needs
         await asyncio.shield(self._built)
+        if not self._built_ok:  # the owner logged why; every search says it failed
+            raise RuntimeError(f"the file index of {self.root} could not be built")
         if not self.watching and time.monotonic() - self._walked_at > REWALK_INTERVAL_S:
             self._walked_at = time.monotonic()  # one re-walk, not one per keystroke
             self._spawn(self._rewalk(""))
@@ -72,7 +80,7 @@ class RootIndex:
         if self._watcher is not None:
             await _first(self._watcher.ready, self._watcher.stopped)
         while self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+            await asyncio.wait(list(self._background))
         async with self._maintenance:
             pass
 
@@ -92,6 +100,7 @@ class RootIndex:
             self._walked_at = time.monotonic()
             self.entries = await asyncio.to_thread(walk, self.root, self.rules)
             self._reset_log()
+            self._built_ok = True
         if self._watcher is not None and not watch_was_ready:
             # Files changed between the walk and the watch being in place would be missed:
             # walk once more when the watch is ready and make the index agree with it.
@@ -100,16 +109,11 @@ class RootIndex:
     async def close(self) -> None:
         if self._watcher is not None:
             await self._watcher.close()
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
-        if self._built is not None and not self._built.done():
-            self._built.cancel()
-            await asyncio.gather(self._built, return_exceptions=True)
+        await self._tasks.close()  # the build, if still running, and every re-walk
 
     def _spawn(self, coroutine) -> None:
-        task = asyncio.create_task(coroutine)
-        self._background.add(task)
+        task = self._tasks.spawn(coroutine, name="re-walk")
+        self._background.add(task)  # settled() waits for these
         task.add_done_callback(self._background.discard)
 
     async def _rewalk_when_watching(self) -> None:
@@ -207,12 +211,7 @@ class RootIndex:
 
 
 async def _first(*events: asyncio.Event) -> None:
-    waits = [asyncio.create_task(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
+    await race(*(event.wait() for event in events))
 
 
 def _under_any(rel: str, dirs: set[str]) -> bool:

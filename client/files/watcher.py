@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ class TreeWatcher:
         self.ready = asyncio.Event()
         self.stopped = asyncio.Event()
         self._process: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._tasks = TaskOwner(f"file watcher {root}", log)  # its reader
         self._closing = False
 
     async def start(self) -> None:
@@ -45,7 +46,8 @@ class TreeWatcher:
             stderr=asyncio.subprocess.DEVNULL,
             limit=1 << 20,
         )
-        self._reader = asyncio.create_task(self._read(), name=f"file-watcher {self.root}")
+        await self._tasks.start()
+        self._tasks.spawn(self._read(), name="reader")
 
     async def _read(self) -> None:
         assert self._process is not None and self._process.stdout is not None
@@ -86,8 +88,5 @@ class TreeWatcher:
             except TimeoutError:
                 process.kill()
                 await process.wait()
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+        await self._tasks.close()  # the reader, at EOF now or cancelled
         self.stopped.set()

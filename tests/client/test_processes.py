@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+import orjson
 import psutil
 import pytest
 from websockets.asyncio.client import connect
@@ -94,8 +95,11 @@ async def test_a_child_ignoring_sigterm_is_killed_after_five_seconds(tmp_path):
         await ws.send(frame("control.prompt.request", {"prompt_text": "go"}, sid))
         await recv_until(ws, "agent.text.delta")
         agent_pid, grandchild_pid = map(int, (tmp_path / "marker.pids").read_text().split())
-        assert os.getpgid(agent_pid) == agent_pid  # its own process group
-        assert os.getpgid(grandchild_pid) == agent_pid
+        # Its own process group, led by its supervisor (the client's child), grandchild in it.
+        group = os.getpgid(agent_pid)
+        assert group != os.getpgid(0) and os.getpgid(grandchild_pid) == group
+        assert psutil.Process(agent_pid).ppid() == group
+        assert psutil.Process(group).ppid() == os.getpid()
         started = time.monotonic()
         status, _ = await client.request("DELETE", f"/v1/session/{sid}")
         waited = time.monotonic() - started
@@ -103,10 +107,11 @@ async def test_a_child_ignoring_sigterm_is_killed_after_five_seconds(tmp_path):
         assert "SIGTERM ignored" in (tmp_path / "marker").read_text()
         # C-SESS-06: the grace period was honoured before SIGKILL, and then it was over.
         assert waited >= 4.9
-        assert not psutil.pid_exists(agent_pid)  # killed and reaped by the client
-        # The grandchild was reparented to init when its parent died; it is dead at once and
-        # reaped by init shortly after.
-        assert not_running(grandchild_pid)
+        assert not psutil.pid_exists(group)  # the supervisor: killed and reaped by the client
+        # The agent and the grandchild were reparented to init when their parents died; they
+        # are dead at once and reaped by init shortly after.
+        assert not_running(agent_pid) and not_running(grandchild_pid)
+        await eventually_gone(agent_pid)
         await eventually_gone(grandchild_pid)
         assert (await client.request("GET", "/v1/health"))[1]["status"] == "online"
 
@@ -294,3 +299,34 @@ async def test_stopping_rawp_client_ends_its_agents(tmp_path, processes):
     assert proc.returncode == 0
     for agent in agents:
         await eventually_gone(agent.pid)
+
+
+async def test_a_prompt_with_a_nul_is_refused_for_every_kind_and_runs_nothing(tmp_path):
+    # The openai agent's endpoint is a closed port: refused before any request is made.
+    agents = write_agents(
+        tmp_path,
+        {"plain": ("plain", PLAIN)},
+        extra=f'\n[agents.llm]\nkind = "openai"\nbase_url = "http://127.0.0.1:{free_port()}/v1"'
+        '\nmodel = "m"\n',
+    )
+    async with running_client(tmp_path, agents_file=agents) as client:
+        for agent in ("llm", "plain"):
+            sid, ws = await client.start_session(agent=agent)
+            await recv(ws), await recv(ws)
+            for text in ("nul \x00 here", "see <@file:a|a\x00b>"):
+                refs = [{"ref_id": "a", "path": "a.txt", "display_path": "a\x00b"}]
+                request = frame(
+                    "control.prompt.request",
+                    {"prompt_text": text, "file_references": refs},
+                    sid,
+                )
+                await ws.send(request)
+                frames = await recv_until(ws, "session.error")
+                assert [f["type"] for f in frames] == ["session.error"]  # no turn started
+                error = frames[0]["payload"]
+                assert error["code"] == "INVALID_PROMPT" and "NUL" in error["message"]
+                assert error["ref_message_id"] == orjson.loads(request)["message_id"]
+        # The (plain) session is still usable: its next prompt runs.
+        await ws.send(frame("control.prompt.request", {"prompt_text": "fine"}, sid))
+        frames = await recv_until(ws, "session.turn.end")
+        assert any("env: fine plain" in f["payload"].get("text", "") for f in frames)

@@ -149,7 +149,7 @@ async def test_reattach_after_the_window_is_404_and_the_agent_is_gone(tmp_path, 
             for p in psutil.Process().children(recursive=True)
             if "demo-agent" in " ".join(p.cmdline())
         ]
-        assert len(agents) == 1
+        assert len(agents) == 2  # the agent and its supervisor (client/supervisor.py)
         cut(ws)
         session = client.services.sessions.sessions[sid]
         await eventually(lambda: session.state == SessionState.DETACHED, "detached")
@@ -161,7 +161,8 @@ async def test_reattach_after_the_window_is_404_and_the_agent_is_gone(tmp_path, 
         assert (made["status"], made["body"]["error_code"]) == (404, "SESSION_NOT_FOUND")
         assert session.state == SessionState.TERMINATED
         # The agent is being ended (SIGTERM, SIGKILL after the grace) and reaped: no zombie.
-        await eventually(lambda: not psutil.pid_exists(agents[0].pid), "the agent is gone")
+        for agent in agents:
+            await eventually(lambda a=agent: not psutil.pid_exists(a.pid), "the agent is gone")
 
 
 async def test_reattach_window_zero_terminates_with_the_socket(tmp_path, monkeypatch):

@@ -1,7 +1,9 @@
-"""The client's pure parts, by property: frame splitting, the replay buffer, tickets."""
+"""The client's pure parts, by property: frame splitting, the replay buffer, tickets, and the
+claude-code kind's bounded inbox."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import orjson
@@ -9,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from client.agents.claude_code import EOF, INBOX_MAX, Inbox
 from client.buffer import FrameBuffer
 from client.chunking import TRUNCATION_NOTE, encoded_size, shorten, split_text
 from client.tickets import TicketStore
@@ -114,3 +117,27 @@ def test_tickets_are_single_use_expire_and_bind_one_session():
         store.burn("t3", "s1")
     assert store.burn("t4", "s1") == "s1"
     assert "t4" not in repr(store._tickets)  # only fingerprints are kept
+
+
+async def test_claude_code_inbox_is_bounded_and_ends_after_its_last_message():
+    """The CLI's reader waits when a turn does not keep up (issue 14 §6), and the end of the
+    process is seen after every message it wrote, however full the inbox was."""
+    inbox = Inbox()
+    for n in range(INBOX_MAX):
+        await inbox.put({"n": n})
+    blocked = asyncio.ensure_future(inbox.put({"n": INBOX_MAX}))
+    done, _ = await asyncio.wait({blocked}, timeout=0.05)
+    assert not done  # backpressure: the reader (and so the CLI) waits
+    assert await inbox.get() == {"n": 0}
+    await asyncio.wait_for(blocked, 5)  # room again: the waiting message goes in
+    inbox.end()  # the process ended while the inbox was full
+    got = [await inbox.get() for _ in range(INBOX_MAX)]
+    assert got == [{"n": n} for n in range(1, INBOX_MAX + 1)]
+    assert await inbox.get() is EOF and await inbox.get() is EOF
+
+    waiting = Inbox()
+    reader = asyncio.ensure_future(waiting.get())
+    done, _ = await asyncio.wait({reader}, timeout=0.05)
+    assert not done
+    waiting.end()  # a turn waiting on an empty inbox is woken by the end
+    assert await asyncio.wait_for(reader, 5) is EOF

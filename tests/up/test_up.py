@@ -6,7 +6,12 @@ started in an empty directory with no platform tokens, so the console platform i
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
+import sys
+import time
 
 import psutil
 
@@ -139,6 +144,65 @@ def test_sigterm_mid_turn_ends_the_agent_and_exits_zero(processes, tmp_path):
     proc.terminate()
     assert proc.wait(timeout=60) == 0
     assert agents_running_in(workspace) == []
+
+
+STUBBORN = """
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"],
+    stdin=subprocess.DEVNULL)
+open(os.environ["MARKER"] + ".tmp", "w").write(f"{os.getpid()} {child.pid}")
+os.rename(os.environ["MARKER"] + ".tmp", os.environ["MARKER"])
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_sigkill_mid_turn_leaves_no_agent_within_five_seconds(processes, tmp_path):
+    """Issue 14 §3: `rawp up` runs the client in-process; killed outright, its agent and the
+    agent's own children go too, though they ignore SIGTERM and stdin closing."""
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    script, marker = tmp_path / "stubborn.py", tmp_path / "pids"
+    script.write_text(STUBBORN)
+    agents = tmp_path / "agents.toml"
+    agents.write_text(
+        f'[agents.stubborn]\nkind = "script"\nmode = "jsonl"\n'
+        f'command = ["{sys.executable}", "{script}"]\nenv = {{ MARKER = "{marker}" }}\n'
+    )
+    proc = processes.rawp(
+        "up", "--state-dir", str(tmp_path / "state"), "--agents-file", str(agents),
+        "--agent", "stubborn",
+        env=NO_PLATFORMS, cwd=workspace,
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    proc.stdin.write(b"go\n")
+    proc.stdin.flush()
+    started = time.monotonic()
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() - started < 60, "no agent started"
+        time.sleep(0.02)
+    pids = [int(pid) for pid in marker.read_text().split()]
+    assert all(psutil.pid_exists(pid) for pid in pids)
+    proc.kill()
+    killed = time.monotonic()
+    try:
+        while left := [pid for pid in pids if running(pid)]:
+            assert time.monotonic() - killed < 5.0, left
+            time.sleep(0.02)
+    finally:
+        for pid in pids:  # a failing run leaves nothing either
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+def running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_an_agent_the_machine_does_not_have_is_a_clear_error(processes, tmp_path):
