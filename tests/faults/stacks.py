@@ -3,9 +3,9 @@ the trials' counter agent, with the helpers to kill and restart the master on it
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,8 +78,12 @@ async def session_edge(master_url: str, subject: str, workspace: Path):
             await edge.close()
 
 
-async def wait_for_file(path: Path, limit: float = 15.0) -> None:
-    """Until `path` exists (the agent's end-of-turn marker), failing after `limit` seconds."""
-    async with asyncio.timeout(limit):
-        while not path.exists():
-            await asyncio.sleep(0.01)  # polling the file system: there is nothing to await
+def wait_for_file(path: Path, limit: float = 15.0) -> None:
+    """Until `path` exists (the agent's end-of-turn marker), failing after `limit` seconds;
+    blocking, for `asyncio.to_thread` (a file's appearance is nothing an event loop can await).
+    """
+    deadline = time.monotonic() + limit
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} did not appear within {limit}s")
+        time.sleep(0.01)

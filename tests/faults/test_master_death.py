@@ -48,7 +48,7 @@ async def test_master_sigstop_then_sigkill_mid_turn_loses_and_repeats_nothing(ma
                 # Frozen while the client writes the rest of the turn into its socket, then
                 # killed: what the frozen master had read but not relayed dies with it.
                 sigstop(made.master)
-                await wait_for_file(made.markers / f"t{number}.done")
+                await asyncio.to_thread(wait_for_file, made.markers / f"t{number}.done")
                 sigkill(made.master)
                 await asyncio.to_thread(made.restart_master)
 

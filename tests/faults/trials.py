@@ -90,15 +90,10 @@ def count_turn(
     turn_ids.discard(None)
     if len(turn_ids) > 1:
         outcome.notes.append(f"the lines came in {len(turn_ids)} turns")
+    repeats_on_sockets(outcome, logs, marks)
     seen_ids: set[str] = set()
     first_seen: list[dict] = []  # the turn's frames, each once, in order of first arrival
     for log, mark in zip(logs, marks, strict=True):
-        on_socket: set[str] = set()
-        for index, f in enumerate(log.frames):
-            if f["message_id"] in on_socket and index >= mark:
-                outcome.repeated_on_socket += 1
-                outcome.repeated_types.append(f["type"])
-            on_socket.add(f["message_id"])
         for f in log.frames[mark:]:
             if f.get("turn_id") not in turn_ids:
                 continue
@@ -118,6 +113,18 @@ def count_turn(
         if got != 1:
             outcome.notes.append(f"{kind} received {got} times")
     return outcome
+
+
+def repeats_on_sockets(outcome: Outcome, logs: list[SocketLog], marks: list[int]) -> None:
+    """Counts, into `outcome`, the frames received since `marks[i]` on `logs[i]` whose
+    message_id that same socket had received before (at any time in its life)."""
+    for log, mark in zip(logs, marks, strict=True):
+        on_socket: set[str] = set()
+        for index, f in enumerate(log.frames):
+            if f["message_id"] in on_socket and index >= mark:
+                outcome.repeated_on_socket += 1
+                outcome.repeated_types.append(f["type"])
+            on_socket.add(f["message_id"])
 
 
 async def run(

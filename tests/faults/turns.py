@@ -12,6 +12,68 @@ from tests.faults.trials import Outcome, count_turn
 TURN_FRAMES = LINES + 2  # session.turn.start, the lines, session.turn.end
 
 
+class TurnWatch:
+    """What one edge receives of trial `number`'s turn, from the moment the watch is made
+    (before the prompt is sent) to the turn's `session.turn.end`."""
+
+    def __init__(self, edge: RecordingEdge, number: int) -> None:
+        assert edge.ws is not None, "a watch starts on a connected edge"
+        self.edge = edge
+        self.tag = f"t{number}"
+        self.first = len(edge.logs) - 1
+        self.mark = len(edge.logs[self.first].frames)
+        self.message_id: str | None = None
+        self.turn_id: str | None = None
+        self.seen = 0  # frames of the turn received so far
+        self.problems: list[str] = []
+
+    def _of_turn(self, received: dict) -> bool:
+        payload = received.get("payload", {})
+        if received["type"] == "session.turn.start" and (
+            payload.get("prompt_message_id") == self.message_id
+        ):
+            self.turn_id = received.get("turn_id")
+        text = payload.get("text", "")
+        if received["type"] == "agent.text.delta" and text.startswith(f"{self.tag} "):
+            self.turn_id = self.turn_id or received.get("turn_id")
+        return self.turn_id is not None and received.get("turn_id") == self.turn_id
+
+    async def follow(
+        self,
+        urls: Callable[[], list[str]],
+        limit: float,
+        strike_at: int | None = None,
+        strike: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Until the turn's end; `strike()` runs when `strike_at` frames of the turn have come
+        (the edge reads nothing meanwhile). A turn that does not end in time is a problem
+        noted, not an exception: the trial is still counted."""
+
+        async def on_frame(received: dict) -> None:
+            if not self._of_turn(received):
+                return
+            self.seen += 1
+            if strike is not None and self.seen == strike_at:
+                await strike()
+
+        def done(received: dict) -> bool:
+            return received["type"] == "session.turn.end" and (
+                received.get("turn_id") == self.turn_id is not None
+            )
+
+        try:
+            await self.edge.follow(done, urls, limit, on_frame)
+        except TimeoutError as exc:
+            self.problems.append(f"no session.turn.end within {limit}s {exc}".rstrip())
+
+    def count(self, outcome: Outcome) -> Outcome:
+        logs = self.edge.logs[self.first :]
+        outcome.sockets = len(logs)
+        outcome.notes += self.problems
+        marks = [self.mark] + [0] * (len(logs) - 1)
+        return count_turn(outcome, logs, marks, self.tag, expected(self.tag))
+
+
 async def turn_trial(
     edge: RecordingEdge,
     number: int,
@@ -21,40 +83,13 @@ async def turn_trial(
     point: str | None = None,
     limit: float = 15.0,
 ) -> Outcome:
-    """Runs trial `number`'s turn; `strike()` runs once the edge has received `strike_at`
-    frames of the turn (0: right after the prompt is sent), while the edge reads nothing."""
-    tag = f"t{number}"
+    """Trial `number`'s turn, prompted and followed by `edge`; `strike()` runs once the edge
+    has received `strike_at` frames of the turn (0: right after the prompt is sent)."""
     if edge.ws is None:
         await edge.connect(urls, limit)
-    first = len(edge.logs) - 1
-    marks = [len(edge.logs[first].frames)]
-    message_id = await edge.prompt(prompt_text(tag))
+    watch = TurnWatch(edge, number)
+    watch.message_id = await edge.prompt(prompt_text(watch.tag))
     if strike is not None and strike_at == 0:
         await strike()
-    seen, turn_id = 0, None
-
-    async def on_frame(received: dict) -> None:
-        nonlocal seen, turn_id
-        start = received["type"] == "session.turn.start"
-        if start and received["payload"].get("prompt_message_id") == message_id:
-            turn_id = received.get("turn_id")
-        text = received.get("payload", {}).get("text", "")
-        if received["type"] == "agent.text.delta" and text.startswith(f"{tag} "):
-            turn_id = turn_id or received.get("turn_id")
-        if turn_id is None or received.get("turn_id") != turn_id:
-            return
-        seen += 1
-        if strike is not None and seen == strike_at:
-            await strike()
-
-    def done(received: dict) -> bool:
-        return received["type"] == "session.turn.end" and received.get("turn_id") == turn_id
-
-    outcome = Outcome(number, point or f"after frame {strike_at} of {TURN_FRAMES}")
-    try:
-        await edge.follow(done, urls, limit, on_frame)
-    except TimeoutError as exc:
-        outcome.notes.append(f"no session.turn.end within {limit}s {exc}".rstrip())
-    marks += [0] * (len(edge.logs) - 1 - first)
-    outcome.sockets = len(edge.logs) - first
-    return count_turn(outcome, edge.logs[first:], marks, tag, expected(tag))
+    await watch.follow(urls, limit, strike_at, strike)
+    return watch.count(Outcome(number, point or f"after frame {strike_at} of {TURN_FRAMES}"))
