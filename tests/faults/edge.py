@@ -3,9 +3,10 @@ drop, and that writes down everything it received, socket by socket.
 
 Its cursor rule (the lead's, issue 14): `last_message_id` is the last frame received that came
 from the client — any frame except `session.history`, `node.*` and `session.error`, which the
-master makes itself. After a drop the edge asks for a fresh single-use ticket (A-22) at the
-first replica in its list that answers, and reconnects there with that cursor, retrying until a
-deadline: a master being restarted refuses connections for a while, and that is the point.
+master makes itself; a frame it had received before does not move the cursor back. After a
+drop the edge asks for a fresh single-use ticket (A-22) at the first replica in its list that
+answers, and reconnects there with that cursor, retrying until a deadline: a master being
+restarted refuses connections for a while, and that is the point.
 
 Each socket keeps its own log, so "no message_id twice on one socket" is checked per socket,
 and "nothing lost, order kept" over everything the edge received during a turn.
@@ -52,6 +53,7 @@ class RecordingEdge:
         self.ws: ClientConnection | None = None
         self.via: dict[str, str] = {}  # REST URL -> the URL its WebSockets go to (a proxy)
         self._sockets: list[ClientConnection] = []
+        self._received: set[str] = set()  # every message_id received on any socket
 
     def rest(self, url: str) -> Edge:
         return Edge(url, self.token, self.http)
@@ -126,8 +128,11 @@ class RecordingEdge:
                     continue
                 received = orjson.loads(raw)
                 self.logs[-1].frames.append(received)
-                if from_client(received):
+                # A frame received before (a repeat, counted against the master) does not
+                # move the cursor back.
+                if from_client(received) and received["message_id"] not in self._received:
                     self.cursor = received["message_id"]
+                self._received.add(received["message_id"])
                 if on_frame is not None:
                     await on_frame(received)
                 if done(received):

@@ -91,8 +91,6 @@ async def delivery_trials(scenario: str, processes, made, redis, prefix: str, fr
         )
         if freeze:
             sigcont(victim)
-        else:
-            await asyncio.to_thread(made.replicas.restart, processes, held)
         ran = bool(answered) and answered[0]["type"] == "session.turn.start"
         if answered and not ran:
             code = answered[0]["payload"].get("code")
@@ -114,14 +112,22 @@ async def delivery_trials(scenario: str, processes, made, redis, prefix: str, fr
                     return
                 await asyncio.sleep(0.2)  # a retry interval after CLIENT_UNAVAILABLE
 
-        if await within(
-            outcome, f"resent, it did not run within {AGAIN}s", asyncio.wait_for(resend(), AGAIN)
-        ):
-            await within(
+        async def resend_until_done() -> None:
+            if await within(
                 outcome,
-                f"its turn did not end within {AGAIN}s",
-                edge.follow(turn_end_of(edge, message_id), here, AGAIN),
-            )
+                f"resent, it did not run within {AGAIN}s",
+                asyncio.wait_for(resend(), AGAIN),
+            ):
+                await within(
+                    outcome,
+                    f"its turn did not end within {AGAIN}s",
+                    edge.follow(turn_end_of(edge, message_id), here, AGAIN),
+                )
+
+        async with asyncio.TaskGroup() as group:
+            if not freeze:  # back to three replicas while another takes the session over
+                group.create_task(asyncio.to_thread(made.replicas.restart, processes, held))
+            group.create_task(resend_until_done())
         # A fence: the next prompt's end means every frame of the earlier turns has come.
         fence = await edge.prompt(prompt_text(f"fence{number}", lines=1, pause=0))
         await within(

@@ -43,6 +43,7 @@ class Outcome:
     repeated_content: int = 0  # a line received under two message_ids (no edge can drop it)
     across_sockets: int = 0  # a message_id received again on a later socket (edge may drop)
     out_of_order: bool = False
+    dropped_reported: int = 0  # what `session.history` frames said could not be replayed
     sockets: int = 1
     error: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -64,7 +65,8 @@ class Outcome:
             f"trial {self.trial} {state} ({self.point}): lost {self.lost}, repeated on one "
             f"socket {self.repeated_on_socket}, same line under two ids {self.repeated_content}, "
             f"again on a later socket {self.across_sockets}, order "
-            f"{'BROKEN' if self.out_of_order else 'kept'}, sockets {self.sockets}"
+            f"{'BROKEN' if self.out_of_order else 'kept'}, sockets {self.sockets}, "
+            f"history said dropped {self.dropped_reported}"
         )
         if self.repeated_types:
             text += f"; repeated: {', '.join(sorted(set(self.repeated_types)))}"
@@ -104,6 +106,12 @@ def count_turn(
             first_seen.append(f)
     lines = [f["payload"]["text"] for f in first_seen if f["type"] == "agent.text.delta"]
     outcome.lost = len(set(expected) - set(lines))
+    outcome.dropped_reported = sum(
+        f["payload"].get("dropped", 0)
+        for log, mark in zip(logs, marks, strict=True)
+        for f in log.frames[mark:]
+        if f["type"] == "session.history"
+    )
     outcome.repeated_content = len(lines) - len(set(lines))
     outcome.out_of_order = [line for line in lines if line in expected] != sorted(
         set(lines) & set(expected), key=expected.index

@@ -57,8 +57,10 @@ class TurnWatch:
                 await strike()
 
         def done(received: dict) -> bool:
-            return received["type"] == "session.turn.end" and (
-                received.get("turn_id") == self.turn_id is not None
+            return (
+                received["type"] == "session.turn.end"
+                and self.turn_id is not None
+                and received.get("turn_id") == self.turn_id
             )
 
         try:
