@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,14 +75,3 @@ async def session_edge(master_url: str, subject: str, workspace: Path):
             yield edge
         finally:
             await edge.close()
-
-
-def wait_for_file(path: Path, limit: float = 15.0) -> None:
-    """Until `path` exists (the agent's end-of-turn marker), failing after `limit` seconds;
-    blocking, for `asyncio.to_thread` (a file's appearance is nothing an event loop can await).
-    """
-    deadline = time.monotonic() + limit
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{path} did not appear within {limit}s")
-        time.sleep(0.01)

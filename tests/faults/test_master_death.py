@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from tests.faults import trials
-from tests.faults.stacks import one_master, session_edge, wait_for_file
+from tests.faults.agent import wait_for_file
+from tests.faults.stacks import one_master, session_edge
 from tests.faults.tiers import sigkill, sigstop
 from tests.faults.turns import TURN_FRAMES, turn_trial
 
@@ -33,7 +34,7 @@ async def test_master_sigkill_mid_turn_loses_and_repeats_nothing(master_stack):
                 await asyncio.to_thread(made.restart_master)
 
             at = rng.randrange(0, TURN_FRAMES)
-            return await turn_trial(edge, number, lambda: [url], at, strike)
+            return await turn_trial(edge, number, lambda: [url], at, strike, made.markers)
 
         await trials.run("master SIGKILL", trial)
 
@@ -53,6 +54,6 @@ async def test_master_sigstop_then_sigkill_mid_turn_loses_and_repeats_nothing(ma
                 await asyncio.to_thread(made.restart_master)
 
             at = rng.randrange(0, TURN_FRAMES)
-            return await turn_trial(edge, number, lambda: [url], at, strike)
+            return await turn_trial(edge, number, lambda: [url], at, strike, made.markers)
 
         await trials.run("master SIGSTOP+SIGKILL", trial)

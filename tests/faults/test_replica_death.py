@@ -13,7 +13,7 @@ from tests.faults.agent import install, prompt_text
 from tests.faults.replicas import edge_on, holder, place
 from tests.faults.tiers import sigkill
 from tests.faults.trials import Outcome
-from tests.faults.turns import TURN_FRAMES, TurnWatch
+from tests.faults.turns import TURN_FRAMES, TurnWatch, strike_when_started
 from tests.scale.cluster import cluster
 
 TAKEOVER = 30.0  # a lease (5 s) and a sweep (2 s) after a kill, with room on a busy machine
@@ -23,7 +23,7 @@ async def test_replica_sigkill_mid_turn_loses_and_repeats_nothing(
     processes, tmp_path, pg_url, redis_prefix
 ):
     redis, prefix = redis_prefix
-    agents, _ = install(tmp_path)
+    agents, markers = install(tmp_path)
     async with cluster(processes, tmp_path, pg_url, prefix, agents=agents) as made:
         urls = made.replicas.urls
         sid, _ = await made.create_session()
@@ -49,7 +49,7 @@ async def test_replica_sigkill_mid_turn_loses_and_repeats_nothing(
             for watch in watches:
                 watch.message_id = message_id
             if at == 0:
-                await strike()
+                await strike_when_started(f"t{number}", markers, strike)
             async with asyncio.TaskGroup() as group:
                 group.create_task(watches[0].follow(live_first, TAKEOVER, at or None, strike))
                 group.create_task(watches[1].follow(live_first, TAKEOVER))

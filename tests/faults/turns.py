@@ -3,9 +3,11 @@ end across reconnects, and count what arrived (tests.faults.trials.count_turn)."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
-from tests.faults.agent import LINES, expected, prompt_text
+from tests.faults.agent import LINES, expected, prompt_text, wait_for_file
 from tests.faults.edge import RecordingEdge
 from tests.faults.trials import Outcome, count_turn
 
@@ -76,22 +78,34 @@ class TurnWatch:
         return count_turn(outcome, logs, marks, self.tag, expected(self.tag))
 
 
+async def strike_when_started(
+    tag: str, markers: Path | None, strike: Callable[[], Awaitable[None]]
+) -> None:
+    """A strike "at frame 0": once the client has handed the prompt to the agent, so the
+    prompt itself is not what the fault loses (that is scenario 6's business)."""
+    if markers is not None:
+        await asyncio.to_thread(wait_for_file, markers / f"{tag}.started")
+    await strike()
+
+
 async def turn_trial(
     edge: RecordingEdge,
     number: int,
     urls: Callable[[], list[str]],
     strike_at: int | None,
     strike: Callable[[], Awaitable[None]] | None,
+    markers: Path | None = None,
     point: str | None = None,
     limit: float = 15.0,
 ) -> Outcome:
     """Trial `number`'s turn, prompted and followed by `edge`; `strike()` runs once the edge
-    has received `strike_at` frames of the turn (0: right after the prompt is sent)."""
+    has received `strike_at` frames of the turn (0: once the agent has started, per its marker
+    in `markers`, before any frame of the turn can have reached the edge)."""
     if edge.ws is None:
         await edge.connect(urls, limit)
     watch = TurnWatch(edge, number)
     watch.message_id = await edge.prompt(prompt_text(watch.tag))
     if strike is not None and strike_at == 0:
-        await strike()
+        await strike_when_started(watch.tag, markers, strike)
     await watch.follow(urls, limit, strike_at, strike)
     return watch.count(Outcome(number, point or f"after frame {strike_at} of {TURN_FRAMES}"))
