@@ -78,12 +78,18 @@ class Outcome:
 
 
 def count_turn(
-    outcome: Outcome, logs: list[SocketLog], marks: list[int], tag: str, expected: list[str]
+    outcome: Outcome,
+    logs: list[SocketLog],
+    marks: list[int],
+    tag: str,
+    expected: list[str],
+    turn_id: str | None = None,
 ) -> Outcome:
     """Fills `outcome` from what the edge received during one turn: `logs` are the sockets
     the turn touched, `marks[i]` the index in `logs[i].frames` where the turn began on it (a
-    socket lives across trials). A frame of the turn is one whose `turn_id` is the turn's."""
-    turn_ids = {
+    socket lives across trials). A frame of the turn is one whose `turn_id` is the turn's:
+    `turn_id` (from its `session.turn.start`) or that of a line of the turn."""
+    turn_ids = {turn_id} | {
         f.get("turn_id")
         for log in logs
         for f in log.frames

@@ -75,7 +75,7 @@ class TurnWatch:
         outcome.sockets = len(logs)
         outcome.notes += self.problems
         marks = [self.mark] + [0] * (len(logs) - 1)
-        return count_turn(outcome, logs, marks, self.tag, expected(self.tag))
+        return count_turn(outcome, logs, marks, self.tag, expected(self.tag), self.turn_id)
 
 
 async def strike_when_started(
