@@ -133,8 +133,11 @@ async def recv_until(ws: ClientConnection, type: str, wait: float = 30) -> list[
             return seen
 
 
-def start_stack(processes: Processes, tmp: Path, subject: str) -> Stack:
-    """Master and client processes, the client paired through the Edge API for `subject`."""
+def start_stack(
+    processes: Processes, tmp: Path, subject: str, proxy_class: type = CuttableProxy
+) -> Stack:
+    """Master and client processes, the client paired through the Edge API for `subject`
+    (through a `proxy_class` proxy: tests/faults uses one that cuts at a chosen byte)."""
     master_port, client_port = free_port(), free_port()
     root = tmp / "root"
     workspace = root / "ws"
@@ -150,7 +153,7 @@ def start_stack(processes: Processes, tmp: Path, subject: str) -> Stack:
     )
     master_url = f"http://127.0.0.1:{master_port}"
     wait_for_http(f"{master_url}/v1/edge/nodes", proc=master, timeout=30)
-    proxy = CuttableProxy(client_port)
+    proxy = proxy_class(client_port)
     pairing_url = asyncio.run(_pairing_url(master_url, subject))
     client_state = tmp / "c"
     pair = processes.rawp(

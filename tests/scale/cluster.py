@@ -35,6 +35,16 @@ class Replicas:
     state: Path
     procs: list[subprocess.Popen] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
+    argv: list[list[str]] = field(default_factory=list)  # each replica's, to restart it
+
+    def restart(self, processes: Processes, index: int) -> None:
+        """Starts replica `index` again with its arguments, log and port (tests/faults)."""
+        proc = processes.rawp(
+            *self.argv[index], env={"RAWP_EDGE_SECRET": EDGE_SECRET},
+            stdout=self.logs[index].open("ab"),
+        )  # fmt: skip
+        wait_for_http(f"{self.urls[index]}/v1/health", proc=proc, timeout=30)
+        self.procs[index] = proc
 
 
 def start_replicas(
@@ -51,11 +61,14 @@ def start_replicas(
     made = Replicas([], tmp / "master-state")
     for index in range(count):  # one after the other: the first creates the key and tables
         port, log = free_port(), tmp / f"replica-{index}.log"
-        proc = processes.rawp(
+        argv = [
             "master", "--dev", "--port", str(port), "--state-dir", str(made.state),
             "--database-url", pg_url, "--redis-url", (redis_urls or {}).get(index, REDIS_URL),
             "--redis-prefix", prefix,
             *extra,
+        ]  # fmt: skip
+        proc = processes.rawp(
+            *argv,
             env={"RAWP_EDGE_SECRET": EDGE_SECRET},
             stdout=log.open("ab"),
         )  # fmt: skip
@@ -64,6 +77,7 @@ def start_replicas(
         made.urls.append(url)
         made.procs.append(proc)
         made.logs.append(log)
+        made.argv.append(argv)
     return made
 
 
@@ -117,21 +131,24 @@ async def cluster(
     count: int = 3,
     redis_urls: dict[int, str] | None = None,
     proxy: bool = False,
+    agents: Path | None = None,
 ):
-    """`count` replicas and a running client paired through replica A, with the counter agent.
-    With `proxy`, the client is paired at a CuttableProxy's address, so that the test can cut
-    the replicas' links to it (`made.proxy.cut()`)."""
+    """`count` replicas and a running client paired through replica A, with the counter agent
+    (or the agents of the `agents` file). With `proxy`, the client is paired at a
+    CuttableProxy's address, so that the test can cut the replicas' links to it
+    (`made.proxy.cut()`)."""
     replicas = start_replicas(processes, tmp, pg_url, prefix, count=count, redis_urls=redis_urls)
     workspace, client_port = tmp / "root" / "ws", free_port()
     cuttable = CuttableProxy(client_port) if proxy else None
     public_port = cuttable.port if cuttable else client_port
     workspace.mkdir(parents=True)
-    agents = tmp / "agents.toml"
-    (tmp / "counter.py").write_text(COUNTER)
-    agents.write_text(
-        f'[agents.counter]\nkind = "script"\nmode = "plain"\n'
-        f'command = ["{sys.executable}", "{tmp / "counter.py"}"]\n'
-    )
+    if agents is None:
+        agents = tmp / "agents.toml"
+        (tmp / "counter.py").write_text(COUNTER)
+        agents.write_text(
+            f'[agents.counter]\nkind = "script"\nmode = "plain"\n'
+            f'command = ["{sys.executable}", "{tmp / "counter.py"}"]\n'
+        )
     # A user of its own: the database is shared by the whole test run, and this user's node
     # listing must hold this client only.
     owner = f"discord:{secrets.randbelow(10**12)}"
