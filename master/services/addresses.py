@@ -28,6 +28,7 @@ Rules (issue 15 §1; the decision for every range is the table in docs/protocol.
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import re
 import socket
@@ -51,7 +52,14 @@ _BROADCAST = ipaddress.IPv4Address("255.255.255.255")
 
 class AddressRefused(OSError):
     """A host the master must not call. An OSError, so a refusal inside aiohttp's or asyncio's
-    connect path surfaces as a failed connection (502 to our caller), never as a call made."""
+    connect path surfaces as a failed connection (502 to our caller), never as a call made.
+    The reason is its `strerror`, which is what aiohttp shows of a failed connect."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(errno.EACCES, reason)
+
+    def __str__(self) -> str:
+        return self.strerror
 
 
 async def system_resolve(host: str, port: int) -> list[str]:
