@@ -12,7 +12,9 @@
 - Every call goes to a checked address of the client (§3.2, M-PAIR-04): the client's host is
   checked again by the `AddressPolicy` and the connection made to the addresses that check
   returned (`master.services.pinning`), so a name rebound to loopback after pairing is refused
-  (`NODE_UNREACHABLE`) before anything is sent.
+  (`NODE_UNREACHABLE`) before anything is sent. Redirects are not followed: a `Location`
+  with a literal IP would skip the pinned resolver, and the RAWP API has none (the 3xx is
+  returned to the caller as it is).
 """
 
 from __future__ import annotations
@@ -168,7 +170,9 @@ class ClientCaller:
         url = self._url(node, path)
         headers = {"Authorization": f"Bearer {access_token}"}
         try:
-            async with self._session().request(method, url, json=json, headers=headers) as resp:
+            async with self._session().request(
+                method, url, json=json, headers=headers, allow_redirects=False
+            ) as resp:
                 raw = await resp.read()
                 body = _decode(raw, resp.content_type)
                 reply_headers = dict(resp.headers)
@@ -196,7 +200,7 @@ class ClientCaller:
             url = self._url(node, "/v1/auth/refresh")
             try:
                 async with self._session().post(
-                    url, json={"refresh_token": current.refresh_token}
+                    url, json={"refresh_token": current.refresh_token}, allow_redirects=False
                 ) as resp:
                     raw = await resp.read()
                     status, body = resp.status, _decode(raw, resp.content_type)

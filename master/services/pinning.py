@@ -13,7 +13,8 @@ to exactly what it returned:
 - The data-plane WebSocket (websockets): `connect_pinned` vets the host and passes the checked
   IP as `host`, with the URL's host name kept for TLS (`server_hostname`, certificate check)
   and the `Host` header; proxies from the environment are not used (a proxy would resolve the
-  name itself).
+  name itself). With `host` given, websockets refuses a cross-origin redirect (a same-origin
+  one reconnects to the same checked address); that refusal is an `AddressRefused` here.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from master.services.addresses import AddressPolicy
+from master.services.addresses import AddressPolicy, AddressRefused
 
 
 async def connect_pinned(url: str, policy: AddressPolicy, **options: Any) -> ClientConnection:
@@ -38,6 +39,8 @@ async def connect_pinned(url: str, policy: AddressPolicy, **options: Any) -> Cli
     for ip in await policy.vet(host, port):
         try:
             return await connect(url, host=ip, port=port, proxy=None, **options)
+        except ValueError as exc:  # websockets: "cannot follow cross-origin redirect …"
+            raise AddressRefused(f"the client's socket sent us elsewhere: {exc}") from None
         except OSError as exc:
             last = exc
     assert last is not None  # vet returns at least one address or raises

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+from http import HTTPStatus
 from urllib.parse import urlsplit
 
 import pytest
+from aiohttp import web
 from websockets.asyncio.server import serve
 
 from master.client_calls import ClientCaller, NodeCallError
@@ -324,3 +326,45 @@ async def test_the_data_plane_socket_to_a_name_rebound_to_loopback_is_never_open
         with pytest.raises(AddressRefused):
             await connect_pinned(f"wss://ws.test:{service.port}/v1/ws/stream", policy)
         assert service.count == 0
+
+
+async def test_a_redirect_from_the_client_is_not_followed(dev_master, clock):
+    """A `Location` with a literal IP would skip the pinned resolver: the 3xx comes back as is."""
+    async with Accepts() as elsewhere:
+
+        async def redirect(request: web.Request) -> web.Response:
+            raise web.HTTPFound(f"http://127.0.0.1:{elsewhere.port}/v1/health")
+
+        app = web.Application()
+        app.router.add_get("/v1/health", redirect)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        s = dev_master.services
+        caller = ClientCaller(s.db, s.config, clock, addresses=s.addresses, unsynced_rate=1e6)
+        try:
+            node = await dev_master.pair(address=f"http://127.0.0.1:{port}")
+            reply = await caller.call(node["node_id"], "GET", "/v1/health")
+        finally:
+            await caller.close()
+            await runner.cleanup()
+        assert reply.status == 302
+        assert elsewhere.count == 0
+
+
+async def test_the_data_plane_socket_does_not_follow_a_redirect_elsewhere():
+    async with Accepts() as elsewhere:
+
+        def redirect(connection, request):
+            response = connection.respond(HTTPStatus.FOUND, "moved\n")
+            response.headers["Location"] = f"ws://127.0.0.1:{elsewhere.port}/v1/ws/stream"
+            return response
+
+        async with serve(lambda ws: ws.close(), "127.0.0.1", 0, process_request=redirect) as srv:
+            port = srv.sockets[0].getsockname()[1]
+            policy = AddressPolicy(dev=True, resolve=stub({"ws.test": ["127.0.0.1"]}))
+            with pytest.raises(AddressRefused, match="elsewhere"):
+                await connect_pinned(f"ws://ws.test:{port}/v1/ws/stream", policy, open_timeout=5)
+        assert elsewhere.count == 0
