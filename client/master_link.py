@@ -5,7 +5,10 @@ Rules:
 1. Pairing (§3.3): the pairing URL gives the master's base URL and the pairing token; the
    client sends its address, device name and a fresh `client_credentials` pair, and keeps the
    master's answer in the state directory (mode 0600). The master's access token is verified
-   against `server_credentials` before anything is stored (§4).
+   against `server_credentials` before anything is stored (§4) — tolerantly where the spec is
+   open (`rawp.tokens.verify_peer`): any standard JWS signing key the JWK names (ES256/384,
+   EdDSA, RS256, …) and only the standard `exp` claim; a token that does not verify is refused.
+   A refresh answer without `server_credentials` keeps the key from pairing (§3.4 names none).
 2. Config sync (§4.1): both scopes, version 1, right after pairing and on every start
    (C-CFG-01/02); a runtime change PUTs only the changed scope with its version + 1
    (C-CFG-03/06); every request is a full snapshot (C-CFG-04). A 409 makes the client adopt
@@ -28,11 +31,10 @@ from client.state import StateDir
 from rawp.clock import SYSTEM_CLOCK, Clock, iso
 from rawp.config import Limits, PinnedConfig
 from rawp.errors import Unauthorized
-from rawp.tokens import verify
+from rawp.tokens import verify_peer
 
 log = logging.getLogger(__name__)
 
-MASTER_TOKEN_KIND = "node"
 MAX_CONFLICT_RETRIES = 3
 
 
@@ -109,20 +111,21 @@ class MasterLink:
         return answer
 
     def _store_tokens(self, answer: Any, *, master_url: str | None = None) -> None:
+        creds = self.state.credentials
+        # Pairing must bring the key; a refresh may leave it out and keep the paired one.
+        known_key = None if master_url is not None else creds.server_credentials
+        if isinstance(answer, dict) and known_key and not answer.get("server_credentials"):
+            answer = {**answer, "server_credentials": known_key}
         if not isinstance(answer, dict) or not all(
             answer.get(k) for k in ("access_token", "refresh_token", "server_credentials")
         ):
             raise MasterLinkError("the master's answer lacks tokens or server_credentials")
         try:
-            claims = verify(
-                answer["access_token"],
-                answer["server_credentials"],
-                kind=MASTER_TOKEN_KIND,
-                clock=self.clock,
+            claims = verify_peer(
+                answer["access_token"], answer["server_credentials"], clock=self.clock
             )
         except Unauthorized as exc:
             raise MasterLinkError(f"the master's token does not verify: {exc.message}") from None
-        creds = self.state.credentials
         if master_url is not None:
             creds.master_url = master_url
         creds.node_id = answer.get("node_id") or claims.get("sub") or creds.node_id

@@ -9,6 +9,12 @@
 - Calls to a node are spaced by the client's synced `rate_limit` (M-CFG-01); traffic of a
   session uses the `rate_limit` pinned to that session instead (M-PIN-05).
 - A deprecation `Warning` header in a client's answer is logged (X-COMP-03).
+- Every call goes to a checked address of the client (§3.2, M-PAIR-04): the client's host is
+  checked again by the `AddressPolicy` and the connection made to the addresses that check
+  returned (`master.services.pinning`), so a name rebound to loopback after pairing is refused
+  (`NODE_UNREACHABLE`) before anything is sent. Redirects are not followed: a `Location`
+  with a literal IP would skip the pinned resolver, and the RAWP API has none (the 3xx is
+  returned to the caller as it is).
 """
 
 from __future__ import annotations
@@ -19,9 +25,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import orjson
 
+from master.services.addresses import AddressPolicy, AddressRefused
 from master.services.config_scopes import ConfigScopes
 from master.storage import nodes as store
 from master.storage.db import Database
@@ -71,6 +79,7 @@ class ClientCaller:
         config: ConfigScopes,
         clock: Clock,
         *,
+        addresses: AddressPolicy,
         unsynced_rate: float = 1.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         timeout_seconds: float = 30.0,
@@ -78,6 +87,7 @@ class ClientCaller:
         self._db = db
         self._config = config
         self._clock = clock
+        self.addresses = addresses
         self._unsynced_rate = unsynced_rate
         self._throttle = Throttle(clock, sleep)
         self._timeout_seconds = timeout_seconds
@@ -93,10 +103,23 @@ class ClientCaller:
         # aiohttp is imported on first use: it is the slowest import of the master's start.
         import aiohttp
 
+        from master.services.pinned_http import pinned_session
+
         if self._http is None or self._http.closed:
             timeout = aiohttp.ClientTimeout(total=self._timeout_seconds)
-            self._http = aiohttp.ClientSession(timeout=timeout)
+            self._http = pinned_session(self.addresses, timeout)
         return self._http
+
+    def _url(self, node: store.Node, path: str) -> str:
+        """`{client_address}{path}`, once its host passes the §3.2 check again.
+
+        aiohttp does not ask its resolver about a literal IP, so a literal host is checked
+        here; a name is checked by the pinned resolver on every new connection."""
+        try:
+            self.addresses.precheck(urlsplit(node.client_address).hostname or "")
+        except AddressRefused as exc:
+            raise NodeCallError(f"node {node.id} has a refused address: {exc}") from None
+        return f"{node.client_address}{path}"
 
     async def call(
         self,
@@ -144,10 +167,12 @@ class ClientCaller:
     ) -> ClientReply:
         import aiohttp
 
-        url = f"{node.client_address}{path}"
+        url = self._url(node, path)
         headers = {"Authorization": f"Bearer {access_token}"}
         try:
-            async with self._session().request(method, url, json=json, headers=headers) as resp:
+            async with self._session().request(
+                method, url, json=json, headers=headers, allow_redirects=False
+            ) as resp:
                 raw = await resp.read()
                 body = _decode(raw, resp.content_type)
                 reply_headers = dict(resp.headers)
@@ -172,10 +197,10 @@ class ClientCaller:
             current = (await self.node(node.id)).credentials
             if current.access_token != failed_token:
                 return current  # another call refreshed while we waited
-            url = f"{node.client_address}/v1/auth/refresh"
+            url = self._url(node, "/v1/auth/refresh")
             try:
                 async with self._session().post(
-                    url, json={"refresh_token": current.refresh_token}
+                    url, json={"refresh_token": current.refresh_token}, allow_redirects=False
                 ) as resp:
                     raw = await resp.read()
                     status, body = resp.status, _decode(raw, resp.content_type)

@@ -9,6 +9,7 @@ from master.client_calls import ClientCaller
 from master.edge.notify import NotifyingConfigScopes
 from master.edge.relay import InProcessRelay, Relay
 from master.edge.wiring import EdgeServices, build_edge
+from master.services.addresses import AddressPolicy
 from master.services.config_scopes import ConfigScopes
 from master.services.keys import load_or_create_signing_key
 from master.services.pairing import PairingService
@@ -38,6 +39,8 @@ class Services:
     sockets: NodeSockets
     client_calls: ClientCaller
     sessions: SessionStarter
+    # §3.2 for pairing and every call; its `resolve` is the seam tests answer names through.
+    addresses: AddressPolicy
     edge: EdgeServices | None = None  # the Edge API (master/edge)
 
     async def close(self) -> None:
@@ -70,6 +73,7 @@ async def build_services(
     sockets.tell_others = relay.node_closed  # §3.5 on every replica (docs/scale-out.md)
     # Config updates also push node.config.changed to the node's edge sockets (§9.4.4).
     config: ConfigScopes = NotifyingConfigScopes(db, clock, relay)
+    addresses = AddressPolicy(dev=settings.dev)
     pairing = PairingService(
         db,
         tokens,
@@ -77,9 +81,11 @@ async def build_services(
         clock,
         base_url=settings.base_url,
         ttl_seconds=settings.pairing_token_ttl,
-        dev=settings.dev,
+        addresses=addresses,
     )
-    client_calls = ClientCaller(db, config, clock, unsynced_rate=settings.unsynced_client_rate)
+    client_calls = ClientCaller(
+        db, config, clock, addresses=addresses, unsynced_rate=settings.unsynced_client_rate
+    )
     starter = SessionStarter(config, client_calls)
     edge = build_edge(
         settings=settings.edge,
@@ -104,6 +110,7 @@ async def build_services(
         sockets=sockets,
         client_calls=client_calls,
         sessions=starter,
+        addresses=addresses,
         edge=edge,
     )
 

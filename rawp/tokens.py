@@ -5,6 +5,17 @@ The master signs the tokens it hands out and publishes the public half as a JWK
 (`client_credentials`). Whoever receives a token verifies its signature, expiry and kind on
 every call (§4). This module only does the cryptography and the claim checks — storage,
 revocation and rotation belong to the services that use it.
+
+Strict where it should be, tolerant where the spec is open (issue 15 §5):
+
+- `verify` checks tokens this implementation signed itself: ES256 with our own key, and our
+  private `kind` claim, so a token of one kind never passes as another.
+- `verify_peer` checks a token the OTHER side signed with a key it published as a JWK (the
+  master's `server_credentials`, §3.3). The spec names no key type and no claims, so any
+  standard JWS signing key is taken — EC P-256/P-384/P-521 (ES256/384/512), Ed25519
+  (EdDSA), RSA ≥ 2048 bits (RS*/PS*) — but only with an algorithm that key type (and the JWK's
+  `alg`, when it names one) allows: never `none`, never an HMAC, never an algorithm of another
+  key type. Only the standard `exp` is required; `sub`, `kind` and the rest are not demanded.
 """
 
 from __future__ import annotations
@@ -14,7 +25,7 @@ from typing import Any
 
 from joserfc import jwt
 from joserfc.errors import ExpiredTokenError, JoseError
-from joserfc.jwk import ECKey
+from joserfc.jwk import ECKey, OKPKey, RSAKey
 from joserfc.jwt import JWTClaimsRegistry
 
 from rawp.clock import SYSTEM_CLOCK, Clock, new_id
@@ -91,6 +102,71 @@ def verify(
     if claims.get("kind") != kind:
         raise Unauthorized(f"expected a {kind} token", "INVALID_TOKEN")
     return claims
+
+
+# (kty, crv) -> the JWS algorithms a key of that type signs with (RFC 7518 §3.1, RFC 8037,
+# RFC 9864 for the fully specified "Ed25519").
+PEER_ALGORITHMS: dict[tuple[str, str | None], frozenset[str]] = {
+    ("EC", "P-256"): frozenset({"ES256"}),
+    ("EC", "P-384"): frozenset({"ES384"}),
+    ("EC", "P-521"): frozenset({"ES512"}),
+    ("OKP", "Ed25519"): frozenset({"EdDSA", "Ed25519"}),
+    ("RSA", None): frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512"}),
+}
+_PUBLIC_FIELDS = {
+    "EC": ("kty", "crv", "x", "y"),
+    "OKP": ("kty", "crv", "x"),
+    "RSA": ("kty", "n", "e"),
+}
+_KEY_TYPES = {"EC": ECKey, "OKP": OKPKey, "RSA": RSAKey}
+MIN_RSA_BITS = 2048
+
+
+def verify_peer(
+    token: str, public_jwk: dict[str, Any], *, clock: Clock = SYSTEM_CLOCK
+) -> dict[str, Any]:
+    """Check a token the other side signed (module rule 2); return its claims or raise.
+
+    `TOKEN_EXPIRED` for an expired token, `INVALID_TOKEN` for anything else."""
+    key, algorithms = _peer_key(public_jwk)
+    try:
+        decoded = jwt.decode(token, key, algorithms=sorted(algorithms))
+        registry = JWTClaimsRegistry(now=int(clock.now().timestamp()), exp={"essential": True})
+        registry.validate(decoded.claims)
+    except ExpiredTokenError:
+        raise Unauthorized("the token has expired; refresh it", "TOKEN_EXPIRED") from None
+    except (JoseError, ValueError, TypeError):
+        raise Unauthorized("the token is not valid", "INVALID_TOKEN") from None
+    return decoded.claims
+
+
+def _peer_key(jwk: Any) -> tuple[Any, frozenset[str]]:
+    """The public key of a peer's JWK and the algorithms it may sign with, or `Unauthorized`."""
+    if not isinstance(jwk, dict) or not isinstance(jwk.get("kty"), str):
+        raise Unauthorized("the signing key is not a JWK", "INVALID_TOKEN")
+    kty = jwk["kty"]
+    algorithms = PEER_ALGORITHMS.get((kty, None if kty == "RSA" else jwk.get("crv")))
+    if algorithms is None:
+        raise Unauthorized(
+            f"the signing key type {kty}/{jwk.get('crv')} is not one for JWS signatures",
+            "INVALID_TOKEN",
+        )
+    named = jwk.get("alg")
+    if named is not None:
+        if named not in algorithms:
+            raise Unauthorized(
+                f"the JWK names {named!r}, not an algorithm of its key type", "INVALID_TOKEN"
+            )
+        algorithms = frozenset({named})
+    if jwk.get("use") not in (None, "sig"):
+        raise Unauthorized("the JWK is not a signing key (use)", "INVALID_TOKEN")
+    try:
+        key = _KEY_TYPES[kty].import_key({k: jwk[k] for k in _PUBLIC_FIELDS[kty] if k in jwk})
+    except (JoseError, ValueError, TypeError, KeyError):
+        raise Unauthorized("the signing key is not a valid JWK", "INVALID_TOKEN") from None
+    if kty == "RSA" and key.raw_value.key_size < MIN_RSA_BITS:
+        raise Unauthorized(f"an RSA signing key needs {MIN_RSA_BITS} bits", "INVALID_TOKEN")
+    return key, algorithms
 
 
 def _import_public(jwk: dict[str, Any]) -> ECKey:

@@ -4,6 +4,8 @@ Rules:
 
 1. The master opens the link to `ws(s)://{client}/v1/ws/stream` with the ticket it gave the
    client in `session/init` (M-SESS-04) and pumps every client frame into the data plane.
+   The socket goes to an address of the client checked by the §3.2 policy at that moment
+   (`master.services.pinning`), on the first open and on every reattach.
 2. When the link drops while the session should live, the session is DETACHED and the master
    reattaches: `session/init` with `reattach: true` and `last_message_id` = the last frame it
    relayed, then a new socket (backoff by tenacity). The client replays what followed that
@@ -41,11 +43,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from master.edge.dataplane import DataPlane
 from master.edge.live import LiveSession
+from master.services.pinning import connect_pinned
 from master.services.session_start import SessionStarter
 from rawp.clock import Clock
 from rawp.errors import NotFound, RawpError
@@ -306,8 +309,9 @@ class ClientLink:
             raise LinkDown(str(exc)) from None
 
     async def _open(self, url: str) -> ClientConnection:
-        return await connect(
+        return await connect_pinned(
             url,
+            self._starter.addresses,
             subprotocols=list(SUBPROTOCOLS),
             max_size=self.live.limits.max_frame_size,
             open_timeout=10,

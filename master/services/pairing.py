@@ -2,7 +2,8 @@
 
 A pairing token is a random secret of 43 characters (≥ 32, §3.1), stored only as a fingerprint,
 bound to the user who asked for it, single use, and dead 15 minutes after issue (M-PAIR-02).
-The node created from it belongs to that user (architecture: identity).
+The node created from it belongs to that user (architecture: identity). The `client_address` is
+checked by the master's `AddressPolicy` (§3.2): literal spellings and every answer of a name.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.services.addresses import normalize_client_address
+from master.services.addresses import AddressPolicy
 from master.services.sockets import NodeSockets
 from master.services.tokens import TokenService
 from master.storage import config as config_store
@@ -66,7 +67,7 @@ class PairingService:
         *,
         base_url: str,
         ttl_seconds: int,
-        dev: bool,
+        addresses: AddressPolicy,
     ) -> None:
         self._db = db
         self._tokens = tokens
@@ -74,7 +75,7 @@ class PairingService:
         self._clock = clock
         self._base_url = base_url.rstrip("/")
         self._ttl = ttl_seconds
-        self._dev = dev
+        self._addresses = addresses
 
     async def issue(self, user_id: str) -> PairingTicket:
         """A new pairing URL for `user_id` (§3.1): `{base}/v1/auth/pair?token=…`."""
@@ -92,7 +93,7 @@ class PairingService:
         """§3.3: check the address, burn the token, create the node, hand out our tokens."""
         # The address is checked before the token is spent, so a client with a bad address can
         # fix it and retry with the same URL.
-        address = normalize_client_address(request.client_address, dev=self._dev)
+        address = await self._addresses.check(request.client_address)
         now = self._clock.now()
         fp = fingerprint(request.pairing_token)
         node_id = new_id()

@@ -11,7 +11,8 @@
   session is not reattached (404). A refused `session/init` ends the new session (INIT →
   TERMINATED, a transition of `rawp.session_state`'s table, never an assignment).
 - The data plane is opened at `wss://{host:port}/v1/ws/stream?ticket=…&session_id=…`
-  (`ws://` for an `http://` client in development), M-SESS-04.
+  (`ws://` for an `http://` client in development), M-SESS-04, under the same §3.2 address
+  policy as the calls (`addresses`, used by `master.services.pinning.connect_pinned`).
 
 The Edge API (next issue) calls `start` from `POST /v1/edge/nodes/{id}/sessions`.
 """
@@ -23,6 +24,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from master.client_calls import ClientCaller
+from master.services.addresses import AddressPolicy
 from master.services.config_scopes import ConfigScopes
 from rawp.clock import new_id, new_secret
 from rawp.config import PinnedConfig
@@ -58,6 +60,11 @@ class SessionStarter:
     def __init__(self, config: ConfigScopes, calls: ClientCaller) -> None:
         self._config = config
         self._calls = calls
+
+    @property
+    def addresses(self) -> AddressPolicy:
+        """The §3.2 policy the data-plane socket to a client is opened under."""
+        return self._calls.addresses
 
     async def start(
         self, *, node_id: str, user_id: str, agent_name: str, workspace_path: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import socket
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +27,16 @@ from tests.master.fake_client import FakeClient
 
 ADMIN_URL = os.environ.get("RAWP_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 GENEROUS = Budget(per_second=1000.0, burst=1000)
+# The names the master tests pair with, answered without /etc/hosts or the network (the
+# resolver seam of master.services.addresses). 192.0.2.0/24 is TEST-NET-1: nothing is ever
+# sent there, pairing only checks the answer.
+FAKE_DNS = {"node.example": ["192.0.2.10", "2001:db8::10"], "localhost": ["127.0.0.1", "::1"]}
+
+
+async def fake_resolve(host: str, port: int) -> list[str]:
+    if host not in FAKE_DNS:
+        raise socket.gaierror(socket.EAI_NONAME, f"{host} is not in the test's DNS")
+    return FAKE_DNS[host]
 
 
 async def _admin(sql: str) -> None:
@@ -157,6 +168,7 @@ async def master(settings, clock):
     app = create_app(settings, clock)
     async with app.test_app() as test_app:
         await _empty_tables(app.extensions[EXTENSION])
+        app.extensions[EXTENSION].addresses.resolve = fake_resolve
         yield Master(app, test_app.test_client(), clock)
 
 
@@ -197,6 +209,7 @@ def make_master(settings, clock):
         app = create_app(replace(settings, **overrides), clock)
         async with app.test_app() as test_app:
             await _empty_tables(app.extensions[EXTENSION])
+            app.extensions[EXTENSION].addresses.resolve = fake_resolve
             yield Master(app, test_app.test_client(), clock)
 
     return start

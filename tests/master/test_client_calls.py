@@ -22,7 +22,9 @@ from tests.support import free_port
 @pytest.fixture
 async def caller(dev_master, clock, sleeps):
     s = dev_master.services
-    caller = ClientCaller(s.db, s.config, clock, unsynced_rate=1.0, sleep=sleeps)
+    caller = ClientCaller(
+        s.db, s.config, clock, addresses=s.addresses, unsynced_rate=1.0, sleep=sleeps
+    )
     yield caller
     await caller.close()
 
@@ -57,7 +59,9 @@ async def test_concurrent_401s_share_one_refresh(dev_master, fake_client, clock)
     async def no_wait(_seconds):
         return None
 
-    caller = ClientCaller(s.db, s.config, clock, unsynced_rate=1000.0, sleep=no_wait)
+    caller = ClientCaller(
+        s.db, s.config, clock, addresses=s.addresses, unsynced_rate=1000.0, sleep=no_wait
+    )
     try:
         replies = await asyncio.gather(
             *(caller.call(node["node_id"], "GET", "/v1/health") for _ in range(3))

@@ -14,7 +14,7 @@ from rawp.session_state import SessionEvent, SessionState
 @pytest.fixture
 async def starter(dev_master, clock, sleeps):
     s = dev_master.services
-    calls = ClientCaller(s.db, s.config, clock, sleep=sleeps)
+    calls = ClientCaller(s.db, s.config, clock, addresses=s.addresses, sleep=sleeps)
     yield SessionStarter(s.config, calls)
     await calls.close()
 

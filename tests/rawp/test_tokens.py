@@ -1,10 +1,12 @@
 """Signed tokens: signature, expiry and kind are checked on every verify (RAWP §3.4, §4)."""
 
 import pytest
+from joserfc import jwt
+from joserfc.jwk import ECKey, OKPKey, RSAKey
 
 from rawp.clock import FakeClock
 from rawp.errors import Unauthorized
-from rawp.tokens import SigningKey, bearer, fingerprint, verify
+from rawp.tokens import SigningKey, bearer, fingerprint, verify, verify_peer
 
 
 @pytest.fixture
@@ -72,3 +74,39 @@ def test_fingerprint_is_stable_and_hides_the_secret():
     assert fingerprint("s") == fingerprint("s") != fingerprint("t")
     assert "secret-value" not in fingerprint("secret-value")
     assert len(fingerprint("x")) == 64
+
+
+# --- verify_peer: a token the other side signed (issue 15 §5) ---------------------------------
+
+
+def _peer_token(key, alg: str, claims: dict) -> str:
+    return jwt.encode({"alg": alg}, claims, key, algorithms=[alg])
+
+
+def test_verify_peer_takes_standard_claims_only_and_our_own_tokens_too(key):
+    clock = FakeClock()
+    exp = int(clock.now().timestamp()) + 60
+    ed = OKPKey.generate_key("Ed25519", private=True)
+    token = _peer_token(ed, "EdDSA", {"exp": exp})
+    claims = verify_peer(token, ed.as_dict(private=False), clock=clock)
+    assert claims == {"exp": exp}  # no sub, no kind: not demanded of the other side
+    ours = key.sign({"sub": "n"}, 60, kind="node", clock=clock)
+    assert verify_peer(ours, key.public_jwk(), clock=clock)["kind"] == "node"
+    with pytest.raises(Unauthorized, match="expected a client token"):  # ours stay strict
+        verify(ours, key, kind="client", clock=clock)
+
+
+def test_verify_peer_requires_exp_and_refuses_weak_or_odd_keys():
+    ec = ECKey.generate_key("P-256", private=True)
+    with pytest.raises(Unauthorized):
+        verify_peer(_peer_token(ec, "ES256", {"sub": "n"}), ec.as_dict(private=False))
+    small = RSAKey.generate_key(1024, private=True, auto_kid=False)
+    token = _peer_token(small, "RS256", {"exp": 2**40})
+    with pytest.raises(Unauthorized, match="2048"):
+        verify_peer(token, small.as_dict(private=False))
+    enc = {**ec.as_dict(private=False), "use": "enc"}
+    with pytest.raises(Unauthorized, match="signing"):
+        verify_peer(_peer_token(ec, "ES256", {"exp": 2**40}), enc)
+    for jwk in ({"kty": "oct", "k": "c2VjcmV0"}, {"kty": "EC", "crv": "secp256k1"}, [], {}):
+        with pytest.raises(Unauthorized):
+            verify_peer(_peer_token(ec, "ES256", {"exp": 2**40}), jwk)
