@@ -136,6 +136,20 @@ def _edge_options(parser: argparse.ArgumentParser) -> None:
         help="comma-separated slash commands edges may not send (RAWP_EDGE_DENY_COMMANDS)",
     )
     edge.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=float(env("RAWP_LEASE_SECONDS", "5")),
+        help="with several replicas: a session's lease outlives its holder's last renewal "
+        "this long (RAWP_LEASE_SECONDS, default 5)",
+    )
+    edge.add_argument(
+        "--takeover-sweep-seconds",
+        type=float,
+        default=float(env("RAWP_TAKEOVER_SWEEP_SECONDS", "2")),
+        help="with several replicas: how often each looks for sessions nobody holds "
+        "(RAWP_TAKEOVER_SWEEP_SECONDS, default 2)",
+    )
+    edge.add_argument(
         "--edge-queue-bytes",
         type=int,
         default=int(env("RAWP_EDGE_QUEUE_BYTES", str(16 * 1024 * 1024))),
@@ -158,6 +172,10 @@ def edge_settings_from(args: argparse.Namespace):
         )
     if args.edge_token_ttl <= 0 or args.edge_queue_bytes <= 0:
         raise CommandError("--edge-token-ttl and --edge-queue-bytes must be positive")
+    if not (0.3 <= args.lease_seconds <= 600) or not (0.1 <= args.takeover_sweep_seconds <= 600):
+        raise CommandError(
+            "--lease-seconds must be within 0.3–600 and --takeover-sweep-seconds within 0.1–600"
+        )
     return EdgeSettings(
         secret=os.environ.get("RAWP_EDGE_SECRET") or None,
         user_token_ttl=args.edge_token_ttl,
@@ -167,6 +185,8 @@ def edge_settings_from(args: argparse.Namespace):
         deny_tools=_names(args.edge_deny_tools),
         deny_commands=_names(args.edge_deny_commands),
         queue_bytes=args.edge_queue_bytes,
+        lease_seconds=args.lease_seconds,
+        takeover_sweep_seconds=args.takeover_sweep_seconds,
     )
 
 

@@ -45,6 +45,11 @@ class EdgeSettings:
     health_timeout: float = 3.0
     # Frames kept per session to replay to an edge reconnecting with `last_message_id`.
     replay_frames: int = 2048
+    # Several replicas (docs/scale-out.md): how long a session's lease outlives its holder's
+    # last renewal, and how often each replica looks for sessions nobody holds. Together they
+    # bound how long a dead replica's sessions wait for another to take them over.
+    lease_seconds: float = 5.0
+    takeover_sweep_seconds: float = 2.0
     user_budget: Budget = USER_BUDGET
 
 

@@ -137,4 +137,5 @@ def _relay(settings: Settings) -> Relay:
         prefix=settings.redis_prefix,
         replay_frames=edge.replay_frames,
         dedupe_window=edge.dedupe_window,
+        lease_seconds=edge.lease_seconds,
     )

@@ -107,7 +107,8 @@ class EdgeSessions:
         self.live: dict[str, LiveSession] = {}  # the sessions whose client link is held here
         self._tasks = TaskOwner("edge sessions", log)  # rule 6
         self._sweeper: asyncio.Task | None = None
-        self.sweep_interval = 2.0  # seconds between takeover sweeps (several replicas only)
+        # seconds between takeover sweeps (several replicas only)
+        self.sweep_interval = settings.takeover_sweep_seconds
 
     # --- EP-E4 ---------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import asyncio
 from tests.faults import trials
 from tests.faults.agent import install, prompt_text
 from tests.faults.edge import RecordingEdge
-from tests.faults.replicas import edge_on, holder, place
+from tests.faults.replicas import QUICK_TAKEOVER, edge_on, holder, place
 from tests.faults.tiers import sigcont, sigkill, sigstop
 from tests.faults.trials import Outcome, repeats_on_sockets
 from tests.scale.cluster import cluster
@@ -160,7 +160,8 @@ async def test_a_prompt_while_the_holder_is_stopped_runs_once_or_is_refused(
 ):
     redis, prefix = redis_prefix
     agents, _ = install(tmp_path)
-    async with cluster(processes, tmp_path, pg_url, prefix, agents=agents) as made:
+    quick = {"agents": agents, "master_args": QUICK_TAKEOVER}
+    async with cluster(processes, tmp_path, pg_url, prefix, **quick) as made:
         await delivery_trials("prompt, holder SIGSTOP", processes, made, redis, prefix, freeze=True)
 
 
@@ -169,7 +170,8 @@ async def test_a_prompt_while_the_holder_was_just_killed_runs_once_or_is_refused
 ):
     redis, prefix = redis_prefix
     agents, _ = install(tmp_path)
-    async with cluster(processes, tmp_path, pg_url, prefix, agents=agents) as made:
+    quick = {"agents": agents, "master_args": QUICK_TAKEOVER}
+    async with cluster(processes, tmp_path, pg_url, prefix, **quick) as made:
         await delivery_trials(
             "prompt, holder SIGKILL", processes, made, redis, prefix, freeze=False
         )

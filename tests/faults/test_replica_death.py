@@ -10,7 +10,7 @@ import asyncio
 
 from tests.faults import trials
 from tests.faults.agent import install, prompt_text
-from tests.faults.replicas import edge_on, holder, place
+from tests.faults.replicas import QUICK_TAKEOVER, edge_on, holder, place
 from tests.faults.tiers import sigkill
 from tests.faults.trials import Outcome
 from tests.faults.turns import TURN_FRAMES, TurnWatch, strike_when_started
@@ -24,7 +24,8 @@ async def test_replica_sigkill_mid_turn_loses_and_repeats_nothing(
 ):
     redis, prefix = redis_prefix
     agents, markers = install(tmp_path)
-    async with cluster(processes, tmp_path, pg_url, prefix, agents=agents) as made:
+    quick = {"agents": agents, "master_args": QUICK_TAKEOVER}
+    async with cluster(processes, tmp_path, pg_url, prefix, **quick) as made:
         urls = made.replicas.urls
         sid, _ = await made.create_session()
         elsewhere, on_killed = edge_on(made, sid), edge_on(made, sid)

@@ -132,12 +132,15 @@ async def cluster(
     redis_urls: dict[int, str] | None = None,
     proxy: bool = False,
     agents: Path | None = None,
+    master_args: tuple[str, ...] = (),
 ):
     """`count` replicas and a running client paired through replica A, with the counter agent
     (or the agents of the `agents` file). With `proxy`, the client is paired at a
     CuttableProxy's address, so that the test can cut the replicas' links to it
-    (`made.proxy.cut()`)."""
-    replicas = start_replicas(processes, tmp, pg_url, prefix, count=count, redis_urls=redis_urls)
+    (`made.proxy.cut()`). `master_args` go to every replica."""
+    replicas = start_replicas(
+        processes, tmp, pg_url, prefix, *master_args, count=count, redis_urls=redis_urls
+    )
     workspace, client_port = tmp / "root" / "ws", free_port()
     cuttable = CuttableProxy(client_port) if proxy else None
     public_port = cuttable.port if cuttable else client_port
