@@ -101,6 +101,9 @@ class TaskOwner:
         task = self._group.create_task(self._supervised(coroutine, label), name=label)
         self._children.add(task)
         task.add_done_callback(self._children.discard)
+        # A child cancelled before its first step never ran `coroutine`: close it, or Python
+        # warns "was never awaited" (closing a finished coroutine does nothing).
+        task.add_done_callback(lambda _: coroutine.close())
         return task
 
     async def _supervised(self, coroutine: Coroutine[Any, Any, T], label: str) -> T | None:
