@@ -161,7 +161,10 @@ async def _resume(bots, services: list[ConversationService], stop: asyncio.Event
 
 
 async def _until_ready(bot, timeout_s: float = 60.0) -> None:
-    ready = getattr(bot, "ready", None)  # DiscordBot has one; Slack can post at once
+    # Discord: its REST session is up (`online`, set once logged in), not `on_ready`, which
+    # discord.py holds back for `guild_ready_timeout`: a gateway restarted mid-turn goes on
+    # rendering that much sooner. Slack can post at once.
+    ready = getattr(bot.platform, "online", None)
     if ready is None:
         return
     try:

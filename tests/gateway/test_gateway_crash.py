@@ -166,6 +166,7 @@ async def test_a_gateway_killed_mid_answer_posts_every_chunk_once(stack, tmp_pat
                 gateway = processes.rawp(*args, env=env, stdout=log)
                 identified += 1
                 await fake.wait_for_call("WS", "IDENTIFY", count=identified, timeout=60)
+                await fake.wait_for_ready_client(timeout=60)  # the next prompt reaches it
                 await fake.wait_for_call(
                     "POST", f"/channels/{thread_id}/messages",
                     where=lambda c, tag=tag: content(c) == f"{tag} END", timeout=60,
