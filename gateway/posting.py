@@ -52,6 +52,11 @@ class Poster:
         self._index += 1
         return key
 
+    async def recorded(self, key: str) -> MessageRef | None:
+        """The message posted under `key` (before a restart, too), if its id was recorded."""
+        known = await self._store.recorded(self.session_id, key) if self._store else None
+        return MessageRef(self.conversation, known) if known else None
+
     async def send(self, text: str, key: str | None = None) -> MessageRef:
         """Post `text` once under `key` (default: the frame's next key)."""
         ref, _ = await self._once(key or self.next_key(), text, None)

@@ -268,8 +268,10 @@ class SessionRenderer:
         await self._interactions.close_turn(turn.turn_id)
         async with self._status_lock:
             await self._best_effort(self.platform.set_status(self.conversation, None))
-            if turn.status_message is not None:
-                await self._best_effort(self.platform.delete_message(turn.status_message))
+            # One posted before a gateway restart is known by its key only.
+            status = turn.status_message or await self._poster.recorded(_interim_key(turn, 0))
+            if status is not None:
+                await self._best_effort(self.platform.delete_message(status))
         if stop_reason in STOP_NOTES:
             await self._send_text(STOP_NOTES[stop_reason])
         if turn.user_message is not None and self.platform.limits.supports_reactions:
@@ -411,7 +413,7 @@ class SessionRenderer:
         if turn.status_message is not None:
             await self._best_effort(self.platform.delete_message(turn.status_message))
         # Keyed by turn, not by frame: a heartbeat tick (a timer) may post it.
-        key = f"interim/{turn.turn_id}/{turn.interim_posts}"
+        key = _interim_key(turn, turn.interim_posts)
         turn.interim_posts += 1
         turn.status_message = await self._poster.send(text, key=key)
 
@@ -467,6 +469,11 @@ class SessionRenderer:
             await operation
         except Exception:
             log.warning("platform decoration failed", exc_info=True)
+
+
+def _interim_key(turn: Turn, index: int) -> str:
+    """The post key of a turn's `index`-th interim status message (gateway.posting)."""
+    return f"interim/{turn.turn_id}/{index}"
 
 
 def _tool_view(pairs: list[tuple[ev.ToolInvokeRequest | None, ev.ToolInvokeResult]]) -> str:

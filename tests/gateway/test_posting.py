@@ -161,3 +161,29 @@ async def test_a_file_from_before_the_cursor_tables_gets_them(tmp_path):
         assert await store.cursor(SID) is None and await store.recorded(SID, "m-1/0") is None
     finally:
         await store.close()
+
+
+async def test_an_interim_message_from_before_a_restart_is_reused_and_deleted(store):
+    from rawp.clock import FakeClock
+    from tests.gateway.support import ManualSleep, eventually, settle
+
+    clock = FakeClock()
+    sleep = ManualSleep(clock)
+    start = frame("session.turn.start", {"turn_id": "turn-1", "prompt_message_id": "p-1"})
+    before = RecordingPlatform()
+    renderer = SessionRenderer(
+        before, THREAD, SID, send_frame=_nowhere, store=store, clock=clock, sleep=sleep
+    )
+    await renderer.feed(start)
+    await settle()  # the heartbeat is asleep: time can pass
+    await sleep.advance(32)  # the interim status message goes out (G-NS-11)
+    await eventually(lambda: before.of("send"), "the interim status message")
+    [(_, text, interim)] = before.of("send")
+    assert text.startswith("⏳")
+    # The gateway dies; the one after it is replayed the turn's end only.
+    after = RecordingPlatform()
+    await render(
+        store, after, [frame("session.turn.end", {"turn_id": "turn-1", "stop_reason": "end_turn"})]
+    )
+    assert after.of("send") == [] and after.of("delete") == [("delete", interim)]
+    await renderer.close()
