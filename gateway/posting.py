@@ -26,6 +26,8 @@ from __future__ import annotations
 from gateway.conversation_store import ConversationStore
 from gateway.platform import ChatPlatform, ConversationRef, InteractionPrompt, MessageRef
 
+HIDDEN = "-"  # the recorded "message id" of a hidden post, which has none
+
 
 class Poster:
     def __init__(
@@ -61,6 +63,20 @@ class Poster:
         """Post `text` once under `key` (default: the frame's next key)."""
         ref, _ = await self._once(key or self.next_key(), text, None)
         return ref
+
+    async def send_hidden(self, title: str, text: str) -> None:
+        """Post text the reader reveals (thinking) once. The platform may make it several
+        messages and names none, so it is one key with no message id to find it by: an intent
+        left by a death in between is posted again (rule 3 has nothing to ask)."""
+        key = self.next_key()
+        store = self._store
+        if store is not None:
+            if await store.recorded(self.session_id, key):
+                return
+            await store.record_intent(self.session_id, key)
+        await self.platform.send_hidden(self.conversation, title, text)
+        if store is not None:
+            await store.record_post(self.session_id, key, HIDDEN)
 
     async def send_interaction(self, prompt: InteractionPrompt) -> tuple[MessageRef, bool]:
         """Post an interaction prompt once; True when it was posted now (not before a

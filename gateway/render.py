@@ -312,7 +312,7 @@ class SessionRenderer:
         if p.redacted:  # never sent, spoilered or not
             await self._send_text(REDACTED_THINKING)
         elif text.strip():
-            await self.platform.send_hidden(self.conversation, "💭 Thinking", text)
+            await self._poster.send_hidden("💭 Thinking", text)
 
     async def _send_text(self, text: str) -> None:
         if not text.strip():

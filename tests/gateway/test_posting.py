@@ -187,3 +187,25 @@ async def test_an_interim_message_from_before_a_restart_is_reused_and_deleted(st
     )
     assert after.of("send") == [] and after.of("delete") == [("delete", interim)]
     await renderer.close()
+
+
+async def test_shown_thinking_rendered_again_is_not_posted_again(store):
+    from gateway.render import RenderOptions
+
+    frames = [
+        frame("session.turn.start", {"turn_id": "turn-1", "prompt_message_id": "p-1"}),
+        frame("agent.thinking.delta", {"content_index": 0, "text": "Hmm."}),
+        frame("agent.thinking.done", {"content_index": 0}),
+    ]
+    posted = []
+    for _ in range(2):  # the second time: a restarted gateway replayed the same frames
+        platform = RecordingPlatform()
+        renderer = SessionRenderer(
+            platform, THREAD, SID, send_frame=_nowhere, store=store,
+            options=RenderOptions(show_thinking=True),
+        )  # fmt: skip
+        for each in frames:
+            await renderer.feed(each)
+        await renderer.close()
+        posted.append(platform.of("hidden"))
+    assert posted == [[("hidden", "💭 Thinking", "Hmm.")], []]
