@@ -132,7 +132,13 @@ async def test_a_slack_gateway_killed_mid_answer_posts_every_block_once(stack, t
                     f"{len(want)} blocks): posted {answer}"
                 )
             elapsed = time.monotonic() - started
-            print(f"{TRIALS} Slack gateway kills in {elapsed:.1f} s, 0 blocks lost or repeated")
+            searched = len(slack.calls("conversations.replies"))
+            print(
+                f"{TRIALS} Slack gateway kills in {elapsed:.1f} s, 0 blocks lost or repeated "
+                f"({searched} posts of unknown outcome looked for in the thread)"
+            )
+            gateway.terminate()  # before the fake Slack goes away under it
+            gateway.wait(timeout=30)
     finally:
         processes.close()
         log.close()
