@@ -16,9 +16,11 @@ gap (issue 14 §4; gateway.live and gateway.posting use it):
 - `posts`: per session, every message the renderer posted, under a deterministic key, with
   the platform's message id once it is known. A key without a message id is an intent: the
   post may or may not have reached the platform (the process died in between), so the
-  platform is asked before posting again (gateway.posting).
+  platform is asked before posting again (gateway.posting);
+- `turn_origins`: which chat message (and user) started each turn, so the gateway after a
+  restart still marks that message ✅ at the turn's end and knows who may answer approvals.
 
-Older files get these tables on open (`CREATE TABLE IF NOT EXISTS`): nothing to migrate. Both
+Older files get these tables on open (`CREATE TABLE IF NOT EXISTS`): nothing to migrate. All three
 are dropped for a session when its conversation is marked ended.
 """
 
@@ -60,6 +62,13 @@ CREATE TABLE IF NOT EXISTS posts (
     message_id TEXT,
     created_at TEXT NOT NULL,
     PRIMARY KEY (session_id, post_key)
+);
+CREATE TABLE IF NOT EXISTS turn_origins (
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    message_id TEXT,
+    user_id TEXT,
+    PRIMARY KEY (session_id, turn_id)
 );
 """
 
@@ -164,6 +173,7 @@ class ConversationStore:
         )
         await self._db.execute("DELETE FROM cursors WHERE session_id = ?", (session_id,))
         await self._db.execute("DELETE FROM posts WHERE session_id = ?", (session_id,))
+        await self._db.execute("DELETE FROM turn_origins WHERE session_id = ?", (session_id,))
         await self._db.commit()
 
     # --- the cursor and the posts of a session (issue 14 §4) ---------------------------------
@@ -195,6 +205,24 @@ class ConversationStore:
         if row is None:
             return None
         return row["message_id"] or INTENT
+
+    async def record_turn_origin(
+        self, session_id: str, turn_id: str, message_id: str | None, user_id: str | None
+    ) -> None:
+        await self._db.execute(
+            "INSERT OR REPLACE INTO turn_origins VALUES (?, ?, ?, ?)",
+            (session_id, turn_id, message_id, user_id),
+        )
+        await self._db.commit()
+
+    async def turn_origin(self, session_id: str, turn_id: str) -> tuple[str | None, str | None]:
+        """(chat message id, user id) that started the turn; (None, None) when not recorded."""
+        async with self._db.execute(
+            "SELECT message_id, user_id FROM turn_origins WHERE session_id = ? AND turn_id = ?",
+            (session_id, turn_id),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return (row["message_id"], row["user_id"]) if row else (None, None)
 
     async def record_intent(self, session_id: str, key: str) -> None:
         await self._db.execute(

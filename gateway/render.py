@@ -28,7 +28,8 @@ a key made from the frame being rendered, so frames rendered again after a gatew
 post only what is missing. `settled` says whether the frames rendered so far left anything
 pending (text buffered from deltas, running tools, tool groups being collected): only after a
 settled frame may the session's durable cursor move (gateway.live), so what a restart replays
-rebuilds that state. The typing heartbeat and the approval waits are tasks of the renderer's
+rebuilds that state; which chat message started a turn is stored too, so its ⏳ still becomes
+✅ after a restart. The typing heartbeat and the approval waits are tasks of the renderer's
 own `TaskOwner`, started with the first frame and closed by `close()`.
 """
 
@@ -123,6 +124,7 @@ class SessionRenderer:
         self._task_message: MessageRef | None = None
         self._plan_message: MessageRef | None = None
         self._status_lock = asyncio.Lock()
+        self._store = store
         self._poster = Poster(platform, conversation, session_id, store)
         self._tasks = TaskOwner(f"session {session_id} renderer", log)
         self._closed = False
@@ -225,6 +227,7 @@ class SessionRenderer:
             self._turn.prompt_message_id = p.prompt_message_id
             if origin and self._turn.user_message is None:  # started early by a stray frame
                 self._turn.user_message, self._turn.user_id = origin.message, origin.user_id
+                await self._remember_origin(p.turn_id, origin)
                 await self._react(origin.message, WORKING)
             return
         if p.turn_id in self._ended:
@@ -239,6 +242,10 @@ class SessionRenderer:
         # Each turn gets its own task list and plan message, at the bottom where it is seen.
         self._task_message = self._plan_message = None
         if origin:
+            await self._remember_origin(turn_id, origin)
+        else:  # joined midway, maybe after a gateway restart: the store may know it
+            origin = await self._stored_origin(turn_id)
+        if origin:
             turn.user_message, turn.user_id = origin.message, origin.user_id
         turn.heartbeat = TypingHeartbeat(
             self._typing,
@@ -251,6 +258,22 @@ class SessionRenderer:
         await turn.heartbeat.start()  # rule 2, G-NS-04
         await self._react(turn.user_message, WORKING)
         return turn
+
+    async def _remember_origin(self, turn_id: str, origin: PromptOrigin) -> None:
+        if self._store is not None:
+            message_id = origin.message.message_id if origin.message else None
+            await self._store.record_turn_origin(
+                self.session_id, turn_id, message_id, origin.user_id
+            )
+
+    async def _stored_origin(self, turn_id: str) -> PromptOrigin | None:
+        if self._store is None:
+            return None
+        message_id, user_id = await self._store.turn_origin(self.session_id, turn_id)
+        if message_id is None and user_id is None:
+            return None
+        message = MessageRef(self.conversation, message_id) if message_id else None
+        return PromptOrigin(message, user_id)
 
     async def _on_turn_end(self, frame: Frame, p: ev.TurnEnd, turn: Turn | None) -> None:
         if turn is not None:

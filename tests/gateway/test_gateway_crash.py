@@ -121,6 +121,15 @@ async def test_a_gateway_killed_mid_answer_posts_every_chunk_once(stack, tmp_pat
                         "POST", f"/channels/{thread_id}/messages",
                         where=lambda c, tag=tag: content(c) == f"{tag} END", timeout=60,
                     )  # fmt: skip
+                # The turn began before the kill: its prompt still ends up ✅ (turn origins).
+                with contextlib.suppress(TimeoutError):
+                    await fake.wait_for_call(
+                        "PUT", f"/channels/{thread_id}/messages/{prompt['id']}/reactions/✅/@me",
+                        timeout=30,
+                    )  # fmt: skip
+                checked = fake.calls(
+                    "PUT", f"/channels/{thread_id}/messages/{prompt['id']}/reactions/✅/@me"
+                )
                 got = [text for _, text in posted_in(fake, thread_id)[before:]]
                 answer = [t for t in got if t.startswith(f"{tag}.") or t == f"{tag} END"]
                 assert answer == want, (
@@ -129,6 +138,7 @@ async def test_a_gateway_killed_mid_answer_posts_every_chunk_once(stack, tmp_pat
                     f"missing {[w[:12] for w in want if w not in answer]}, "
                     f"repeated {sorted({a[:12] for a in answer if answer.count(a) > 1})}"
                 )
+                assert checked, f"trial {trial + 1}/{TRIALS}: the prompt never got its ✅"
             elapsed = time.monotonic() - started
             posts = fake.calls("POST", f"/channels/{thread_id}/messages")
             absorbed = len(posts) - len(posted_in(fake, thread_id))

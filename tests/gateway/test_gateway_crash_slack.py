@@ -125,12 +125,24 @@ async def test_a_slack_gateway_killed_mid_answer_posts_every_block_once(stack, t
                         where=lambda c, tag=tag: text_of(c) == f"{tag} END",
                         timeout=60,
                     )
+
+                # The turn began before the kill: its prompt still ends up ✅ (turn origins).
+                def checked(call, ts=event["ts"]):
+                    return call.body.get("timestamp") == ts and (
+                        call.body.get("name") == "white_check_mark"
+                    )
+
+                with contextlib.suppress(TimeoutError):
+                    await slack.wait_for_call("reactions.add", where=checked, timeout=30)
                 got = posted_in(slack, thread_ts)[before:]
                 answer = [w for w in got if w.startswith(f"{tag}.") or w == tag]
                 assert answer == want, (
                     f"trial {trial + 1}/{TRIALS} (seed {seed}, killed after {kill_after} of "
                     f"{len(want)} blocks): posted {answer}"
                 )
+                assert slack.calls("reactions.add") and any(
+                    checked(c) for c in slack.calls("reactions.add")
+                ), f"trial {trial + 1}/{TRIALS}: the prompt never got its ✅"
             elapsed = time.monotonic() - started
             searched = len(slack.calls("conversations.replies"))
             print(

@@ -209,3 +209,19 @@ async def test_shown_thinking_rendered_again_is_not_posted_again(store):
         await renderer.close()
         posted.append(platform.of("hidden"))
     assert posted == [[("hidden", "💭 Thinking", "Hmm.")], []]
+
+
+async def test_the_prompt_of_a_turn_begun_before_a_restart_still_gets_its_check_mark(store):
+    frames = answer_frames()
+    first = RecordingPlatform()
+    renderer = SessionRenderer(first, THREAD, SID, send_frame=_nowhere, store=store)
+    renderer.expect_prompt("p-1", MessageRef(THREAD, "user-msg"), "alice")
+    for each in frames[:4]:  # the turn started, its first block was posted; then it died
+        await renderer.feed(each)
+    assert first.of("react") == [("react", "user-msg", "⏳")]
+
+    after = RecordingPlatform()  # replayed from the cursor: the turn's start is not among them
+    await render(store, after, frames[4:])
+    assert after.of("unreact") == [("unreact", "user-msg", "⏳")]
+    assert after.of("react")[-1] == ("react", "user-msg", "✅")
+    await renderer.close()
