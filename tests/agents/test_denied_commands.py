@@ -5,8 +5,8 @@ against the fake OpenAI API, and a script that records every prompt it is given.
 
 The workspace holds Claude Code project commands `/deploy` and `/allowed`, each of which, when
 the CLI runs it, sends the model a marker: the fake's recorded requests show whether a command
-ran. `/allowed` sent as `text` does run — the CLI reads a leading `/` as a command — so the
-test can tell; `/deploy` in any spelling and any `input_type` is refused at the master and
+ran. `/allowed` sent as `text` does run — the CLI, directly or behind the ACP adapter, reads a
+leading `/` as a command — so the test can tell; `/deploy` in any spelling and any `input_type` is refused at the master and
 reaches no agent.
 """
 
@@ -143,13 +143,14 @@ async def test_a_denied_command_reaches_no_agent_kind_in_any_input_type(world):
     assert log.read_text().splitlines() == [repr("say fine")]  # the script ran once
 
 
-async def test_claude_code_runs_an_allowed_command_sent_as_text_and_never_the_denied_one(world):
-    """The control that makes the test above able to fail: the real CLI reads a `text`
-    prompt starting with `/` as a command, so only the master's check stands between it and
-    `/deploy`."""
+@pytest.mark.parametrize("agent", ["claude", "acp"])
+async def test_an_allowed_command_sent_as_text_runs_and_the_denied_one_never(world, agent):
+    """The control that makes the test above able to fail: the real CLI (directly, or behind
+    the ACP adapter) reads a `text` prompt starting with `/` as a command, so only the
+    master's check stands between it and `/deploy`."""
     stack, anthropic, openai, _ = world
     async with anthropic, openai, edge_for(stack.master_url, OWNER) as edge:
-        sid, ws = await _open(edge, stack, "claude")
+        sid, ws = await _open(edge, stack, agent)
         anthropic.script.append(Turn([text("done")]))
         frames = await _turn(ws, sid, "/allowed", "text")
         assert frames[-1]["payload"]["stop_reason"] == "end_turn"
