@@ -6,8 +6,8 @@ against the fake OpenAI API, and a script that records every prompt it is given.
 The workspace holds Claude Code project commands `/deploy` and `/allowed`, each of which, when
 the CLI runs it, sends the model a marker: the fake's recorded requests show whether a command
 ran. `/allowed` sent as `text` does run — the CLI, directly or behind the ACP adapter, reads a
-leading `/` as a command — so the test can tell; `/deploy` in any spelling and any `input_type` is refused at the master and
-reaches no agent.
+leading `/` as a command — so the test can tell; `/deploy` in any spelling and any
+`input_type` is refused at the master and reaches no agent.
 """
 
 from __future__ import annotations
