@@ -17,6 +17,11 @@ import sys
 
 import pytest
 
+from client.agents import create_agent
+from client.agents.base import AgentSpec, Reference
+from master.edge.policy import command_names
+from rawp.events import FileReference, PromptRequest
+from rawp.fileref import parse
 from tests.agents.conftest import model_env
 from tests.agents.fake_anthropic import FakeAnthropic, Turn, text
 from tests.agents.fake_openai import FakeOpenAI, Reply, chunk
@@ -161,3 +166,46 @@ async def test_an_allowed_command_sent_as_text_runs_and_the_denied_one_never(wor
         refused = await recv(ws)
         assert refused["payload"]["code"] == "PROMPT_REJECTED_BY_POLICY"
     assert DEPLOY_MARKER not in json.dumps(anthropic.requests)
+
+
+# --- what each kind gives its agent reads as a command only where the master saw one ----------
+
+SPECS = {
+    "claude-code": {"command": ["claude"]},
+    "acp": {"command": ["agent"]},
+    "openai": {"base_url": "http://127.0.0.1:9/v1", "model": "m"},
+    "script": {"command": ["true"]},
+}
+TOKEN_LED = [
+    ("<@file:ref_0|/deploy> now", "deploy.md"),
+    ("<@file:ref_0|/deploy>", None),  # a reference to no file: its display_path is the text
+    ("\\<@file:ref_0|x> /deploy", "x"),
+    ("<@file:ref_0|docs/a.md> /deploy", "docs/a.md"),
+]
+
+
+@pytest.mark.parametrize("kind", sorted(SPECS))
+def test_no_kind_turns_a_prompt_into_a_command_the_master_did_not_read(kind, tmp_path):
+    """The master's check holds only if no kind writes a prompt so that its agent reads a
+    command the master did not: for every spelling, the names in the text the kind hands its
+    agent are among the names the master checked."""
+
+    async def emit(type: str, payload: dict) -> None:
+        raise AssertionError("convert emits nothing")
+
+    agent = create_agent(
+        AgentSpec(name="a", kind=kind, settings=SPECS[kind]),
+        workspace=tmp_path,
+        session_id="s",
+        emit=emit,
+        kill_grace=1.0,
+    )
+    cases = [(typed, None) for typed in [*DENIED, "/allowed", "plain", "\\\\/deploy"]] + TOKEN_LED
+    for typed, path in cases:
+        refs = [FileReference(ref_id="ref_0", path=path or "gone.md")]
+        for input_type in INPUT_TYPES:
+            request = PromptRequest(prompt_text=typed, input_type=input_type, file_references=refs)
+            references = [Reference("ref_0", path or "gone.md", path)]
+            given = agent.convert("m", parse(typed, refs), references, input_type)
+            as_the_agent_reads = command_names(PromptRequest(prompt_text=given.text))
+            assert as_the_agent_reads <= command_names(request), (kind, typed, given.text)
