@@ -133,7 +133,8 @@ def _edge_options(parser: argparse.ArgumentParser) -> None:
     edge.add_argument(
         "--edge-deny-commands",
         default=env("RAWP_EDGE_DENY_COMMANDS", ""),
-        help="comma-separated slash commands edges may not send (RAWP_EDGE_DENY_COMMANDS)",
+        help="comma-separated commands edges may not send, in any input_type "
+        "(RAWP_EDGE_DENY_COMMANDS)",
     )
     edge.add_argument(
         "--lease-seconds",
