@@ -151,6 +151,13 @@ def _edge_options(parser: argparse.ArgumentParser) -> None:
         "(RAWP_TAKEOVER_SWEEP_SECONDS, default 2)",
     )
     edge.add_argument(
+        "--delivery-seconds",
+        type=float,
+        default=float(env("RAWP_DELIVERY_SECONDS", "5")),
+        help="how long an edge frame may wait to reach the client before the edge is told "
+        "CLIENT_UNAVAILABLE (RAWP_DELIVERY_SECONDS, default 5)",
+    )
+    edge.add_argument(
         "--edge-queue-bytes",
         type=int,
         default=int(env("RAWP_EDGE_QUEUE_BYTES", str(16 * 1024 * 1024))),
@@ -177,6 +184,8 @@ def edge_settings_from(args: argparse.Namespace):
         raise CommandError(
             "--lease-seconds must be within 0.3–600 and --takeover-sweep-seconds within 0.1–600"
         )
+    if not 0.1 <= args.delivery_seconds <= 600:
+        raise CommandError("--delivery-seconds must be within 0.1–600")
     return EdgeSettings(
         secret=os.environ.get("RAWP_EDGE_SECRET") or None,
         user_token_ttl=args.edge_token_ttl,
@@ -188,6 +197,7 @@ def edge_settings_from(args: argparse.Namespace):
         queue_bytes=args.edge_queue_bytes,
         lease_seconds=args.lease_seconds,
         takeover_sweep_seconds=args.takeover_sweep_seconds,
+        delivery_seconds=args.delivery_seconds,
     )
 
 

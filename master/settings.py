@@ -50,6 +50,10 @@ class EdgeSettings:
     # bound how long a dead replica's sessions wait for another to take them over.
     lease_seconds: float = 5.0
     takeover_sweep_seconds: float = 2.0
+    # Issue 14 §2: how long an edge frame may wait to be written to the client's socket (for
+    # a reattach, or for the replica holding the link to answer) before the edge is told
+    # CLIENT_UNAVAILABLE and may resend it.
+    delivery_seconds: float = 5.0
     user_budget: Budget = USER_BUDGET
 
 

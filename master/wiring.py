@@ -138,4 +138,7 @@ def _relay(settings: Settings) -> Relay:
         replay_frames=edge.replay_frames,
         dedupe_window=edge.dedupe_window,
         lease_seconds=edge.lease_seconds,
+        # The holder's own link waits `delivery_seconds` for a reattach; its answer needs a
+        # moment more to come back through Redis.
+        deliver_seconds=edge.delivery_seconds + 1.0,
     )

@@ -201,6 +201,7 @@ class EdgeSessions:
             owner=self._tasks,
             may_hold=may_hold,
             let_go=let_go,
+            deliver_within=self._settings.delivery_seconds,
         )
 
     def _adopt(self, live: LiveSession, link: ClientLink) -> None:

@@ -14,8 +14,11 @@ from tests.scale.cluster import Cluster
 REPLICA_ID = re.compile(r"as replica ([0-9a-f]+)")
 # A dead holder's sessions are free after one short lease and found by a quick sweep: a
 # takeover in about 1.3 s instead of the default 5 + 2 (master --lease-seconds,
-# --takeover-sweep-seconds), so twenty takeovers fit the suite's budget.
-QUICK_TAKEOVER = ("--lease-seconds", "1", "--takeover-sweep-seconds", "0.3")
+# --takeover-sweep-seconds), and a frozen holder's silence is answered after 2 s instead of
+# 6 (--delivery-seconds), so twenty trials of each fit the suite's budget.
+QUICK_TAKEOVER = (
+    "--lease-seconds", "1", "--takeover-sweep-seconds", "0.3", "--delivery-seconds", "1.5",
+)  # fmt: skip
 
 
 def replica_ids(made: Cluster) -> dict[str, int]:
