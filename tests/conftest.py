@@ -15,3 +15,18 @@ def processes():
         yield procs
     finally:
         procs.close()
+
+
+# The suite runs on two workers (pyproject: `-n 2 --dist loadfile`): each test file goes to
+# one worker, in collection order. The fault-injection and replica files take minutes each, so
+# they are handed out first and the many short files fill the gaps around them; collected in
+# alphabetical order they would start last and leave one worker idle at the end.
+LONG_FIRST = ("tests/faults/", "tests/scale/", "tests/gateway/test_gateway_crash")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        path = item.nodeid
+        return next((i for i, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)), 99)
+
+    items.sort(key=rank)  # stable: the order within each group is kept

@@ -9,12 +9,14 @@ from rawp.config import DEFAULT_LIMITS
 from rawp.tokens import SigningKey
 from tests.client.harness import running_client
 
+# Fixed ids: test ids must be the same in every collecting process (pytest-xdist workers).
+SOME_SESSION = "6f1c2a8e-4b7d-4e2a-9c3f-1d2e3f4a5b6c"
 ENDPOINTS = [
     ("GET", "/v1/health", None),
     ("GET", "/v1/agents", None),
     ("POST", "/v1/fs/list", {"target_path": "/"}),
-    ("POST", "/v1/session/init", {"session_id": new_id(), "ticket": "t"}),
-    ("DELETE", f"/v1/session/{new_id()}", None),
+    ("POST", "/v1/session/init", {"session_id": SOME_SESSION, "ticket": "t"}),
+    ("DELETE", f"/v1/session/{SOME_SESSION}", None),
 ]
 
 
