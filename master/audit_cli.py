@@ -21,12 +21,12 @@ UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 COLUMNS = (
     ("recorded_at", "TIME (UTC)", 24),
     ("outcome", "OUTCOME", 8),
-    ("actor", "WHO", 22),
+    ("actor", "WHO", 30),
     ("option_label", "OPTION", 16),
     ("tool_name", "TOOL", 12),
     ("input_preview", "INPUT", 40),
     ("platform", "PLATFORM", 8),
-    ("user_id", "OWNER", 22),
+    ("user_id", "OWNER", 30),
     ("node_id", "NODE", 36),
     ("session_id", "SESSION", 36),
 )
