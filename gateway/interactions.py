@@ -119,7 +119,7 @@ class InteractionFlow:
         )
         message, posted_now = await self._poster.send_interaction(prompt)
         if not posted_now:
-            return  # rule 6: posted before a restart
+            return  # rule 8: posted before a restart
         task = self._tasks.spawn(
             self._await_answer(frame, request, prompt, message, tool),
             name=f"interaction {request.interaction_id}",
@@ -186,7 +186,15 @@ class InteractionFlow:
         finally:
             self._pending.pop(request.interaction_id, None)
 
-    async def _expire(self, frame, request, prompt, ref, record, deadline: float) -> None:
+    async def _expire(
+        self,
+        frame: Frame,
+        request: InteractionRequest,
+        prompt: InteractionPrompt,
+        ref: MessageRef,
+        record: Callable[..., ApprovalRecord],
+        deadline: float,
+    ) -> None:
         """No answer in time: the agent's default (rule 4) or the gateway's deny (rule 5)."""
         if request.timeout_s is not None:
             await self._platform.close_interaction(ref, TIMED_OUT)
@@ -248,7 +256,7 @@ class InteractionFlow:
         return None
 
     async def close_turn(self, turn_id: str | None) -> None:
-        """Close what a finished turn left open (rule 5)."""
+        """Close what a finished turn left open (rule 7)."""
         for interaction_id, pending in list(self._pending.items()):
             if pending.turn_id == turn_id:
                 await self._close(interaction_id, pending)
