@@ -42,7 +42,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gateway.audit import ANSWERED, ApprovalRecord, EdgeAuditSink
+from gateway.audit import ANSWERED, REFUSED, ApprovalRecord, EdgeAuditSink
 from gateway.conversation_store import Binding, ConversationStore
 from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.edge_link import SessionLink
@@ -471,20 +471,30 @@ class ConversationService(ConversationHooks):
         still open and the clicker is its owner; the agent ignores an answer it no longer
         waits for."""
         live = await self.live_session(stale.invocation)
+        if live == NOT_YOURS:  # rule 9: a stranger's press is on record, as before a restart
+            binding = await self.store.get(stale.invocation.conversation)
+            if binding is not None:
+                sink = EdgeAuditSink(self.edge, binding.subject, binding.session_id)
+                await sink(_stale_record(stale, REFUSED, NOT_YOURS))
         if isinstance(live, str):
             return live
         try:
             await live.answer_stale(stale.interaction_id, stale.choice)
         except ConnectionError:
             return SESSION_ENDED
-        await live.renderer.audit(  # rule 9
-            ApprovalRecord(
-                ANSWERED,
-                stale.interaction_id,
-                stale.invocation.conversation.platform,
-                actor_id=stale.choice.user_id,
-                option_id=stale.choice.option_id,
-                detail="answered on a prompt posted before a gateway restart",
-            )
-        )
+        await live.renderer.audit(_stale_record(stale, ANSWERED, STALE_ANSWER))  # rule 9
         return None
+
+
+STALE_ANSWER = "answered on a prompt posted before a gateway restart"
+
+
+def _stale_record(stale: StaleChoice, outcome: str, detail: str) -> ApprovalRecord:
+    return ApprovalRecord(
+        outcome,
+        stale.interaction_id,
+        stale.invocation.conversation.platform,
+        actor_id=stale.choice.user_id,
+        option_id=stale.choice.option_id,
+        detail=detail,
+    )
