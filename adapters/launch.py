@@ -34,6 +34,7 @@ from typing import TextIO
 from gateway.conversation_store import ConversationStore
 from gateway.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.edge_client import EdgeApiError, EdgeClient
+from gateway.interactions import DEFAULT_TIMEOUT_S
 from gateway.live import LiveSession
 from gateway.platform import Invocation
 from gateway.render import RenderOptions
@@ -58,6 +59,7 @@ class GatewayConfig:
     agents: tuple[str, ...] = ("demo",)
     workspace: str | None = None
     show_thinking: bool = False
+    approval_timeout_s: float = DEFAULT_TIMEOUT_S  # issue 15 §4: then the approval is denied
     # the console conversation
     console_user: str = "local"
     node: str | None = None
@@ -93,7 +95,9 @@ async def run_gateway(
     settings = ConversationSettings(
         agents=config.agents,
         workspace_path=config.workspace,
-        render=RenderOptions(show_thinking=config.show_thinking),
+        render=RenderOptions(
+            show_thinking=config.show_thinking, approval_timeout_s=config.approval_timeout_s
+        ),
     )
     services: list[ConversationService] = []
     try:

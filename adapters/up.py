@@ -92,6 +92,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=env("RAWP_GATEWAY_SHOW_THINKING") == "1",
         help="show the model's thinking as hidden (spoiler) messages",
     )
+    parser.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=float(env("RAWP_GATEWAY_APPROVAL_TIMEOUT") or 600),
+        help="seconds an approval waits when the agent names no timeout; then it is denied "
+        "(RAWP_GATEWAY_APPROVAL_TIMEOUT, default 600)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -102,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
     workspace = Path(args.workspace).expanduser().resolve()
     if not workspace.is_dir():
         raise CommandError(f"--workspace {args.workspace}: no such directory")
+    if not 0 < args.approval_timeout <= 7 * 24 * 3600:
+        raise CommandError("--approval-timeout must be a number of seconds from 0 to a week")
     agents_file = Path(args.agents_file).expanduser().resolve() if args.agents_file else None
     if agents_file is not None and not agents_file.is_file():
         raise CommandError(f"--agents-file {args.agents_file}: no such file")
@@ -125,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         master_port=args.master_port,
         client_port=args.client_port,
         show_thinking=args.show_thinking,
+        approval_timeout_s=args.approval_timeout,
     )
     try:
         return asyncio.run(run_up(options))
@@ -156,6 +166,7 @@ class UpOptions:
     master_port: int = 0
     client_port: int = 0
     show_thinking: bool = False
+    approval_timeout_s: float = 600.0  # gateway.interactions rule 5
 
 
 def say(text: str) -> None:
@@ -298,6 +309,7 @@ async def run_up(options: UpOptions) -> int:
             agents=(options.agent,),
             workspace=str(options.workspace),
             show_thinking=options.show_thinking,
+            approval_timeout_s=options.approval_timeout_s,
             console_user=options.owner.partition(":")[2] or "local",
             node=client_services.state.credentials.node_id,
             agent=options.agent,

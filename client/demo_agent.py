@@ -6,7 +6,8 @@ as JSON lines on stdin. For every prompt it thinks briefly, publishes slash comm
 `Edit` tool call whose result is a unified diff, publishes a task list (structured output),
 answers with text that quotes the prompt and lists the files, and reports usage. A prompt
 containing `long` gets an answer of more than 5,000 characters with several fenced code
-blocks; one containing `approve` first asks for an approval and then reports the choice.
+blocks; one containing `approve` asks for an approval of its `Edit` call (the request names
+the call's `invocation_id`, as a real agent's permission request does) and reports the choice.
 `RAWP_DEMO_PAUSE` (seconds, default 0.05) is how long each step "thinks".
 """
 
@@ -82,11 +83,12 @@ def answer_text(prompt: str, files: list[str], input_type: str) -> str:
     return text
 
 
-def ask_approval() -> str:
+def ask_approval(invocation_id: str) -> str:
     emit(
         "agent.interaction.request",
         {
             "interaction_id": "approve-1",
+            "invocation_id": invocation_id,
             "kind": "approval",
             "prompt": "Apply the change to the workspace?",
             "options": [
@@ -95,7 +97,9 @@ def ask_approval() -> str:
             ],
         },
     )
-    emit("agent.state.changed", {"previous_state": "thinking", "current_state": "awaiting_input"})
+    emit(
+        "agent.state.changed", {"previous_state": "tool_calling", "current_state": "awaiting_input"}
+    )
     for line in sys.stdin:
         try:
             message = json.loads(line)
@@ -117,7 +121,6 @@ def run(args: argparse.Namespace) -> int:
     emit("agent.thinking.delta", {"content_index": 0, "text": " and the files it names."})
     emit("agent.thinking.done", {"content_index": 0, "duration_ms": 50})
     emit("agent.commands.publish", {"commands": COMMANDS})
-    choice = ask_approval() if "approve" in prompt else None
     target = files[0] if files else "src/app.py"
     emit("agent.state.changed", {"previous_state": "thinking", "current_state": "tool_calling"})
     emit(
@@ -129,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
             "title": f"Edit {target}",
         },
     )
+    choice = ask_approval("demo-edit-1") if "approve" in prompt else None
     pause()
     emit(
         "tool.invoke.result",

@@ -58,6 +58,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="show the model's thinking as hidden (spoiler) messages "
         "(RAWP_GATEWAY_SHOW_THINKING=1)",
     )
+    parser.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=float(env("RAWP_GATEWAY_APPROVAL_TIMEOUT", "600")),
+        help="seconds an approval waits when the agent names no timeout; then it is denied "
+        "(RAWP_GATEWAY_APPROVAL_TIMEOUT, default 600 = 10 minutes)",
+    )
     console = parser.add_argument_group("console platform")
     console.add_argument(
         "--user",
@@ -92,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
             "set RAWP_EDGE_SECRET to the master's edge service credential "
             "(the same value the master was started with)"
         )
+    if not 0 < args.approval_timeout <= 7 * 24 * 3600:
+        raise CommandError("--approval-timeout must be a number of seconds from 0 to a week")
     launch = importlib.import_module(WIRING_MODULE)
     try:
         platforms = launch.choose_platforms(args.platform)
@@ -112,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         agents=names(args.agents) or ("demo",),
         workspace=args.workspace,
         show_thinking=args.show_thinking,
+        approval_timeout_s=args.approval_timeout,
         console_user=args.user,
         node=args.node,
         agent=args.agent,

@@ -30,6 +30,8 @@
 8. Every live session's pump is a task of this service's `TaskOwner` (started with the first
    session, closed by `close()`): nothing outlives the service, and a pump's failure is logged
    once with its traceback.
+9. A session's approval outcomes go to the master's audit log as its owner (gateway.audit),
+   an answer to a prompt from before a restart (rule 4) included.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gateway.audit import ANSWERED, REFUSED, ApprovalRecord, EdgeAuditSink
 from gateway.conversation_store import Binding, ConversationStore
 from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.edge_link import SessionLink
@@ -265,6 +268,7 @@ class ConversationService(ConversationHooks):
             send_frame=link.send,
             options=self.settings.render,
             store=self.store,
+            audit=EdgeAuditSink(self.edge, binding.subject, binding.session_id),  # rule 9
         )
         live = LiveSession(link, renderer, on_end=self._ended_elsewhere, store=self.store)
         self.live[binding.session_id] = live
@@ -467,10 +471,30 @@ class ConversationService(ConversationHooks):
         still open and the clicker is its owner; the agent ignores an answer it no longer
         waits for."""
         live = await self.live_session(stale.invocation)
+        if live == NOT_YOURS:  # rule 9: a stranger's press is on record, as before a restart
+            binding = await self.store.get(stale.invocation.conversation)
+            if binding is not None:
+                sink = EdgeAuditSink(self.edge, binding.subject, binding.session_id)
+                await sink(_stale_record(stale, REFUSED, NOT_YOURS))
         if isinstance(live, str):
             return live
         try:
             await live.answer_stale(stale.interaction_id, stale.choice)
         except ConnectionError:
             return SESSION_ENDED
+        await live.renderer.audit(_stale_record(stale, ANSWERED, STALE_ANSWER))  # rule 9
         return None
+
+
+STALE_ANSWER = "answered on a prompt posted before a gateway restart"
+
+
+def _stale_record(stale: StaleChoice, outcome: str, detail: str) -> ApprovalRecord:
+    return ApprovalRecord(
+        outcome,
+        stale.interaction_id,
+        stale.invocation.conversation.platform,
+        actor_id=stale.choice.user_id,
+        option_id=stale.choice.option_id,
+        detail=detail,
+    )

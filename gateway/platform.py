@@ -156,6 +156,12 @@ class ChatPlatform(abc.ABC):
     async def send_ephemeral(self, conversation: ConversationRef, user_id: str, text: str) -> None:
         """A note only `user_id` sees (refusals); platforms without it post it plainly."""
 
+    async def approvers(self, conversation: ConversationRef) -> frozenset[str]:
+        """Who may answer any approval in `conversation`, not only the turn's user: the
+        members of the configured approver roles or groups, read when a prompt opens (so a
+        change of membership counts). None by default."""
+        return frozenset()
+
     # --- decorations ------------------------------------------------------------------------
 
     @abc.abstractmethod

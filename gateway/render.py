@@ -18,7 +18,8 @@ Feed it every frame of the session, in order; it keeps one `Turn` at a time. Rul
    chat; after `interim_after_s` (30 s, G-NS-11/12) an interim status message names the
    running tool, is edited as it changes, and is deleted when the turn ends.
 7. The user's message gets ⏳ at turn start and ✅, ❌ (error) or ⏹ (cancelled) at the end.
-8. `agent.interaction.request` becomes buttons (gateway.interactions).
+8. `agent.interaction.request` becomes buttons (gateway.interactions), told which of the turn's
+   tools it is about (its `invocation_id`) and where to report its outcome (`audit`).
 
 A frame whose `turn_id` names no known turn starts one (the gateway may have reconnected in
 the middle of a turn); a frame of a turn that already ended is dropped.
@@ -42,9 +43,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.audit import AuditSink, no_audit
 from gateway.chunker import split_markdown
 from gateway.conversation_store import ConversationStore
-from gateway.interactions import InteractionFlow, SendFrame
+from gateway.interactions import DEFAULT_TIMEOUT_S, InteractionFlow, SendFrame
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
 from gateway.posting import Poster
 from gateway.prompt import CommandCache
@@ -84,6 +86,8 @@ class RenderOptions:
     show_thinking: bool = False
     interim_after_s: float = 30.0
     approver_ids: frozenset[str] = frozenset()  # may answer any approval (a configured role)
+    # An approval whose agent names no timeout is denied after this long (issue 15 §4).
+    approval_timeout_s: float = DEFAULT_TIMEOUT_S
     dedupe_window: int = 10_000  # message_ids remembered for replay de-duplication
 
 
@@ -107,6 +111,7 @@ class SessionRenderer:
         clock: Clock = SYSTEM_CLOCK,
         sleep: Sleep = asyncio.sleep,
         store: ConversationStore | None = None,
+        audit: AuditSink = no_audit,
     ) -> None:
         self.platform = platform
         self.conversation = conversation
@@ -125,6 +130,7 @@ class SessionRenderer:
         self._plan_message: MessageRef | None = None
         self._status_lock = asyncio.Lock()
         self._store = store
+        self.audit = audit  # where approval outcomes are reported (gateway.audit)
         self._poster = Poster(platform, conversation, session_id, store)
         self._tasks = TaskOwner(f"session {session_id} renderer", log)
         self._closed = False
@@ -137,6 +143,8 @@ class SessionRenderer:
             self._tasks,
             approver_ids=self.options.approver_ids,
             clock=clock,
+            default_timeout_s=self.options.approval_timeout_s,
+            audit=audit,
         )
         self._handlers: dict[str, Callable[[Frame, Any, Turn | None], Awaitable[None]]] = {
             "session.turn.start": self._on_turn_start,
@@ -460,7 +468,8 @@ class SessionRenderer:
         await self._send_text(f"❌ **{p.code}**: {p.message}")
 
     async def _on_interaction(self, frame: Frame, p: ev.InteractionRequest, turn: Turn | None):
-        await self._interactions.open(frame, p, turn.user_id if turn else None)
+        tool = turn.requests.get(p.invocation_id) if turn and p.invocation_id else None
+        await self._interactions.open(frame, p, turn.user_id if turn else None, tool)
 
     async def _on_commands(self, frame: Frame, p: ev.CommandsPublish, _: Turn | None) -> None:
         self.commands.update(p)  # G-CMD-07/34: cached, replaced whole on each publish

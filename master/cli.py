@@ -1,4 +1,4 @@
-"""`rawp master`: serve the master's HTTP API, or print a pairing URL.
+"""`rawp master`: serve the master's HTTP API, print a pairing URL, or list the approval audit.
 
 Imports of the server stack happen inside the handlers so that `rawp --help` stays fast.
 """
@@ -95,6 +95,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     pairing.add_argument("--user", required=True, help="owner of the node, e.g. local:me")
     pairing.set_defaults(handler=print_pairing_url)
+    audit = sub.add_parser(
+        "audit", help="list approval answers, refusals and expiries (issue 15 §4), then exit"
+    )
+    audit.add_argument("--user", help="only this owner's records, e.g. discord:123")
+    audit.add_argument("--node", help="only records of this node id")
+    audit.add_argument("--since", help="only records since this ISO 8601 time or age (12h, 7d)")
+    audit.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    audit.add_argument("--json", action="store_true", help='print {"records": [...]} as JSON')
+    audit.set_defaults(handler=print_audit)
     parser.set_defaults(handler=serve)
 
 
@@ -255,4 +264,27 @@ def print_pairing_url(args: argparse.Namespace) -> int:
     if not user:
         raise CommandError("--user must name a user, e.g. local:me")
     print(asyncio.run(issue_pairing_url(settings, user)))
+    return 0
+
+
+def print_audit(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from master.audit_cli import records, render
+    from rawp.clock import SYSTEM_CLOCK
+
+    if not 1 <= args.limit <= 100_000:
+        raise CommandError("--limit must be from 1 to 100000")
+    settings = settings_from(args)
+    found = asyncio.run(
+        records(
+            settings,
+            SYSTEM_CLOCK,
+            user=args.user,
+            node=args.node,
+            since=args.since,
+            limit=args.limit,
+        )
+    )
+    print(render(found, args.json))
     return 0

@@ -166,6 +166,9 @@ class DiscordPlatform(ChatPlatform):
     async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
         return None  # Discord has no status line; the interim message stands in (G-NS-12)
 
+    async def approvers(self, conversation: ConversationRef) -> frozenset[str]:
+        return self.approver_ids(conversation)
+
     def approver_ids(self, conversation: ConversationRef) -> frozenset[str]:
         """Members of the approver roles in the conversation's guild, for
         `RenderOptions.approver_ids` (they may answer any approval). Needs the Server Members

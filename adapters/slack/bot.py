@@ -39,7 +39,7 @@ class SlackBot:
     def __init__(self, settings: SlackSettings, hooks: ConversationHooks | None = None) -> None:
         self.settings = settings
         self.client = web_client(settings.bot_token, settings.api_base_url, settings.max_retries)
-        self.platform = SlackPlatform(self.client, hooks)
+        self.platform = SlackPlatform(self.client, hooks, approver_ids=self.approver_ids)
         self.access = SlackAccess(
             members_from(self.client),
             teams=settings.allowed_teams,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
@@ -75,14 +76,23 @@ class SlackPlatform(ChatPlatform):
     name = NAME
     limits = PLATFORM_LIMITS[NAME]
 
-    def __init__(self, client: AsyncWebClient, hooks: ConversationHooks | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        hooks: ConversationHooks | None = None,
+        approver_ids: Callable[[], Awaitable[frozenset[str]]] | None = None,
+    ) -> None:
         self.client = client
+        self._approver_ids = approver_ids  # members of SLACK_APPROVER_USERGROUPS (bot)
         self.hooks = GuardedHooks(hooks or ConversationHooks())
         self.board = ChoiceBoard()
         self.hidden: dict[str, str] = {}  # reveal key → hidden text (this process only)
         self._assistant_off: set[ConversationRef] = set()  # setStatus refused there
         self._status_text: dict[ConversationRef, str] = {}
         self._status_message: dict[ConversationRef, MessageRef] = {}
+
+    async def approvers(self, conversation: ConversationRef) -> frozenset[str]:
+        return await self._approver_ids() if self._approver_ids is not None else frozenset()
 
     def use_hooks(self, hooks: ConversationHooks) -> None:
         """Plug in the conversation layer (its failures become apologies: GuardedHooks)."""

@@ -1,4 +1,5 @@
-"""The Edge REST API (RAWP §9.1–§9.3, plus the A-22 ticket extension and pairing URLs).
+"""The Edge REST API (RAWP §9.1–§9.3, plus the A-22 ticket extension, pairing URLs and the
+approval audit of issue 15 §4).
 
 Every route but the token exchange needs `Authorization: Bearer <user token>` (E-AUTH-02) and
 spends the user's rate budget; handlers stay thin and call the edge services.
@@ -93,3 +94,18 @@ async def delete_session(session_id: str):
 async def new_ticket(session_id: str):
     """A-22: a fresh single-use edge_ws_ticket (reconnect, second device)."""
     return await edge().sessions.new_ticket(await user(), session_id), 201
+
+
+@blueprint.post("/v1/edge/sessions/<session_id>/audit")
+async def record_audit(session_id: str):
+    """Issue 15 §4: the gateway reports an approval's outcome (master/edge/audit.py)."""
+    who = await user()
+    return await edge().audit.record(who, session_id, await json_body()), 201
+
+
+@blueprint.get("/v1/edge/audit")
+async def list_audit():
+    """The caller's own approval records, newest first (master/edge/audit.py rule 4)."""
+    who = await user()
+    args = request.args
+    return await edge().audit.list(who, args.get("node_id"), args.get("since"), args.get("limit"))

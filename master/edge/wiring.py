@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from master.client_calls import ClientCaller
+from master.edge.audit import AuditLog
 from master.edge.auth import EdgeAuth
 from master.edge.dataplane import DataPlane, NodeErrors
 from master.edge.nodes import NodeDirectory
@@ -31,6 +32,7 @@ class EdgeServices:
     nodes: NodeDirectory
     sessions: EdgeSessions
     usage: UsageBook
+    audit: AuditLog  # issue 15 §4: approval outcomes the gateway reports
 
     async def start(self) -> None:
         """When the server starts serving (never in one-shot commands such as pairing-url)."""
@@ -80,4 +82,5 @@ def build_edge(
         nodes=nodes,
         sessions=sessions,
         usage=usage,
+        audit=AuditLog(db, clock),
     )

@@ -9,7 +9,7 @@ through `storage.db.utc()`; comparisons with "now" happen in Python, never in SQ
 
 The Edge API (next issue) extends these tables through new migrations: `users` gains profile
 columns, `sessions` (created here for §4.1.8 pinning) gains edge bookkeeping, and usage records
-and edge tickets get tables of their own.
+and edge tickets get tables of their own. Migration 3 adds the approval audit (issue 15 §4).
 """
 
 from __future__ import annotations
@@ -159,3 +159,29 @@ edge_tickets = Table(
     _time("expires_at", nullable=False),
     _time("used_at"),
 )
+
+# --- Approval audit (issue 15 §4), migration 3 ------------------------------------------------
+
+# One row per approval outcome the gateway reports: an answer, a refused press, an expiry. The
+# owner (`user_id`) is the session's; `actor` is the platform subject who pressed (NULL for an
+# expiry). Only a tool's name and a short preview of its input are kept, never the input.
+approval_audit = Table(
+    "approval_audit",
+    metadata,
+    Column("id", String(36), primary_key=True),  # the gateway's record id: a retry is one row
+    Column("session_id", String(36), ForeignKey("sessions.id"), nullable=False),
+    Column("node_id", String(36), ForeignKey("nodes.id"), nullable=False),
+    Column("user_id", String(200), ForeignKey("users.id"), nullable=False),
+    _time("recorded_at", nullable=False),
+    Column("outcome", String(20), nullable=False),  # master.storage.audit.OUTCOMES
+    Column("actor", String(200)),
+    Column("platform", String(30), nullable=False),
+    Column("interaction_id", String(200), nullable=False),
+    Column("option_id", String(200)),
+    Column("option_label", String(200)),
+    Column("tool_name", String(200)),
+    Column("input_preview", String(400)),
+    Column("detail", String(400)),
+)
+Index("ix_audit_user_time", approval_audit.c.user_id, approval_audit.c.recorded_at)
+Index("ix_audit_node_time", approval_audit.c.node_id, approval_audit.c.recorded_at)

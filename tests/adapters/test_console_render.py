@@ -157,12 +157,15 @@ async def test_unanswered_approval_is_closed_when_the_turn_ends():
         assert "  The turn ended before an answer." in console.text
 
 
-async def test_approval_at_end_of_input_is_closed_unanswered():
+async def test_approval_at_end_of_input_is_denied():
+    # The agent named no timeout, so the gateway's default applies (issue 15 §4): deny. The
+    # input ended before any time ran out, so the chat does not claim it did.
     console = Console(typed="")
     await console.play(load_fixture("approval.jsonl")[:4])
-    await eventually(lambda: "⌛" in console.text, "closing the prompt at end of input")
-    assert "⌛ No answer in time — the agent applies its default." in console.text
-    assert console.sent.frames.empty()
+    await eventually(lambda: "⏱" in console.text, "closing the prompt at end of input")
+    assert "⏱ No answer — denied." in console.text
+    response = await console.sent.next()
+    assert response.payload == InteractionResponse(interaction_id="perm-1", option_id="deny")
 
 
 @pytest.mark.parametrize("limit", [2000, 300])

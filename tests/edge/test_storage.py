@@ -10,7 +10,7 @@ from sqlalchemy import inspect, text
 from master.edge.usage import UsageBook, period_start
 from master.storage import schema
 from master.storage.db import Database
-from master.storage.migrations import MIGRATIONS, head, migrate
+from master.storage.migrations import MIGRATIONS, migrate
 from rawp.clock import FakeClock, new_id
 
 
@@ -43,10 +43,10 @@ async def test_migration_2_upgrades_a_version_1_database(database_url):
             await conn.execute(text("ALTER TABLE sessions DROP COLUMN last_activity_at"))
         assert "last_activity_at" not in await _columns(db, "sessions")
 
-        assert await migrate(db) == [2] and head() == 2
+        assert await migrate(db, MIGRATIONS[:2]) == [2]
         assert {"usage_records", "edge_tickets"} <= await _tables(db)
         assert "last_activity_at" in await _columns(db, "sessions")
-        assert await migrate(db) == []  # nothing left to do
+        assert await migrate(db, MIGRATIONS[:2]) == []  # nothing left to do
     finally:
         async with db.begin() as conn:
             await conn.run_sync(schema.metadata.drop_all)

@@ -20,7 +20,7 @@ from gateway.conversations import (
 from gateway.edge_client import EdgeClient
 from gateway.platform import Choice, ConversationRef, Invocation, MessageRef, StaleChoice
 from gateway.prompt import text_prompt
-from tests.edge.stack import EDGE_SECRET, start_stack
+from tests.edge.stack import EDGE_SECRET, edge_for, start_stack
 from tests.gateway.support import RecordingPlatform, eventually
 from tests.support import Processes
 
@@ -271,4 +271,27 @@ async def test_a_message_in_a_thread_still_being_opened_waits_for_its_session(wo
     thread = svc.live[reply.split("`")[1]].renderer.conversation
     assert await eager.early[0] is None  # accepted, not "No session in this conversation yet"
     await said(svc, thread, 'You said: "quick"')
+    await svc.end(invocation(ALICE, thread))
+
+
+async def test_a_stale_button_is_on_record_whoever_pressed_it(world, stack):
+    """Issue 15 §4: a press on a prompt from before a restart is recorded like any other —
+    refused for a stranger, answered for the owner — in the owner's audit log on the master."""
+    svc = await world()
+    thread = await start(svc, channel("c-stale-audit"))
+    stranger = StaleChoice(invocation("mallory", thread), "perm-9", Choice("mallory", "deny"))
+    assert await svc.stale_choice(stranger) == NOT_YOURS
+    owner = StaleChoice(invocation(ALICE, thread), "perm-9", Choice(ALICE, "allow"))
+    assert await svc.stale_choice(owner) is None
+    async with edge_for(stack.master_url, f"recording:{ALICE}") as edge:
+        status, listed = await edge.call("GET", "/v1/edge/audit?limit=2")
+    assert status == 200
+    answered, refused = listed["records"]
+    assert (refused["outcome"], refused["actor"], refused["option_id"]) == (
+        "refused",
+        "recording:mallory",
+        "deny",
+    )
+    assert (answered["outcome"], answered["actor"]) == ("answered", f"recording:{ALICE}")
+    assert answered["interaction_id"] == refused["interaction_id"] == "perm-9"
     await svc.end(invocation(ALICE, thread))

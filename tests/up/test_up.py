@@ -210,3 +210,25 @@ def test_an_agent_the_machine_does_not_have_is_a_clear_error(processes, tmp_path
     assert code == 2
     assert "could not start 'nope'" in err and "AGENT_NOT_ALLOWED" in err
     assert "Traceback" not in err
+
+
+def test_an_unanswered_approval_is_denied_at_the_configured_timeout(processes, tmp_path):
+    """Issue 15 §4: the input stays open and says nothing; after --approval-timeout the gateway
+    answers with the deny option, the console says so, and the agent goes on with it."""
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    proc = processes.rawp(
+        "up", "--state-dir", str(tmp_path / "state"), "--approval-timeout", "2",
+        env=NO_PLATFORMS, cwd=workspace,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    proc.stdin.write(b"please approve this\n")
+    proc.stdin.flush()
+    seen = ""
+    while "You chose: deny" not in seen:
+        line = proc.stdout.readline().decode()
+        assert line, f"rawp up ended early:\n{seen}"
+        seen += line
+    assert "⏱ No answer in 2 s — denied." in seen
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
