@@ -22,9 +22,11 @@ Rules:
 5. The cursor (issue 14 §4) only moves on frames that came from the client: never on
    `session.history`, `node.*` or `session.error`, which the master makes itself (its
    `message_id`s are in no replay buffer, so reconnecting after one would replay everything
-   kept), and never on the greeting (`session.capabilities`, `tool.catalog.publish`,
-   `agent.commands.publish` as the master repeats them on connect: an old frame that would move
-   the cursor back). A client's `session.error` repeated in a replay is dropped by rule 3.
+   kept). The greeting (`session.capabilities`, `tool.catalog.publish`) is the client's: the
+   client remembers where each one stood in its stream and the master sends it only to a
+   socket without a cursor, so it is a cursor like any other frame — the only one a session
+   has before its first turn, and without it a gateway killed then would miss that turn.
+   A client's `session.error` repeated in a replay is dropped by rule 3.
    `moves_cursor` is the rule; the in-memory cursor of rule 2 and the conversation store's
    durable one (gateway.live) both keep it. A link made after a gateway restart starts from
    the durable cursor (`last_message_id=`), so the master replays what followed it.
@@ -52,14 +54,11 @@ RESEND_MAX = 64
 # Failures a reconnect attempt retries (rule 2); an EdgeApiError in GONE ends the link (rule 4).
 RETRYABLE = (EdgeApiError, aiohttp.ClientError, OSError, TimeoutError)
 MASTER_MADE = frozenset({"session.history", "session.error"})
-GREETING = frozenset({"session.capabilities", "tool.catalog.publish", "agent.commands.publish"})
 
 
 def moves_cursor(frame: Frame) -> bool:
     """Rule 5: may `frame` become the session's cursor?"""
-    return not (
-        frame.type in MASTER_MADE or frame.type in GREETING or frame.type.startswith("node.")
-    )
+    return not (frame.type in MASTER_MADE or frame.type.startswith("node."))
 
 
 def _retryable(exc: BaseException) -> bool:

@@ -71,7 +71,9 @@ class CursorKeeper:
             return  # the cursor stays where a restart can rebuild everything after it
         self._pending = frame.message_id
         self._since_save += 1
-        due = self._since_save >= CURSOR_EVERY_FRAMES
+        # The first cursor is saved at once: without one, a restart reconnects from nothing
+        # and misses whatever the session sent while the gateway was down.
+        due = self._since_save >= CURSOR_EVERY_FRAMES or self._saved is None
         if due or frame.type in CURSOR_BOUNDARIES or self._elapsed() >= CURSOR_EVERY_S:
             await self.flush()
 

@@ -134,6 +134,8 @@ async def test_the_cursor_is_written_spaced_out_and_at_block_ends(store):
 
 def test_only_client_frames_move_the_cursor():
     assert moves_cursor(frame("agent.text.done", {"content_index": 0, "text": "x"}))
+    # The client's greeting too: its place is known, and it is a new session's only cursor.
+    assert moves_cursor(frame("tool.catalog.publish", {"tools": []}))
     made_by_master = [
         frame("session.history", {"since_message_id": "m", "replayed": 0, "dropped": 0}),
         frame("session.error", {"code": "CLIENT_UNAVAILABLE", "message": "gone"}),
