@@ -12,6 +12,10 @@ bot around it, then run until stopped.
   ended on the way out (its agent stops). Exit code 0 when the input simply ended.
 - Discord and Slack run until SIGINT/SIGTERM; their sessions keep running on the master and
   are picked up again (`resume`) when the gateway restarts.
+- Tasks: the bots, the resuming and the wait for a stop signal run as one `race`
+  (rawp.tasks): whichever ends first ends the rest, a bot that fails (a refused login) is
+  raised here once, with its traceback, and the bots are closed on the way out. The console's
+  chat loop races the session's pump and the stop signal the same way.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.live import LiveSession
 from gateway.platform import Invocation
 from gateway.render import RenderOptions
+from rawp.tasks import race
 
 log = logging.getLogger(__name__)
 
@@ -133,43 +138,40 @@ def _bot(name: str, service: ConversationService):
 
 
 async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.Event) -> int:
-    tasks = [asyncio.create_task(bot.serve(), name=f"bot-{i}") for i, bot in enumerate(bots)]
-    stopper = asyncio.create_task(stop.wait())
     try:
-        # Conversations are resumed once each platform can post (Discord: logged in), so a
-        # turn that ran on while the gateway was away renders into its thread.
-        for bot, service in zip(bots, services, strict=True):
-            await _until_ready(bot, tasks)
-            resumed = await service.resume()
-            if resumed:
-                log.info("%s: %d conversations resumed", service.platform.name, resumed)
-        done, _ = await asyncio.wait({*tasks, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        for task in done - {stopper}:
-            task.result()  # a bot that could not log in says why
+        await race(stop.wait(), _resume(bots, services, stop), *(bot.serve() for bot in bots))
     finally:
-        stopper.cancel()
         for bot in bots:
-            with contextlib.suppress(Exception):
+            try:
                 await bot.close()
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            except Exception:  # one bot failing to close must not keep the others open
+                log.exception("closing the %s bot failed", bot.platform.name)
     return 0
 
 
-async def _until_ready(bot, tasks: list[asyncio.Task], timeout_s: float = 60.0) -> None:
-    ready = getattr(bot, "ready", None)  # DiscordBot has one; Slack can post at once
+async def _resume(bots, services: list[ConversationService], stop: asyncio.Event) -> None:
+    """Resume conversations once each platform can post (Discord: logged in), so a turn that
+    ran on while the gateway was away renders into its thread; then serve until stopped."""
+    for bot, service in zip(bots, services, strict=True):
+        await _until_ready(bot)
+        resumed = await service.resume()
+        if resumed:
+            log.info("%s: %d conversations resumed", service.platform.name, resumed)
+    await stop.wait()
+
+
+async def _until_ready(bot, timeout_s: float = 60.0) -> None:
+    # Discord: its REST session is up (`online`, set once logged in), not `on_ready`, which
+    # discord.py holds back for `guild_ready_timeout`: a gateway restarted mid-turn goes on
+    # rendering that much sooner. Slack can post at once.
+    ready = getattr(bot.platform, "online", None)
     if ready is None:
         return
-    waiter = asyncio.create_task(ready.wait())
     try:
-        await asyncio.wait({waiter, *tasks}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-    for task in tasks:
-        if task.done():
-            task.result()  # a bot that could not log in says why
+        async with asyncio.timeout(timeout_s):
+            await ready.wait()
+    except TimeoutError:  # a bot that could not log in ends the race with its own error
+        log.warning("%s: not ready after %.0f s; resuming anyway", bot.platform.name, timeout_s)
 
 
 def _signal_event() -> asyncio.Event:
@@ -212,27 +214,16 @@ async def run_console(
         commands=lambda: live.renderer.commands,
         file_search=live.search_files,
     )
-    chat = asyncio.create_task(run_chat(platform, composer, live.chat, pump=live.pump))
-    # The chat waits for input; a session that ends meanwhile (its pump stops) ends it too.
-    waiters = {chat, live.pump}
-    stopper = asyncio.create_task(stop.wait()) if stop is not None else None
-    if stopper is not None:
-        waiters.add(stopper)
+    # The chat waits for input; a session that ends meanwhile (its pump stops) ends it too
+    # (run_chat races the pump), and so does a stop signal.
+    chatting = run_chat(platform, composer, live.chat, pump=live.pump)
     code = 0
     try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        await race(chatting, *([stop.wait()] if stop is not None else []))
+    except ConnectionError:  # the session's link ended for good while sending
+        platform.note("⏹ The session has ended.")
+        code = 1
     finally:
-        if stopper is not None:
-            stopper.cancel()
-        if not chat.done():
-            chat.cancel()
-        try:
-            await chat
-        except asyncio.CancelledError:
-            pass
-        except ConnectionError:  # the session's link ended for good while sending
-            platform.note("⏹ The session has ended.")
-            code = 1
         await service.end(invocation)  # the agent is ended, not left running
     if live.link.ended and not live.link.closed_here:
         code = 1  # the session ended under us (terminated elsewhere, its node gone)

@@ -15,7 +15,9 @@ This is the one wiring module allowed to import master, client and gateway toget
 4. the gateway (adapters.launch): the console unless Discord/Slack tokens are configured.
 
 Then it shuts down in order — the session ended (its agent stops), the client (every agent it
-started is ended), the master — and leaves no process behind.
+started is ended), the master — and leaves no process behind. The two servers are tasks of
+one `TaskOwner` (rawp.tasks) closed on the way out: a server that fails is logged there with
+its traceback, and one that does not stop in time is cancelled, never left running.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rawp.cli import CommandError
+from rawp.tasks import TaskOwner
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -139,6 +142,7 @@ LOOPBACK = "127.0.0.1"
 COMMAND_STARTED = time.monotonic()
 PORTS_FILE = "up.json"
 READY_TIMEOUT_S = 30.0
+SERVER_STOP_S = 15.0  # how long each server gets to stop before it is cancelled
 
 
 @dataclass(frozen=True)
@@ -204,11 +208,11 @@ def quiet_logging() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-async def serve_app(app, port: int, stop: asyncio.Event) -> asyncio.Task:
+async def serve_app(servers: TaskOwner, app, port: int, stop: asyncio.Event) -> asyncio.Task:
     """Serve on loopback the way `rawp master` serves (uvicorn, no permessage-deflate)."""
     from master.server import serve_asgi
 
-    return asyncio.create_task(serve_asgi(app, LOOPBACK, port, stop))
+    return servers.spawn(serve_asgi(app, LOOPBACK, port, stop), name=f"server on port {port}")
 
 
 async def wait_until_up(url: str, server: asyncio.Task) -> None:
@@ -220,7 +224,7 @@ async def wait_until_up(url: str, server: asyncio.Task) -> None:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
         while True:
             if server.done():
-                server.result()  # raises what stopped it (a port in use…)
+                server.result()  # a cancellation; a failure was logged by the servers' owner
                 raise LaunchError(f"the server for {url} stopped while starting")
             try:
                 async with http.get(url):
@@ -268,14 +272,15 @@ async def run_up(options: UpOptions) -> int:
         kill_grace=2.0,
     )
     stop_servers = asyncio.Event()
-    master = await serve_app(create_master_app(master_settings), master_port, stop_servers)
+    servers = await TaskOwner("rawp up", logging.getLogger(__name__)).start()
+    master = await serve_app(servers, create_master_app(master_settings), master_port, stop_servers)
     client: asyncio.Task | None = None
     try:
         await wait_until_up(f"{master_url}/v1/edge/nodes", master)
         # Before the client app exists: it would start syncing with a stale pairing.
         await leave_stale_pairing(client_settings, master_url)
         client_app = create_client_app(client_settings)
-        client = await serve_app(client_app, client_port, stop_servers)
+        client = await serve_app(servers, client_app, client_port, stop_servers)
         await wait_until_up(f"{client_settings.address}/v1/health", client)
         client_services = client_app.config["client_services"]
         await pair_if_needed(client_services, master_url, edge_secret, options.owner)
@@ -302,8 +307,8 @@ async def run_up(options: UpOptions) -> int:
         stop_servers.set()
         for server in (client, master):  # the client first: it ends the agents it started
             if server is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(server, 15)
+                await asyncio.wait({server}, timeout=SERVER_STOP_S)
+        await servers.close()  # cancels a server that did not stop in time
 
 
 def signal_event() -> asyncio.Event:

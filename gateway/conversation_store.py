@@ -7,6 +7,21 @@ marks the row ended rather than deleting it, so the thread can say so.
 
 The file is created with mode 0600 (it names users and sessions, not secrets, but nobody else
 needs to read it) and opened in WAL mode; every write is committed at once.
+
+It also keeps what a gateway killed mid-turn needs to go on without posting twice or leaving a
+gap (issue 14 §4; gateway.live and gateway.posting use it):
+
+- `cursors`: per session, the last frame whose rendering is complete — the `last_message_id`
+  the link reconnects with after a restart, so the master replays what follows;
+- `posts`: per session, every message the renderer posted, under a deterministic key, with
+  the platform's message id once it is known. A key without a message id is an intent: the
+  post may or may not have reached the platform (the process died in between), so the
+  platform is asked before posting again (gateway.posting);
+- `turn_origins`: which chat message (and user) started each turn, so the gateway after a
+  restart still marks that message ✅ at the turn's end and knows who may answer approvals.
+
+Older files get these tables on open (`CREATE TABLE IF NOT EXISTS`): nothing to migrate. All three
+are dropped for a session when its conversation is marked ended.
 """
 
 from __future__ import annotations
@@ -36,7 +51,28 @@ CREATE TABLE IF NOT EXISTS conversations (
 CREATE INDEX IF NOT EXISTS conversations_by_channel
     ON conversations (platform, channel_id, subject, ended);
 CREATE INDEX IF NOT EXISTS conversations_by_session ON conversations (session_id);
+CREATE TABLE IF NOT EXISTS cursors (
+    session_id TEXT PRIMARY KEY,
+    last_message_id TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS posts (
+    session_id TEXT NOT NULL,
+    post_key TEXT NOT NULL,
+    message_id TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, post_key)
+);
+CREATE TABLE IF NOT EXISTS turn_origins (
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    message_id TEXT,
+    user_id TEXT,
+    PRIMARY KEY (session_id, turn_id)
+);
 """
+
+INTENT = ""  # recorded(): the post was begun, its message id is not known
 
 
 def conversation_key(conversation: ConversationRef) -> str:
@@ -134,6 +170,72 @@ class ConversationStore:
     async def mark_ended(self, session_id: str) -> None:
         await self._db.execute(
             "UPDATE conversations SET ended = 1 WHERE session_id = ?", (session_id,)
+        )
+        await self._db.execute("DELETE FROM cursors WHERE session_id = ?", (session_id,))
+        await self._db.execute("DELETE FROM posts WHERE session_id = ?", (session_id,))
+        await self._db.execute("DELETE FROM turn_origins WHERE session_id = ?", (session_id,))
+        await self._db.commit()
+
+    # --- the cursor and the posts of a session (issue 14 §4) ---------------------------------
+
+    async def cursor(self, session_id: str) -> str | None:
+        """The last frame of the session whose rendering is complete, if one was recorded."""
+        async with self._db.execute(
+            "SELECT last_message_id FROM cursors WHERE session_id = ?", (session_id,)
+        ) as cursor:
+            row = await cursor.fetchone()
+        return row["last_message_id"] if row else None
+
+    async def save_cursor(self, session_id: str, message_id: str) -> None:
+        await self._db.execute(
+            "INSERT INTO cursors VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE"
+            " SET last_message_id = excluded.last_message_id, updated_at = excluded.updated_at",
+            (session_id, message_id, iso(self._clock.now())),
+        )
+        await self._db.commit()
+
+    async def recorded(self, session_id: str, key: str) -> str | None:
+        """The platform message id posted under `key`; `INTENT` when the post was begun and
+        its result never recorded; None when nothing was posted under it."""
+        async with self._db.execute(
+            "SELECT message_id FROM posts WHERE session_id = ? AND post_key = ?",
+            (session_id, key),
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        return row["message_id"] or INTENT
+
+    async def record_turn_origin(
+        self, session_id: str, turn_id: str, message_id: str | None, user_id: str | None
+    ) -> None:
+        await self._db.execute(
+            "INSERT OR REPLACE INTO turn_origins VALUES (?, ?, ?, ?)",
+            (session_id, turn_id, message_id, user_id),
+        )
+        await self._db.commit()
+
+    async def turn_origin(self, session_id: str, turn_id: str) -> tuple[str | None, str | None]:
+        """(chat message id, user id) that started the turn; (None, None) when not recorded."""
+        async with self._db.execute(
+            "SELECT message_id, user_id FROM turn_origins WHERE session_id = ? AND turn_id = ?",
+            (session_id, turn_id),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return (row["message_id"], row["user_id"]) if row else (None, None)
+
+    async def record_intent(self, session_id: str, key: str) -> None:
+        await self._db.execute(
+            "INSERT OR IGNORE INTO posts VALUES (?, ?, NULL, ?)",
+            (session_id, key, iso(self._clock.now())),
+        )
+        await self._db.commit()
+
+    async def record_post(self, session_id: str, key: str, message_id: str) -> None:
+        await self._db.execute(
+            "INSERT INTO posts VALUES (?, ?, ?, ?) ON CONFLICT (session_id, post_key)"
+            " DO UPDATE SET message_id = excluded.message_id",
+            (session_id, key, message_id, iso(self._clock.now())),
         )
         await self._db.commit()
 

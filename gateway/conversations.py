@@ -16,8 +16,10 @@
 3. Every message in a bound conversation is a prompt for its session — from the session's owner
    only: anyone else is told so and nothing is sent (the agent runs on the owner's machine).
 4. Restart: bindings survive in SQLite. `resume()` reconnects every open one with a fresh
-   ticket (A-22); a conversation whose session has ended meanwhile is marked ended. A prompt in
-   a conversation not yet live reconnects it first.
+   ticket (A-22) and the session's durable cursor as `last_message_id`, so the master replays
+   what followed the last frame rendered before the gateway stopped or died; the renderer
+   posts only what is missing (gateway.posting, issue 14 §4). A conversation whose session has
+   ended meanwhile is marked ended. A prompt in a conversation not yet live reconnects it first.
 5. A session that ends elsewhere (terminated by another edge, its node gone) ends its
    conversation: the binding is marked ended and the thread is told.
 6. Stop sends `control.prompt.cancel` for the running turn; end deletes the session on the
@@ -25,6 +27,9 @@
    instead of the thread acts on the user's newest open session under that channel.
 7. Every answer is text for the user; a refusal from the master is shown with its error code,
    never a stack trace.
+8. Every live session's pump is a task of this service's `TaskOwner` (started with the first
+   session, closed by `close()`): nothing outlives the service, and a pump's failure is logged
+   once with its traceback.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from gateway.platform import (
 )
 from gateway.render import RenderOptions, SessionRenderer
 from rawp.events import Command, FileCandidate, PromptRequest
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +130,7 @@ class ConversationService(ConversationHooks):
         # opened right now waits for its binding instead of hearing "no session" (rule 2).
         self._starting: dict[tuple[str, str], int] = {}
         self._started: asyncio.Condition | None = None
+        self._tasks = TaskOwner("conversations", log)  # rule 8
 
     def bind_platform(self, platform: ChatPlatform) -> None:
         """Adapters build their platform around the hooks; it is handed back here."""
@@ -149,6 +156,7 @@ class ConversationService(ConversationHooks):
         for live in list(self.live.values()):
             await live.close()
         self.live.clear()
+        await self._tasks.close()
 
     @property
     def _platform(self) -> ChatPlatform:
@@ -195,7 +203,7 @@ class ConversationService(ConversationHooks):
                 node_id=chosen["node_id"],
                 agent_name=agent,
             )
-            live = self._go_live(binding, ticket=created.get("edge_ws_ticket"))
+            live = await self._go_live(binding, ticket=created.get("edge_ws_ticket"))
         finally:
             self._starting[where] -= 1
             if not self._starting[where]:
@@ -243,18 +251,24 @@ class ConversationService(ConversationHooks):
             return f"“{wanted}” matches several machines: {names}. Name one exactly."
         return f"No machine called “{wanted}”. Yours: {names}."
 
-    def _go_live(self, binding: Binding, ticket: str | None) -> LiveSession:
-        link = SessionLink(self.edge, binding.subject, binding.session_id, ticket=ticket)
+    async def _go_live(self, binding: Binding, ticket: str | None) -> LiveSession:
+        if not self._tasks.running:
+            await self._tasks.start()
+        cursor = await self.store.cursor(binding.session_id)  # rule 4; None for a new session
+        link = SessionLink(
+            self.edge, binding.subject, binding.session_id, ticket=ticket, last_message_id=cursor
+        )
         renderer = SessionRenderer(
             self._platform,
             binding.conversation,
             binding.session_id,
             send_frame=link.send,
             options=self.settings.render,
+            store=self.store,
         )
-        live = LiveSession(link, renderer, on_end=self._ended_elsewhere)
+        live = LiveSession(link, renderer, on_end=self._ended_elsewhere, store=self.store)
         self.live[binding.session_id] = live
-        live.start()
+        live.start(self._tasks)
         return live
 
     async def _revive(self, binding: Binding) -> LiveSession:
@@ -270,7 +284,7 @@ class ConversationService(ConversationHooks):
                 if exc.status in (403, 404):
                     await self.store.mark_ended(binding.session_id)
                 raise
-            return self._go_live(binding, ticket)
+            return await self._go_live(binding, ticket)
 
     async def _ended_elsewhere(self, live: LiveSession) -> None:
         """Rule 5: the link ended without us closing it."""

@@ -7,7 +7,8 @@ Rules:
 2. When the socket drops (network, master restart, 1013 "too slow", 1001 "going away") the link
    reconnects with a new ticket and `last_message_id` = the last frame it delivered, so the
    master replays what was missed (docs/edge-api.md). Waits between attempts grow from
-   `backoff_s` to `max_backoff_s`. A frame sent while the link is down waits for the
+   `backoff_s` to `max_backoff_s`, with jitter (tenacity), so gateways cut off together do not
+   come back in step. A frame sent while the link is down waits for the
    reconnect. A frame written just before a socket dropped may never have arrived (a write
    into a dying socket does not fail), so frames sent in the last `RESEND_WINDOW_S` seconds
    before a drop are sent again on the new socket: the master de-duplicates control frames by
@@ -18,16 +19,25 @@ Rules:
 4. The link ends for good (`receive` → None) when the session is gone: a new ticket is refused
    with 404 (TERMINATED sessions are unknown to the Edge API) or 403, or `close()` was called.
    A frame that does not parse is logged and skipped; the socket stays up.
+5. The cursor (issue 14 §4) only moves on frames that came from the client: never on
+   `session.history`, `node.*` or `session.error`, which the master makes itself (its
+   `message_id`s are in no replay buffer, so reconnecting after one would replay everything
+   kept), and never on the greeting (`session.capabilities`, `tool.catalog.publish`,
+   `agent.commands.publish` as the master repeats them on connect: an old frame that would move
+   the cursor back). A client's `session.error` repeated in a replay is dropped by rule 3.
+   `moves_cursor` is the rule; the in-memory cursor of rule 2 and the conversation store's
+   durable one (gateway.live) both keep it. A link made after a gateway restart starts from
+   the durable cursor (`last_message_id=`), so the master replays what followed it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import OrderedDict, deque
 
 import aiohttp
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
 from gateway.edge_client import EdgeApiError, EdgeClient
 from rawp.clock import SYSTEM_CLOCK, Clock
@@ -39,6 +49,23 @@ GONE = (403, 404)  # a new ticket refused with these: the session has ended (rul
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 RESEND_WINDOW_S = 5.0
 RESEND_MAX = 64
+# Failures a reconnect attempt retries (rule 2); an EdgeApiError in GONE ends the link (rule 4).
+RETRYABLE = (EdgeApiError, aiohttp.ClientError, OSError, TimeoutError)
+MASTER_MADE = frozenset({"session.history", "session.error"})
+GREETING = frozenset({"session.capabilities", "tool.catalog.publish", "agent.commands.publish"})
+
+
+def moves_cursor(frame: Frame) -> bool:
+    """Rule 5: may `frame` become the session's cursor?"""
+    return not (
+        frame.type in MASTER_MADE or frame.type in GREETING or frame.type.startswith("node.")
+    )
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, EdgeApiError):
+        return exc.status not in GONE
+    return isinstance(exc, RETRYABLE)
 
 
 class SessionLink:
@@ -49,6 +76,7 @@ class SessionLink:
         session_id: str,
         *,
         ticket: str | None = None,
+        last_message_id: str | None = None,
         backoff_s: float = 0.2,
         max_backoff_s: float = 10.0,
         dedupe_window: int = 10_000,
@@ -62,7 +90,7 @@ class SessionLink:
         self._max_backoff = max_backoff_s
         self._dedupe_window = dedupe_window
         self._seen: OrderedDict[str, None] = OrderedDict()
-        self._last_message_id: str | None = None
+        self._last_message_id = last_message_id  # rule 5: where a restarted gateway resumes
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._connect_lock = asyncio.Lock()
         self._clock = clock
@@ -122,8 +150,7 @@ class SessionLink:
         self._closed = True
         ws, self._ws = self._ws, None
         if ws is not None:
-            with contextlib.suppress(Exception):
-                await ws.close()
+            await _close_quietly(ws)
 
     # --- internals ---------------------------------------------------------------------------
 
@@ -138,38 +165,53 @@ class SessionLink:
         self._seen[frame.message_id] = None
         if len(self._seen) > self._dedupe_window:
             self._seen.popitem(last=False)
-        if frame.type != "session.history":  # the master's own note is not a cursor
+        if moves_cursor(frame):  # rule 5
             self._last_message_id = frame.message_id
         return frame
 
     async def _drop(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         if self._ws is ws:
             self._ws = None
-        with contextlib.suppress(Exception):
-            await ws.close()
+        await _close_quietly(ws)
 
     async def _socket(self) -> aiohttp.ClientWebSocketResponse | None:
         """The open socket, connecting (and reconnecting with backoff) as needed."""
         async with self._connect_lock:
-            wait = self._backoff
-            while not self.ended:
-                if self._ws is not None and not self._ws.closed:
-                    return self._ws
-                try:
-                    self._ws = await self._connect()
-                    await self._resend(self._ws)
-                    return self._ws
-                except EdgeApiError as exc:
-                    if exc.status in GONE:
-                        log.info("session %s has ended: %s", self.session_id, exc.message)
-                        self._gone = True
-                        return None
-                    log.info("session %s: reconnect failed: %s", self.session_id, exc.message)
-                except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                    log.info("session %s: reconnect failed: %s", self.session_id, _safe(exc))
-                await asyncio.sleep(wait)
-                wait = min(self._max_backoff, wait * 2)
+            if self._ws is not None and not self._ws.closed:
+                return self._ws
+            retrying = AsyncRetrying(
+                retry=retry_if_exception(_retryable),
+                wait=wait_exponential_jitter(
+                    multiplier=self._backoff, max=self._max_backoff, jitter=self._backoff
+                ),
+                stop=lambda _: self.ended,  # close() ends the retries too
+                before_sleep=self._retrying,
+                reraise=True,
+            )
+            try:
+                async for attempt in retrying:
+                    with attempt:
+                        if self.ended:
+                            return None
+                        ws = await self._connect()
+                        try:
+                            await self._resend(ws)
+                        except BaseException:
+                            await _close_quietly(ws)
+                            raise
+                        self._ws = ws
+                        return ws
+            except RETRYABLE as exc:
+                # Only ends the retries when the session is gone (rule 4) or the link ended.
+                if isinstance(exc, EdgeApiError) and exc.status in GONE:
+                    log.info("session %s has ended: %s", self.session_id, exc.message)
+                    self._gone = True
             return None
+
+    def _retrying(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        why = exc.message if isinstance(exc, EdgeApiError) else _safe(exc or Exception())
+        log.info("session %s: reconnect failed: %s", self.session_id, why)
 
     async def _resend(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         """Rule 2: what went out just before the last drop goes out again."""
@@ -194,6 +236,14 @@ class SessionLink:
             raise EdgeApiError(exc.status, f"HTTP_{exc.status}", "edge socket refused") from None
         self.connects += 1
         return ws
+
+
+async def _close_quietly(ws: aiohttp.ClientWebSocketResponse) -> None:
+    """Close a socket that may already be broken: the link is done with it either way."""
+    try:
+        await ws.close()
+    except (aiohttp.ClientError, OSError, RuntimeError) as exc:
+        log.debug("closing an edge socket: %s", _safe(exc))
 
 
 def _safe(exc: BaseException) -> str:

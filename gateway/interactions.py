@@ -10,12 +10,15 @@ Rules (issue 10 "Approvals", A-41):
 4. If `timeout_s` passes with no answer, the gateway sends nothing: the agent asked with that
    timeout and applies its own default; the prompt is closed with that outcome.
 5. When the turn ends, prompts still open are closed ("the turn ended") and never answered.
+6. A prompt is posted once per request across gateway restarts (gateway.posting); one posted
+   before a restart is not waited for again here: a click on it reaches the session as a
+   stale choice (gateway.conversations rule 4). Each wait is a task of the renderer's
+   `TaskOwner`, so a failure is logged there and none outlives the renderer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -28,9 +31,11 @@ from gateway.platform import (
     InteractionPrompt,
     MessageRef,
 )
+from gateway.posting import Poster
 from rawp.clock import SYSTEM_CLOCK, Clock
 from rawp.events import InteractionRequest, InteractionResponse
 from rawp.frames import Frame, make_frame
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +59,8 @@ class InteractionFlow:
         conversation: ConversationRef,
         session_id: str,
         send_frame: SendFrame,
+        poster: Poster,
+        tasks: TaskOwner,
         *,
         approver_ids: frozenset[str] = frozenset(),
         clock: Clock = SYSTEM_CLOCK,
@@ -62,6 +69,8 @@ class InteractionFlow:
         self._conversation = conversation
         self._session_id = session_id
         self._send_frame = send_frame
+        self._poster = poster
+        self._tasks = tasks
         self._approver_ids = approver_ids
         self._clock = clock
         self._pending: dict[str, _Pending] = {}
@@ -82,8 +91,13 @@ class InteractionFlow:
             options=tuple(ChoiceOption(o.option_id, o.label, o.kind) for o in request.options),
             allowed_user_ids=frozenset(allowed),
         )
-        message = await self._platform.send_interaction(self._conversation, prompt)
-        task = asyncio.create_task(self._await_answer(frame, request, prompt, message))
+        message, posted_now = await self._poster.send_interaction(prompt)
+        if not posted_now:
+            return  # rule 6: posted before a restart
+        task = self._tasks.spawn(
+            self._await_answer(frame, request, prompt, message),
+            name=f"interaction {request.interaction_id}",
+        )
         self._pending[request.interaction_id] = _Pending(frame.turn_id, message, task)
 
     async def _await_answer(
@@ -149,9 +163,11 @@ class InteractionFlow:
 
     async def _close(self, interaction_id: str, pending: _Pending) -> None:
         self._pending.pop(interaction_id, None)
-        pending.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pending.task
+        if pending.task is not asyncio.current_task():
+            # Cancelled and awaited: no answer is sent after this. `asyncio.wait` does not
+            # raise the child's CancelledError into this (uncancelled) task.
+            pending.task.cancel()
+            await asyncio.wait({pending.task})
         try:
             await self._platform.close_interaction(pending.message, TURN_ENDED)
         except Exception:

@@ -14,6 +14,10 @@ Rules an implementation keeps:
    (the renderer chunks it, gateway.chunker); an adapter may split it further into blocks.
 3. Rate limits are the adapter's business: it waits out a 429 (Retry-After) and never drops,
    duplicates or reorders a message.
+4. The `*_keyed` variants carry the renderer's deterministic post key (gateway.posting). A
+   platform that can do so makes a repeated keyed post a no-op (Discord: `nonce` with
+   `enforce_nonce`) or finds a keyed post again (Slack: message metadata); the defaults post
+   plainly and find nothing, which leaves only the gap between a post and its record open.
 """
 
 from __future__ import annotations
@@ -127,6 +131,14 @@ class ChatPlatform(abc.ABC):
     async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
         """Post one message (already within the limit) and return its reference."""
 
+    async def send_keyed(self, conversation: ConversationRef, text: str, key: str) -> MessageRef:
+        """`send_message` under a post key (rule 4)."""
+        return await self.send_message(conversation, text)
+
+    async def find_keyed(self, conversation: ConversationRef, key: str) -> MessageRef | None:
+        """The message posted under `key` if the platform can tell (rule 4), else None."""
+        return None
+
     @abc.abstractmethod
     async def edit_message(self, message: MessageRef, text: str) -> None:
         """Replace a message's text (task lists, the interim status message)."""
@@ -168,6 +180,12 @@ class ChatPlatform(abc.ABC):
         self, conversation: ConversationRef, prompt: InteractionPrompt
     ) -> MessageRef:
         """Post the prompt with one button per option."""
+
+    async def send_interaction_keyed(
+        self, conversation: ConversationRef, prompt: InteractionPrompt, key: str
+    ) -> MessageRef:
+        """`send_interaction` under a post key (rule 4)."""
+        return await self.send_interaction(conversation, prompt)
 
     @abc.abstractmethod
     async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:

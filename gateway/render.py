@@ -22,6 +22,15 @@ Feed it every frame of the session, in order; it keeps one `Turn` at a time. Rul
 
 A frame whose `turn_id` names no known turn starts one (the gateway may have reconnected in
 the middle of a turn); a frame of a turn that already ended is dropped.
+
+Crash safety (issue 14 §4): every message goes out through a `Poster` (gateway.posting) under
+a key made from the frame being rendered, so frames rendered again after a gateway restart
+post only what is missing. `settled` says whether the frames rendered so far left anything
+pending (text buffered from deltas, running tools, tool groups being collected): only after a
+settled frame may the session's durable cursor move (gateway.live), so what a restart replays
+rebuilds that state; which chat message started a turn is stored too, so its ⏳ still becomes
+✅ after a restart. The typing heartbeat and the approval waits are tasks of the renderer's
+own `TaskOwner`, started with the first frame and closed by `close()`.
 """
 
 from __future__ import annotations
@@ -34,8 +43,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.chunker import split_markdown
+from gateway.conversation_store import ConversationStore
 from gateway.interactions import InteractionFlow, SendFrame
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
+from gateway.posting import Poster
 from gateway.prompt import CommandCache
 from gateway.turn import DONE, FAILED, STOPPED, WORKING, Turn
 from gateway.typing import Sleep, TypingHeartbeat
@@ -50,6 +61,7 @@ from gateway.views import (
 from rawp import events as ev
 from rawp.clock import SYSTEM_CLOCK, Clock
 from rawp.frames import Frame
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +106,7 @@ class SessionRenderer:
         options: RenderOptions | None = None,
         clock: Clock = SYSTEM_CLOCK,
         sleep: Sleep = asyncio.sleep,
+        store: ConversationStore | None = None,
     ) -> None:
         self.platform = platform
         self.conversation = conversation
@@ -111,11 +124,17 @@ class SessionRenderer:
         self._task_message: MessageRef | None = None
         self._plan_message: MessageRef | None = None
         self._status_lock = asyncio.Lock()
+        self._store = store
+        self._poster = Poster(platform, conversation, session_id, store)
+        self._tasks = TaskOwner(f"session {session_id} renderer", log)
+        self._closed = False
         self._interactions = InteractionFlow(
             platform,
             conversation,
             session_id,
             send_frame,
+            self._poster,
+            self._tasks,
             approver_ids=self.options.approver_ids,
             clock=clock,
         )
@@ -142,6 +161,14 @@ class SessionRenderer:
     @property
     def turn(self) -> Turn | None:
         return self._turn
+
+    @property
+    def settled(self) -> bool:
+        """Nothing rendered so far waits for a later frame (see the module docstring)."""
+        turn = self._turn
+        if turn is None:
+            return True
+        return not (turn.unsent_text() or turn.thinking or turn.running or turn.group_results)
 
     def expect_prompt(
         self, prompt_message_id: str, message: MessageRef | None, user_id: str | None
@@ -171,6 +198,9 @@ class SessionRenderer:
         handler = self._handlers.get(frame.type)
         if handler is None or not frame.known:
             return  # usage, capabilities, unknown types: nothing to show
+        if not self._tasks.running and not self._closed:
+            await self._tasks.start()
+        self._poster.begin(frame.message_id)
         turn = self._turn
         if frame.turn_id is not None and frame.type != "session.turn.start":
             if frame.turn_id in self._ended:
@@ -181,9 +211,11 @@ class SessionRenderer:
 
     async def close(self) -> None:
         """Stop typing and close open prompts (the session ended or the gateway stops)."""
+        self._closed = True
         if self._turn and self._turn.heartbeat:
             await self._turn.heartbeat.stop()
         await self._interactions.close_all()
+        await self._tasks.close()  # nothing the renderer started outlives it
         for prompt_message_id in list(self._finished):
             self._resolve(prompt_message_id, "closed")
 
@@ -195,6 +227,7 @@ class SessionRenderer:
             self._turn.prompt_message_id = p.prompt_message_id
             if origin and self._turn.user_message is None:  # started early by a stray frame
                 self._turn.user_message, self._turn.user_id = origin.message, origin.user_id
+                await self._remember_origin(p.turn_id, origin)
                 await self._react(origin.message, WORKING)
             return
         if p.turn_id in self._ended:
@@ -209,10 +242,15 @@ class SessionRenderer:
         # Each turn gets its own task list and plan message, at the bottom where it is seen.
         self._task_message = self._plan_message = None
         if origin:
+            await self._remember_origin(turn_id, origin)
+        else:  # joined midway, maybe after a gateway restart: the store may know it
+            origin = await self._stored_origin(turn_id)
+        if origin:
             turn.user_message, turn.user_id = origin.message, origin.user_id
         turn.heartbeat = TypingHeartbeat(
             self._typing,
             self.platform.limits.typing_refresh_s,
+            self._tasks,
             sleep=self._sleep,
             on_tick=self._tick,
         )
@@ -220,6 +258,22 @@ class SessionRenderer:
         await turn.heartbeat.start()  # rule 2, G-NS-04
         await self._react(turn.user_message, WORKING)
         return turn
+
+    async def _remember_origin(self, turn_id: str, origin: PromptOrigin) -> None:
+        if self._store is not None:
+            message_id = origin.message.message_id if origin.message else None
+            await self._store.record_turn_origin(
+                self.session_id, turn_id, message_id, origin.user_id
+            )
+
+    async def _stored_origin(self, turn_id: str) -> PromptOrigin | None:
+        if self._store is None:
+            return None
+        message_id, user_id = await self._store.turn_origin(self.session_id, turn_id)
+        if message_id is None and user_id is None:
+            return None
+        message = MessageRef(self.conversation, message_id) if message_id else None
+        return PromptOrigin(message, user_id)
 
     async def _on_turn_end(self, frame: Frame, p: ev.TurnEnd, turn: Turn | None) -> None:
         if turn is not None:
@@ -237,8 +291,10 @@ class SessionRenderer:
         await self._interactions.close_turn(turn.turn_id)
         async with self._status_lock:
             await self._best_effort(self.platform.set_status(self.conversation, None))
-            if turn.status_message is not None:
-                await self._best_effort(self.platform.delete_message(turn.status_message))
+            # One posted before a gateway restart is known by its key only.
+            status = turn.status_message or await self._poster.recorded(_interim_key(turn, 0))
+            if status is not None:
+                await self._best_effort(self.platform.delete_message(status))
         if stop_reason in STOP_NOTES:
             await self._send_text(STOP_NOTES[stop_reason])
         if turn.user_message is not None and self.platform.limits.supports_reactions:
@@ -279,13 +335,13 @@ class SessionRenderer:
         if p.redacted:  # A-36: never sent, spoilered or not
             await self._send_text(REDACTED_THINKING)
         elif text.strip():
-            await self.platform.send_hidden(self.conversation, "💭 Thinking", text)
+            await self._poster.send_hidden("💭 Thinking", text)
 
     async def _send_text(self, text: str) -> None:
         if not text.strip():
             return
         for chunk in split_markdown(text, self.platform.limits.max_message_length):
-            await self.platform.send_message(self.conversation, chunk)
+            await self._poster.send(chunk)
 
     # --- tools, tasks, plans ----------------------------------------------------------------
 
@@ -331,7 +387,7 @@ class SessionRenderer:
             return message
         last = None
         for chunk in chunks:
-            last = await self.platform.send_message(self.conversation, chunk)
+            last = await self._poster.send(chunk)
         return last if len(chunks) == 1 else None
 
     # --- status line and interim status message ---------------------------------------------
@@ -379,7 +435,10 @@ class SessionRenderer:
             return
         if turn.status_message is not None:
             await self._best_effort(self.platform.delete_message(turn.status_message))
-        turn.status_message = await self.platform.send_message(self.conversation, text)
+        # Keyed by turn, not by frame: a heartbeat tick (a timer) may post it.
+        key = _interim_key(turn, turn.interim_posts)
+        turn.interim_posts += 1
+        turn.status_message = await self._poster.send(text, key=key)
 
     async def _typing(self) -> None:
         await self.platform.trigger_typing(self.conversation)
@@ -433,6 +492,11 @@ class SessionRenderer:
             await operation
         except Exception:
             log.warning("platform decoration failed", exc_info=True)
+
+
+def _interim_key(turn: Turn, index: int) -> str:
+    """The post key of a turn's `index`-th interim status message (gateway.posting)."""
+    return f"interim/{turn.turn_id}/{index}"
 
 
 def _tool_view(pairs: list[tuple[ev.ToolInvokeRequest | None, ev.ToolInvokeResult]]) -> str:

@@ -1,6 +1,6 @@
 """One chat conversation bound to one RAWP session: prompts out, frames in, rendered.
 
-The master connection (Edge WSS, not built yet) provides a `FrameLink` per session; this
+The master connection (Edge WSS, gateway.edge_link) provides a `FrameLink` per session; this
 module only needs its two operations, so an in-memory link stands in for it in tests and the
 console can run against anything that speaks frames.
 """
@@ -8,6 +8,7 @@ console can run against anything that speaks frames.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from gateway.platform import MessageRef
@@ -56,10 +57,13 @@ class ChatSession:
         )
         await self.link.send(frame)
 
-    async def pump(self) -> None:
-        """Render every frame the link delivers until it closes."""
+    async def pump(self, rendered: Callable[[Frame], Awaitable[None]] | None = None) -> None:
+        """Render every frame the link delivers until it closes; `rendered` is called after
+        each frame's rendering is done (the durable cursor, gateway.live)."""
         try:
             while (frame := await self.link.receive()) is not None:
                 await self.renderer.feed(frame)
+                if rendered is not None:
+                    await rendered(frame)
         finally:
             await self.renderer.close()

@@ -34,6 +34,7 @@ class Turn:
     status_line: str | None = None  # what the platform's status line shows now
     status_message: MessageRef | None = None  # the interim status message, once sent
     status_message_text: str | None = None
+    interim_posts: int = 0  # interim messages posted so far (their post keys, gateway.posting)
     failed: bool = False  # an `error`/`fatal` agent.error or stop_reason `error` → ❌
     fatal: bool = False  # typing already stopped (G-NS-09)
 

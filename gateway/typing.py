@@ -5,15 +5,17 @@ heartbeat triggers it again every `interval_s`, an interval shorter than the exp
 (`PlatformLimits.typing_refresh_s`; A-34: "shorter than", so 4 s for a 10 s expiry). It also
 calls `on_tick` each round, which the renderer uses as its timer for the 30-second interim
 status (G-NS-11). `stop()` ends it at once: a fatal error must not leave "typing…" behind
-(G-NS-09). Time comes from the injected `sleep`, so tests never wait.
+(G-NS-09). Time comes from the injected `sleep`, so tests never wait. Its loop is a task of
+the `TaskOwner` it is given (the renderer's): nothing it starts outlives that owner.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,7 @@ class TypingHeartbeat:
         self,
         trigger: Action,
         interval_s: float,
+        owner: TaskOwner,
         *,
         sleep: Sleep = asyncio.sleep,
         on_tick: Action | None = None,
@@ -34,6 +37,7 @@ class TypingHeartbeat:
             raise ValueError("the typing interval must be positive")
         self._trigger = trigger
         self._interval = interval_s
+        self._owner = owner
         self._sleep = sleep
         self._on_tick = on_tick
         self._task: asyncio.Task[None] | None = None
@@ -50,7 +54,7 @@ class TypingHeartbeat:
         """
         if self.running:
             return
-        self._task = asyncio.create_task(self._run(), name="typing-heartbeat")
+        self._task = self._owner.spawn(self._run(), name="typing heartbeat")
         await self._beat()
 
     async def stop(self) -> None:
@@ -61,8 +65,7 @@ class TypingHeartbeat:
         task.cancel()
         if task is asyncio.current_task():
             return  # stopped from its own on_tick: the cancel lands at the next await
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await asyncio.wait({task})  # its end, without its CancelledError landing here
 
     async def _run(self) -> None:
         while True:

@@ -101,8 +101,8 @@ class TaskOwner:
         task = self._group.create_task(self._supervised(coroutine, label), name=label)
         self._children.add(task)
         task.add_done_callback(self._children.discard)
-        # Cancelled before it ever ran: close the coroutine, or Python warns it was never
-        # awaited (closing one that ran to its end does nothing).
+        # A child cancelled before its first step never ran `coroutine`: close it, or Python
+        # warns "was never awaited" (closing a finished coroutine does nothing).
         task.add_done_callback(lambda _: coroutine.close())
         return task
 

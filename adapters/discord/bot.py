@@ -11,12 +11,15 @@ conversation layer knows which, `ConversationHooks.prompt`); attachments become 
 attachments within `AttachmentLimits`. A message is not an interaction, so nobody can be
 answered privately there: a user outside the allowed guilds/channels/roles is ignored in
 threads and refused with an ephemeral note on commands and buttons.
+
+`run_in_background()` (tests, embedding) runs the client as a task of the bot's own
+`TaskOwner`; `close()` closes the client, lets that task finish and closes the owner, so
+nothing the bot started outlives it. A login failure ends `run_in_background` with its error.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -32,8 +35,10 @@ from adapters.discord.platform import DiscordPlatform, conversation_of
 from adapters.discord.settings import DiscordSettings
 from gateway.platform import ConversationHooks, Invocation, MessageRef
 from gateway.prompt import PromptDraft, PromptError
+from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
+CLOSE_WAIT_S = 10.0  # how long close() lets the client's task end before cancelling it
 
 
 def apply_endpoints(settings: DiscordSettings) -> None:
@@ -70,7 +75,9 @@ class DiscordBot:
         self.client.setup_hook = self._setup
         self.client.event(self.on_ready)
         self.client.event(self.on_message)
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = TaskOwner("discord bot", log)
+        self._stopped = asyncio.Event()  # the background client ended (closed or failed)
+        self._failure: BaseException | None = None
 
     @property
     def hooks(self) -> ConversationHooks:
@@ -99,23 +106,34 @@ class DiscordBot:
 
     async def run_in_background(self, ready_timeout: float = 30.0) -> None:
         """Start, and return once the bot is ready (its guilds are known)."""
-        self._task = asyncio.create_task(self.start(), name="discord-bot")
-        ready = asyncio.create_task(self.ready.wait())
-        done, _ = await asyncio.wait(
-            {self._task, ready}, timeout=ready_timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if ready not in done:
-            ready.cancel()
-            if self._task in done:
-                self._task.result()  # raises the login error
-            raise TimeoutError("the Discord bot did not become ready")
+        await self._tasks.start()
+        self._tasks.spawn(self._background(), name="discord client")
+        async with asyncio.timeout(ready_timeout):
+            await race(self.ready.wait(), self._stopped.wait())
+        if not self.ready.is_set():
+            failure = self._failure or RuntimeError("the Discord client stopped")
+            raise RuntimeError(f"the Discord bot did not start: {failure}") from failure
+
+    async def _background(self) -> None:
+        try:
+            await self.start()
+        except Exception as exc:
+            self._failure = exc  # logged by the owner; run_in_background names it
+            raise
+        finally:
+            self._stopped.set()
 
     async def close(self) -> None:
         self.platform.online.clear()
         await self.client.close()
-        if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(self._task, 10)
+        if self._tasks.running:
+            # The client's task ends once the client is closed; one that does not is cancelled.
+            try:
+                async with asyncio.timeout(CLOSE_WAIT_S):
+                    await self._stopped.wait()
+            except TimeoutError:
+                log.warning("discord: the client did not stop within %.0f s", CLOSE_WAIT_S)
+        await self._tasks.close()
 
     # --- thread messages are prompts ------------------------------------------------------
 

@@ -14,12 +14,17 @@ text channel (`channel_id`), or the channel itself.
   be answered ephemerally); without one the note is posted with a mention of the user.
 - REST 429s are waited out by discord.py itself (it sleeps `retry_after` and retries the same
   request), so nothing is lost, duplicated or reordered.
+- A keyed post (the renderer's post key, gateway.posting) carries a `nonce` derived from the key;
+  discord.py sends it with `enforce_nonce: true`, so Discord answers a repeat within minutes
+  with the message already made instead of a second one (a gateway killed between posting and
+  recording a message posts it again after its restart).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 
 import discord
@@ -107,6 +112,13 @@ class DiscordPlatform(ChatPlatform):
         sent = await self._channel(conversation).send(text, allowed_mentions=NO_MENTIONS)
         return MessageRef(conversation, str(sent.id))
 
+    async def send_keyed(self, conversation: ConversationRef, text: str, key: str) -> MessageRef:
+        await self.online.wait()
+        sent = await self._channel(conversation).send(
+            text, allowed_mentions=NO_MENTIONS, nonce=nonce_of(conversation, key)
+        )
+        return MessageRef(conversation, str(sent.id))
+
     async def edit_message(self, message: MessageRef, text: str) -> None:
         await self.online.wait()
         with contextlib.suppress(discord.NotFound):
@@ -188,11 +200,24 @@ class DiscordPlatform(ChatPlatform):
     async def send_interaction(
         self, conversation: ConversationRef, prompt: InteractionPrompt
     ) -> MessageRef:
+        return await self._interaction(conversation, prompt, None)
+
+    async def send_interaction_keyed(
+        self, conversation: ConversationRef, prompt: InteractionPrompt, key: str
+    ) -> MessageRef:
+        return await self._interaction(conversation, prompt, nonce_of(conversation, key))
+
+    async def _interaction(
+        self, conversation: ConversationRef, prompt: InteractionPrompt, nonce: str | None
+    ) -> MessageRef:
         await self.online.wait()
         key = str(target_id(conversation))
         text = f"❓ {prompt.prompt}"[: self.limits.max_message_length]
         view = prompt_view(self.button_class, key, prompt)
-        sent = await self._channel(conversation).send(text, view=view, allowed_mentions=NO_MENTIONS)
+        extra = {"nonce": nonce} if nonce is not None else {}
+        sent = await self._channel(conversation).send(
+            text, view=view, allowed_mentions=NO_MENTIONS, **extra
+        )
         self.board.open(key, prompt, str(sent.id), text)
         return MessageRef(conversation, str(sent.id))
 
@@ -268,6 +293,12 @@ class DiscordPlatform(ChatPlatform):
         await interaction.response.defer()
         self._clicks[(key, choice.user_id)] = interaction
         waiting.answers.put_nowait(choice)
+
+
+def nonce_of(conversation: ConversationRef, key: str) -> str:
+    """A post key as a Discord nonce: the same for the same post, at most 25 characters."""
+    where = f"{target_id(conversation)}\x1f{key}".encode()
+    return hashlib.sha256(where).hexdigest()[:25]
 
 
 def _guild(interaction: discord.Interaction) -> str | None:

@@ -15,6 +15,12 @@ the thread's parent `ts`), a message reference holds the message `ts`.
 - 429s: the client carries slack_sdk's `AsyncRateLimitErrorRetryHandler`, which sleeps
   Retry-After and sends the same request again; calls are awaited one by one, so nothing is
   lost, duplicated or reordered.
+- A keyed post (the renderer's post key, gateway.posting) carries the key in the message's
+  metadata (`event_type` `rawp_post`); after a gateway died between posting and recording a
+  post, `find_keyed` looks for it in the thread (`conversations.replies` with
+  `include_all_metadata`) before it is posted again. A renderer message is one Slack message
+  (≤ 40,000 characters is ≤ 14 blocks of 3,000, within one message's 50), so part 0 of a key
+  stands for the whole post.
 """
 
 from __future__ import annotations
@@ -84,24 +90,59 @@ class SlackPlatform(ChatPlatform):
 
     # --- content ----------------------------------------------------------------------------
 
-    async def _post(self, conversation: ConversationRef, text: str, blocks: list[dict]):
+    async def _post(
+        self,
+        conversation: ConversationRef,
+        text: str,
+        blocks: list[dict],
+        metadata: dict | None = None,
+    ):
+        extra = {"metadata": metadata} if metadata is not None else {}
         answer = await self.client.chat_postMessage(
             channel=conversation.channel_id,
             thread_ts=conversation.thread_id,
             text=text,
             blocks=blocks,
             unfurl_links=False,
+            **extra,
         )
         return MessageRef(conversation, answer["ts"])
 
     async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
+        return await self._send(conversation, text, None)
+
+    async def send_keyed(self, conversation: ConversationRef, text: str, key: str) -> MessageRef:
+        return await self._send(conversation, text, key)
+
+    async def _send(self, conversation: ConversationRef, text: str, key: str | None):
         first: MessageRef | None = None
-        for blocks in mrkdwn.messages_of(text):
+        for part, blocks in enumerate(mrkdwn.messages_of(text)):
             fallback = blocks[0]["text"]["text"] if blocks else mrkdwn.escape(text[:3000])
-            ref = await self._post(conversation, fallback, blocks)
+            metadata = post_metadata(key, part) if key is not None else None
+            ref = await self._post(conversation, fallback, blocks, metadata)
             first = first or ref
         assert first is not None
         return first
+
+    async def find_keyed(self, conversation: ConversationRef, key: str) -> MessageRef | None:
+        if conversation.thread_id is None:
+            return None  # renderer output lives in threads; a channel is not searched
+        wanted = post_metadata(key, 0)
+        cursor: str | None = None
+        while True:
+            page = await self.client.conversations_replies(
+                channel=conversation.channel_id,
+                ts=conversation.thread_id,
+                include_all_metadata=True,
+                limit=200,
+                **({"cursor": cursor} if cursor else {}),
+            )
+            for message in page.get("messages") or []:
+                if message.get("metadata") == wanted:
+                    return MessageRef(conversation, message["ts"])
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not page.get("has_more") or not cursor:
+                return None
 
     async def show_prompt(self, conversation: ConversationRef, user_id: str, text: str):
         """The user's prompt as the thread shows it (sent from a modal, so not their message)."""
@@ -253,8 +294,19 @@ class SlackPlatform(ChatPlatform):
     async def send_interaction(
         self, conversation: ConversationRef, prompt: InteractionPrompt
     ) -> MessageRef:
+        return await self._interaction(conversation, prompt, None)
+
+    async def send_interaction_keyed(
+        self, conversation: ConversationRef, prompt: InteractionPrompt, key: str
+    ) -> MessageRef:
+        return await self._interaction(conversation, prompt, post_metadata(key, 0))
+
+    async def _interaction(
+        self, conversation: ConversationRef, prompt: InteractionPrompt, metadata: dict | None
+    ) -> MessageRef:
         text = f"❓ {mrkdwn.escape(prompt.prompt)}"[:3000]
-        ref = await self._post(conversation, text, prompt_blocks(conversation, prompt))
+        blocks = prompt_blocks(conversation, prompt)
+        ref = await self._post(conversation, text, blocks, metadata)
         self.board.open(conversation, prompt, ref.message_id, text)
         return ref
 
@@ -278,3 +330,11 @@ class SlackPlatform(ChatPlatform):
                 blocks=[mrkdwn.section(text[:3000])],
             )
         )
+
+
+POST_EVENT = "rawp_post"  # the metadata event type of a keyed post
+
+
+def post_metadata(key: str, part: int) -> dict:
+    """Slack message metadata naming a post key (and which message of the post it is)."""
+    return {"event_type": POST_EVENT, "event_payload": {"key": key, "part": part}}

@@ -164,3 +164,19 @@ async def test_where_slack_refuses_set_status_a_status_message_stands_in(slack_t
     assert status.body["thread_ts"] == conversation.thread_id
     assert fake.ok_calls("chat.update")[-1].body["text"] == "🔧 Using tools…"
     assert fake.ok_calls("chat.delete")[-1].body["ts"] == status.response["ts"]
+
+
+async def test_a_keyed_post_is_found_again_in_its_thread(slack_thread):
+    fake, platform, conversation = slack_thread
+    for n in range(250):  # more than one page of conversations.replies
+        await platform.send_message(conversation, f"filler {n}")
+    posted = await platform.send_keyed(conversation, "the chunk", "frame-9/2")
+    assert fake.calls("chat.postMessage")[-1].body["metadata"] == {
+        "event_type": "rawp_post",
+        "event_payload": {"key": "frame-9/2", "part": 0},
+    }
+    assert await platform.find_keyed(conversation, "frame-9/2") == posted
+    assert await platform.find_keyed(conversation, "frame-9/3") is None
+    pages = fake.calls("conversations.replies")
+    assert len(pages) == 4  # two pages of 200 for each search: the key is on the second
+    assert all(c.query["include_all_metadata"] == "1" for c in pages)

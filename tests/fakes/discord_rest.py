@@ -3,6 +3,10 @@
 A middleware records every request in the `CallLog` (also unknown routes, answered 404 like
 Discord) and applies the `RateLimitPlan`. Answers are shaped like Discord's so discord.py builds
 real `Message`, `Thread`, `AppCommand` and `InteractionCallbackResponse` objects from them.
+
+A message created with `nonce` and `enforce_nonce: true` is de-duplicated as Discord does: a
+second one by the same author with the same nonce within `NONCE_WINDOW_S` gets the first
+message back and creates nothing (no second MESSAGE_CREATE either).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ BODY = web.RequestKey("body", object)  # the request body the middleware parsed 
 Dispatch = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 EPHEMERAL = 1 << 6  # message flag: only the invoking user sees it
+NONCE_WINDOW_S = 300.0  # Discord: "checked for uniqueness in the past few minutes"
 
 # Interaction callback types (discord/types/interactions.py InteractionResponseType).
 CALLBACK_CHANNEL_MESSAGE = 4
@@ -156,6 +161,8 @@ class DiscordRest:
         self.answered: dict[str, dict[str, Any]] = {}  # token → callback body
         self.original: dict[str, str] = {}  # token → message id of the original response
         self._tasks: set[asyncio.Future] = set()
+        # (author id, nonce) → (monotonic time, message) for enforce_nonce
+        self._nonces: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
 
     def application(self) -> web.Application:
         app = web.Application(middlewares=[self._record])
@@ -283,7 +290,16 @@ class DiscordRest:
         channel = self._channel(request)
         if channel is None:
             return discord_error(404, "Unknown Channel", 10003)
-        message = self._store_message(channel["id"], body_object(request))
+        body = body_object(request)
+        nonce = body.get("nonce") if body.get("enforce_nonce") else None
+        if nonce is not None:
+            seen = self._nonces.get((self.world.bot_user["id"], str(nonce)))
+            if seen is not None and time.monotonic() - seen[0] < NONCE_WINDOW_S:
+                return json_response(seen[1])  # the message already made, nothing new
+        message = self._store_message(channel["id"], body)
+        if nonce is not None:
+            message["nonce"] = str(nonce)
+            self._nonces[(self.world.bot_user["id"], str(nonce))] = (time.monotonic(), message)
         return json_response(message)
 
     def _store_message(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -278,6 +278,8 @@ class SlackWebApi:
         }
 
     def replies(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A thread's messages, oldest first, in pages of `limit` (`cursor` → the next page);
+        message metadata only with `include_all_metadata`, as Slack answers."""
         channel, ts = self._channel(args), str(args.get("ts"))
         if (channel, ts) not in self.messages:
             raise SlackRefusal("thread_not_found")
@@ -286,7 +288,15 @@ class SlackWebApi:
             for (ch, m_ts), m in sorted(self.messages.items(), key=lambda kv: float(kv[0][1]))
             if ch == channel and (m_ts == ts or m.get("thread_ts") == ts)
         ]
-        return {"messages": thread, "has_more": False}
+        if str(args.get("include_all_metadata", "")).lower() not in ("1", "true"):
+            thread = [{k: v for k, v in m.items() if k != "metadata"} for m in thread]
+        start = int(args.get("cursor") or 0)
+        limit = int(args.get("limit") or 1000)
+        page, more = thread[start : start + limit], start + limit < len(thread)
+        answer: dict[str, Any] = {"messages": page, "has_more": more}
+        if more:
+            answer["response_metadata"] = {"next_cursor": str(start + limit)}
+        return answer
 
     def open_view(self, args: dict[str, Any]) -> dict[str, Any]:
         if not args.get("trigger_id"):

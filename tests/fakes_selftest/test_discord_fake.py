@@ -399,3 +399,15 @@ async def test_without_privileged_intents_members_come_with_messages_and_content
                 assert [r.name for r in message.author.roles] == ["@everyone", "rawp-operator"]
                 # ...and without the message-content intent the content is blanked, as on Discord
                 assert message.content == ""
+
+
+async def test_a_repeated_nonce_with_enforce_nonce_returns_the_first_message(running):
+    fake, bot = running
+    channel = bot.get_channel(int(fake.world.channel_id))
+    first = await channel.send("chunk 1", nonce="k-1")  # discord.py adds enforce_nonce
+    again = await channel.send("chunk 1", nonce="k-1")
+    other = await channel.send("chunk 2", nonce="k-2")
+    assert again.id == first.id and other.id != first.id
+    posts = fake.calls("POST", f"/channels/{fake.world.channel_id}/messages")
+    assert [c.body["enforce_nonce"] for c in posts] == [True, True, True]
+    assert [m["content"] for m in fake.rest.messages.values()].count("chunk 1") == 1

@@ -56,6 +56,32 @@ async def test_post_update_react_and_read_a_thread(slack):
     ]
 
 
+async def test_metadata_is_read_back_only_when_asked_and_replies_come_in_pages(slack):
+    client = client_for(slack)
+    channel = slack.world.channel_id
+    parent = await client.chat_postMessage(channel=channel, text="session started")
+    tagged = {"event_type": "rawp_post", "event_payload": {"key": "m-1/0", "part": 0}}
+    for n in range(5):
+        await client.chat_postMessage(
+            channel=channel, thread_ts=parent["ts"], text=f"chunk {n}",
+            **({"metadata": tagged} if n == 3 else {}),
+        )  # fmt: skip
+    plain = await client.conversations_replies(channel=channel, ts=parent["ts"])
+    assert not any("metadata" in m for m in plain["messages"])
+    seen, cursor = [], None
+    while True:
+        page = await client.conversations_replies(
+            channel=channel, ts=parent["ts"], include_all_metadata=True, limit=2,
+            **({"cursor": cursor} if cursor else {}),
+        )  # fmt: skip
+        seen += page["messages"]
+        cursor = (page.get("response_metadata") or {}).get("next_cursor")
+        if not page["has_more"]:
+            break
+    assert [m["text"] for m in seen] == ["session started"] + [f"chunk {n}" for n in range(5)]
+    assert [m.get("metadata") for m in seen if "metadata" in m] == [tagged]
+
+
 async def test_slack_errors_come_back_as_slack_api_errors(slack):
     client = client_for(slack)
     with pytest.raises(SlackApiError) as missing:

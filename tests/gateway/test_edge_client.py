@@ -159,6 +159,29 @@ async def test_the_link_reconnects_with_a_new_ticket_and_its_cursor(api, edge):
     assert any(c[1] == f"/v1/edge/sessions/{SID}/tickets" for c in api.calls)
 
 
+async def test_a_restarted_link_starts_from_its_cursor_and_master_frames_do_not_move_it(api, edge):
+    api.sessions.add(SID)
+    done = text("agent.text.done", {"content_index": 0, "text": "after the cursor"})
+    made_by_master = [
+        text("session.history", {"since_message_id": "m-9", "replayed": 1, "dropped": 0}),
+        text("session.error", {"code": "CLIENT_UNAVAILABLE", "message": "away"}),
+        text("session.capabilities", {"protocol": "rawp-dps-1.0"}),
+    ]
+    later = text("agent.text.done", {"content_index": 1, "text": "on the next socket"})
+    api.scripts = [([done, *made_by_master], 1001), ([later], None)]
+    link = SessionLink(
+        edge, "discord:1", SID, ticket=api.issue_ticket(), last_message_id="m-9", backoff_s=0.01
+    )
+    try:
+        got = [await link.receive() for _ in range(5)]
+    finally:
+        await link.close()
+    assert api.connections[0].last_message_id == "m-9"  # the durable cursor (rule 5)
+    kinds = [f.type for f in got][1:4]
+    assert kinds == ["session.history", "session.error", "session.capabilities"]
+    assert api.connections[1].last_message_id == got[0].message_id  # the client frame only
+
+
 async def test_the_link_ends_when_the_session_is_gone(api, edge):
     api.sessions.add(SID)
     api.scripts = [([text("session.turn.start", {"turn_id": "t1", "prompt_message_id": "p"})],

@@ -9,7 +9,16 @@ import pytest
 from gateway.platform import PLATFORM_LIMITS, PlatformLimits
 from gateway.typing import TypingHeartbeat
 from rawp.clock import FakeClock
+from rawp.tasks import TaskOwner
 from tests.gateway.support import ManualSleep, settle
+
+
+@pytest.fixture
+async def owner():
+    """The heartbeat's owner, closed after the test: no heartbeat outlives it."""
+    async with TaskOwner("typing") as tasks:
+        yield tasks
+    assert len(tasks) == 0
 
 
 def test_refresh_interval_is_shorter_than_the_expiry():
@@ -20,7 +29,7 @@ def test_refresh_interval_is_shorter_than_the_expiry():
     assert PlatformLimits(max_message_length=100).typing_refresh_s == 5.0
 
 
-async def test_typing_is_refreshed_before_it_expires_and_never_after_stop():
+async def test_typing_is_refreshed_before_it_expires_and_never_after_stop(owner):
     clock = FakeClock()
     sleep = ManualSleep(clock)
     triggered: list[float] = []
@@ -28,7 +37,7 @@ async def test_typing_is_refreshed_before_it_expires_and_never_after_stop():
     async def trigger():
         triggered.append(clock.monotonic())
 
-    beat = TypingHeartbeat(trigger, PLATFORM_LIMITS["discord"].typing_refresh_s, sleep=sleep)
+    beat = TypingHeartbeat(trigger, PLATFORM_LIMITS["discord"].typing_refresh_s, owner, sleep=sleep)
     start = clock.monotonic()
     await beat.start()
     await sleep.advance(60)
@@ -43,7 +52,7 @@ async def test_typing_is_refreshed_before_it_expires_and_never_after_stop():
     assert len(triggered) == count
 
 
-async def test_a_failing_trigger_does_not_end_the_heartbeat():
+async def test_a_failing_trigger_does_not_end_the_heartbeat(owner):
     clock = FakeClock()
     sleep = ManualSleep(clock)
     calls = []
@@ -52,14 +61,14 @@ async def test_a_failing_trigger_does_not_end_the_heartbeat():
         calls.append(1)
         raise OSError("platform down")
 
-    beat = TypingHeartbeat(trigger, 4, sleep=sleep)
+    beat = TypingHeartbeat(trigger, 4, owner, sleep=sleep)
     await beat.start()
     await sleep.advance(8)
     assert len(calls) == 3
     await beat.stop()
 
 
-async def test_stop_from_its_own_tick_ends_it():
+async def test_stop_from_its_own_tick_ends_it(owner):
     clock = FakeClock()
     sleep = ManualSleep(clock)
     ticks = []
@@ -72,7 +81,7 @@ async def test_stop_from_its_own_tick_ends_it():
         if len(ticks) == 2:
             await beat.stop()
 
-    beat = TypingHeartbeat(trigger, 4, sleep=sleep, on_tick=on_tick)
+    beat = TypingHeartbeat(trigger, 4, owner, sleep=sleep, on_tick=on_tick)
     await beat.start()
     await sleep.advance(20)
     await settle()
@@ -80,7 +89,7 @@ async def test_stop_from_its_own_tick_ends_it():
     assert not beat.running
 
 
-async def test_start_twice_runs_one_heartbeat():
+async def test_start_twice_runs_one_heartbeat(owner):
     clock = FakeClock()
     sleep = ManualSleep(clock)
     calls = []
@@ -88,7 +97,7 @@ async def test_start_twice_runs_one_heartbeat():
     async def trigger():
         calls.append(1)
 
-    beat = TypingHeartbeat(trigger, 4, sleep=sleep)
+    beat = TypingHeartbeat(trigger, 4, owner, sleep=sleep)
     await beat.start()
     await beat.start()
     await sleep.advance(4)
@@ -101,4 +110,4 @@ def test_interval_must_be_positive():
         pass
 
     with pytest.raises(ValueError):
-        TypingHeartbeat(trigger, 0)
+        TypingHeartbeat(trigger, 0, TaskOwner("typing"))
