@@ -263,7 +263,7 @@ class ConversationService(ConversationHooks):
             binding.conversation,
             binding.session_id,
             send_frame=link.send,
-            options=self.settings.render,
+            options=self.settings.render.for_node(binding.node_id),
             store=self.store,
         )
         live = LiveSession(link, renderer, on_end=self._ended_elsewhere, store=self.store)

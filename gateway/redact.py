@@ -1,0 +1,255 @@
+"""Redaction before chat (issue 15 §3): credentials in text bound for a chat platform become
+`[redacted: kind]`.
+
+Rules:
+
+1. Known credential formats are found by `detect-secrets`' plugin patterns (its
+   `RegexBasedDetector.denylist`s: AWS access key ids, GitHub, GitLab, Slack webhooks, Stripe,
+   SendGrid, npm, PyPI, Twilio, Azure storage keys, URLs with a password, …), imported, not
+   copied, so their upkeep is theirs. Where a plugin misses a current format (`_OWN` says
+   which and why: AWS secret keys unquoted as `printenv` prints them, whole PEM blocks, JWTs
+   with their signature, today's Slack/Discord/OpenAI/Anthropic/GCP/Azure formats, connection
+   strings, `Authorization:` headers), a pattern of ours is added beside it.
+2. Patterns run one by one with `finditer` (Python's `re` scans a literal prefix fast, which
+   one alternation of them all would lose); overlapping finds merge into one redaction named
+   after the first. A pattern with a group redacts that group only (the password of a URL,
+   the key after `AWS_SECRET_ACCESS_KEY=`), so the reader still sees what was there.
+3. The values of the workspace's `.env` (known to the gateway only as fingerprints, see
+   rawp.fingerprints) are redacted wherever they occur, as `[redacted: .env value]`.
+4. Redaction happens to text before it is chunked (a secret is never cut in two by a message
+   boundary), and again at the platform seam (`RedactingPlatform`) for every other text that
+   leaves — status lines, approval prompts, hidden thinking, notes. It is idempotent: a
+   redacted text contains nothing to redact.
+5. Only text bound for a chat is redacted: frames, the agent's own reads and the master's
+   relay are unchanged (the agent needs the real values to work).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from detect_secrets.plugins import (
+    aws,
+    azure_storage_key,
+    basic_auth,
+    github_token,
+    gitlab_token,
+    npm,
+    pypi_token,
+    sendgrid,
+    slack,
+    square_oauth,
+    stripe,
+    twilio,
+)
+
+from rawp.events import SecretFingerprints
+from rawp.fingerprints import candidates, fingerprint
+
+ENV_KIND = ".env value"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    # Rule 2: a pattern runs only when one of these is in the text (lower-cased ones are
+    # looked for in the lower-cased text); none: it always runs.
+    needles: tuple[str, ...] = ()
+    group: int = 0  # 0 redacts the whole match
+
+
+def _plugin(kind: str, detector: type, *needles: str, group: int = 0) -> list[Rule]:
+    """The patterns of one detect-secrets plugin (rule 1)."""
+    return [Rule(kind, pattern, needles, group) for pattern in detector.denylist]
+
+
+def _own(kind: str, pattern: str, *needles: str, group: int = 0) -> Rule:
+    return Rule(kind, re.compile(pattern), needles, group)
+
+
+_B64 = r"[A-Za-z0-9+/]"
+_URLSAFE = r"[A-Za-z0-9_-]"
+
+# Rule 1: ours, each where a plugin misses a format. Earlier rules name an overlap. No pattern
+# starts with `\\b` or a class where a literal can lead: `re` then scans for the literal fast.
+_OWN = [
+    # PEM/OpenSSH/PGP blocks whole: the plugin finds only the BEGIN line, which leaves the key.
+    # A block with no END (cut off) loses its base64 lines, or the rest of a JSON string.
+    _own(
+        "private key",
+        r"-----BEGIN[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[\s\S]{0,16384}?-----END[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
+        r"|(?:(?:\\n|\s)*[A-Za-z0-9+/=:, -]{16,})*)",
+        "PRIVATE KEY",
+    ),
+    _own(
+        "private key",
+        r"PuTTY-User-Key-File-\d:[\s\S]{0,16384}?Private-MAC: ?[0-9a-fA-F]+",
+        "PuTTY",
+    ),
+    _own("Anthropic key", rf"sk-ant-[a-z]{{2,8}}\d\d-{_URLSAFE}{{32,}}", "sk-ant-"),
+    # OpenAI: project, service-account and admin keys, and the classic 48-character form
+    # (the plugin knows only the old `T3BlbkFJ` one).
+    _own("OpenAI key", rf"sk-(?:proj-|svcacct-|admin-|None-)?{_URLSAFE}{{40,}}", "sk-"),
+    _own("OpenAI key", r"sk-[A-Za-z0-9]{48}", "sk-"),
+    # Printed unquoted by `printenv`/`env`/`cat .env`; the plugin wants quotes around it.
+    _own(
+        "AWS secret key",
+        r"(?i:aws)[A-Za-z0-9_.-]{0,30}(?i:secret|key|token)[A-Za-z0-9_.-]{0,20}"
+        rf"[\"']?\s*[:=]\s*[\"']?({_B64}{{40}})(?!{_B64})",
+        "aws",
+        group=1,
+    ),
+    _own(
+        "AWS session token",
+        r"(?i:aws_session_token)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9+/=]{100,})",
+        "aws_session_token",
+        group=1,
+    ),
+    _own("GCP API key", rf"AIza{_URLSAFE}{{35}}", "AIza"),
+    _own("GCP OAuth secret", rf"GOCSPX-{_URLSAFE}{{28}}", "GOCSPX-"),
+    _own("GCP access token", rf"ya29\.{_URLSAFE}{{20,}}", "ya29."),
+    _own("Azure client secret", r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}", "Q~"),
+    _own("Azure SAS signature", r"[?&]sig=([A-Za-z0-9%+/=]{30,})", "sig=", group=1),
+    _own(
+        "Azure key",
+        r"(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/=]{40,})",
+        "AccountKey=",
+        "SharedAccessKey=",
+        group=1,
+    ),
+    _own("GitHub token", r"github_pat_[A-Za-z0-9_]{60,}", "github_pat_"),
+    # Slack: today's tokens hold capitals, which the plugin's `[a-z0-9]+` stops at.
+    _own("Slack token", r"xox[abposre]-(?:[0-9]+-)*[A-Za-z0-9-]{10,}", "xox"),
+    _own("Slack token", r"xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]+", "xapp-"),
+    # Discord: the last part is 27 characters in old tokens, up to 38 in new ones. No literal
+    # leads it, so it runs only when a `.xxxxxx.` middle part is in the text.
+    _own("Discord token", rf"[MNO]{_URLSAFE}{{23,25}}\.{_URLSAFE}{{6}}\.{_URLSAFE}{{27,38}}"),
+    _own(
+        "Discord webhook",
+        r"https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w-]+",
+        "/api/webhooks/",
+    ),
+    # Stripe: live and test secret/restricted keys of any length, webhook secrets.
+    _own("Stripe key", r"(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{24,}", "k_live_", "k_test_"),
+    _own("Stripe key", r"whsec_[0-9a-zA-Z]{24,}", "whsec_"),
+    # JWTs with their signature (the plugin's lazy tail stops before it).
+    _own("JWT", rf"eyJ{_URLSAFE}{{8,}}\.eyJ{_URLSAFE}{{8,}}\.{_URLSAFE}*", "eyJ"),
+    # `Authorization: Basic …` / `Bearer …` headers, as curl -v and stack traces print them.
+    _own(
+        "authorization header",
+        r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic|bearer|token)\s+"
+        r"([A-Za-z0-9._~+/=-]{8,})",
+        "authorization",
+        group=1,
+    ),
+    # Connection strings (ADO, JDBC, ODBC): `…;Password=…;`. A `;` before it keeps a keyword
+    # argument in code (`connect(password=pw)`) out.
+    _own(
+        "connection string password",
+        r"(?i)(?:^|;)\s*(?:password|pwd)\s*=\s*([^;'\"\s]+)",
+        "password",
+        "pwd",
+        group=1,
+    ),
+]
+_GITHUB = tuple(f"gh{kind}_" for kind in "pousr")
+_GITLAB = ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glimt-", "glptt-", "glagent-")
+_GITLAB += ("gloas-", "GR1348941")
+_DISCORD_MIDDLE = re.compile(rf"\.{_URLSAFE}{{6}}\.")
+
+_PLUGINS = [
+    *_plugin("AWS access key", aws.AWSKeyDetector, "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "aws"),
+    *_plugin("Azure storage key", azure_storage_key.AzureStorageKeyDetector, "AccountKey="),
+    *_plugin("URL password", basic_auth.BasicAuthDetector, "://", group=1),
+    *_plugin("GitHub token", github_token.GitHubTokenDetector, *_GITHUB),
+    *_plugin("GitLab token", gitlab_token.GitLabTokenDetector, *_GITLAB),
+    *_plugin("Slack token", slack.SlackDetector, "xox", "hooks.slack.com"),
+    *_plugin("Stripe key", stripe.StripeDetector, "k_live_"),
+    *_plugin("SendGrid key", sendgrid.SendGridDetector, "SG."),
+    *_plugin("npm token", npm.NpmDetector, "_authtoken"),
+    *_plugin("PyPI token", pypi_token.PypiTokenDetector, "pypi-"),
+    *_plugin("Square secret", square_oauth.SquareOAuthDetector, "sq0csp-"),
+    *_plugin("Twilio key", twilio.TwilioKeyDetector, "AC", "SK"),
+]
+
+RULES: tuple[Rule, ...] = (*_OWN, *_PLUGINS)
+
+
+def marker(kind: str) -> str:
+    return f"[redacted: {kind}]"
+
+
+class Redactor:
+    """Redacts one session's outgoing text: known formats, and its `.env` values once the
+    client's fingerprints are known (`use_fingerprints`)."""
+
+    def __init__(self, rules: tuple[Rule, ...] = RULES) -> None:
+        self._rules = rules
+        self._salt: str | None = None
+        self._lengths: frozenset[int] = frozenset()
+        self._hashes: frozenset[str] = frozenset()
+
+    def use_fingerprints(self, found: SecretFingerprints | None) -> None:
+        """Take the `.env` fingerprints of the session's latest `session.capabilities`."""
+        if found is None or not found.hashes:
+            self._salt, self._lengths, self._hashes = None, frozenset(), frozenset()
+            return
+        self._salt = found.salt
+        self._lengths = frozenset(found.lengths)
+        self._hashes = frozenset(found.hashes)
+
+    def redact(self, text: str) -> str:
+        if not text:
+            return text
+        text = self._formats(text)
+        if self._salt is not None:
+            text = self._env_values(text)
+        return text
+
+    def _formats(self, text: str) -> str:
+        spans: list[tuple[int, int, str]] = []
+        lowered: str | None = None
+        present: dict[str, bool] = {}
+        for rule in self._rules:
+            if rule.needles:
+                for needle in rule.needles:
+                    if needle not in present:
+                        if needle.islower():  # looked for case-blind (rule 2)
+                            lowered = text.lower() if lowered is None else lowered
+                            present[needle] = needle in lowered
+                        else:
+                            present[needle] = needle in text
+                    if present[needle]:
+                        break
+                else:
+                    continue
+            elif rule.kind == "Discord token" and not _DISCORD_MIDDLE.search(text):
+                continue
+            for match in rule.pattern.finditer(text):
+                start, end = match.span(rule.group)
+                if end > start:
+                    spans.append((start, end, rule.kind))
+        if not spans:
+            return text
+        spans.sort(key=lambda span: (span[0], -span[1]))
+        out, at = [], 0
+        for start, end, kind in spans:
+            if start < at:  # rule 2: overlaps the previous find, which already covers it
+                at = max(at, end)
+                continue
+            out.append(text[at:start])
+            out.append(marker(kind))
+            at = end
+        out.append(text[at:])
+        return "".join(out)
+
+    def _env_values(self, text: str) -> str:
+        salt, hashes = self._salt or "", self._hashes
+        found = {c for c in candidates(text, self._lengths) if fingerprint(c, salt) in hashes}
+        # Longest first, so a value that holds a shorter one is replaced whole.
+        for value in sorted(found, key=len, reverse=True):
+            text = text.replace(value, marker(ENV_KIND))
+        return text
