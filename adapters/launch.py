@@ -58,6 +58,7 @@ class GatewayConfig:
     agents: tuple[str, ...] = ("demo",)
     workspace: str | None = None
     show_thinking: bool = False
+    unredacted_nodes: tuple[str, ...] = ()  # node ids shown without redaction (issue 15 §3)
     # the console conversation
     console_user: str = "local"
     node: str | None = None
@@ -93,7 +94,10 @@ async def run_gateway(
     settings = ConversationSettings(
         agents=config.agents,
         workspace_path=config.workspace,
-        render=RenderOptions(show_thinking=config.show_thinking),
+        render=RenderOptions(
+            show_thinking=config.show_thinking,
+            unredacted_nodes=frozenset(config.unredacted_nodes),
+        ),
     )
     services: list[ConversationService] = []
     try:

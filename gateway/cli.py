@@ -58,6 +58,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="show the model's thinking as hidden (spoiler) messages "
         "(RAWP_GATEWAY_SHOW_THINKING=1)",
     )
+    parser.add_argument(
+        "--unredacted-nodes",
+        default=env("RAWP_GATEWAY_UNREDACTED_NODES", ""),
+        help="comma-separated node ids whose sessions are shown without redacting credentials "
+        "(RAWP_GATEWAY_UNREDACTED_NODES; default none: every node is redacted, issue 15 §3)",
+    )
     console = parser.add_argument_group("console platform")
     console.add_argument(
         "--user",
@@ -112,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         agents=names(args.agents) or ("demo",),
         workspace=args.workspace,
         show_thinking=args.show_thinking,
+        unredacted_nodes=names(args.unredacted_nodes),
         console_user=args.user,
         node=args.node,
         agent=args.agent,
