@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from gateway import redact
 from gateway.conversation_store import ConversationStore
 from gateway.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.edge_client import EdgeApiError, EdgeClient
@@ -89,6 +90,7 @@ async def run_gateway(
     stdout: TextIO | None = None,
     stop: asyncio.Event | None = None,
 ) -> int:
+    await asyncio.to_thread(redact.prepare)  # issue 15 §3: its patterns, compiled once
     edge = EdgeClient(config.master_url, config.edge_secret)
     store = await ConversationStore.open(config.database)
     settings = ConversationSettings(

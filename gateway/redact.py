@@ -10,10 +10,11 @@ Rules:
    which and why: AWS secret keys unquoted as `printenv` prints them, whole PEM blocks, JWTs
    with their signature, today's Slack/Discord/OpenAI/Anthropic/GCP/Azure formats, connection
    strings, `Authorization:` headers), a pattern of ours is added beside it.
-2. Patterns run one by one with `finditer` (Python's `re` scans a literal prefix fast, which
-   one alternation of them all would lose); overlapping finds merge into one redaction named
-   after the first. A pattern with a group redacts that group only (the password of a URL,
-   the key after `AWS_SECRET_ACCESS_KEY=`), so the reader still sees what was there.
+2. One Hyperscan pass names the patterns that may match (gateway.redact_gate); those run
+   with `re.finditer` (ASCII classes, as the gate sees them), and overlapping finds merge
+   into one redaction named after the first. A pattern with a group redacts that group only
+   (the password of a URL, the key after `AWS_SECRET_ACCESS_KEY=`), so the reader still sees
+   what was there.
 3. The values of the workspace's `.env` (known to the gateway only as fingerprints, see
    rawp.fingerprints) are redacted wherever they occur, as `[redacted: .env value]`.
 4. Redaction happens to text before it is chunked (a secret is never cut in two by a message
@@ -26,6 +27,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -35,15 +37,18 @@ from detect_secrets.plugins import (
     basic_auth,
     github_token,
     gitlab_token,
+    mailchimp,
     npm,
     pypi_token,
     sendgrid,
     slack,
     square_oauth,
     stripe,
+    telegram_token,
     twilio,
 )
 
+from gateway.redact_gate import Gate
 from rawp.events import SecretFingerprints
 from rawp.fingerprints import candidates, fingerprint
 
@@ -54,26 +59,25 @@ ENV_KIND = ".env value"
 class Rule:
     kind: str
     pattern: re.Pattern[str]
-    # Rule 2: a pattern runs only when one of these is in the text (lower-cased ones are
-    # looked for in the lower-cased text); none: it always runs.
-    needles: tuple[str, ...] = ()
     group: int = 0  # 0 redacts the whole match
 
 
-def _plugin(kind: str, detector: type, *needles: str, group: int = 0) -> list[Rule]:
+def _plugin(kind: str, detector: type, group: int = 0) -> list[Rule]:
     """The patterns of one detect-secrets plugin (rule 1)."""
-    return [Rule(kind, pattern, needles, group) for pattern in detector.denylist]
+    return [
+        Rule(kind, re.compile(pattern.pattern, (pattern.flags & ~re.UNICODE) | re.ASCII), group)
+        for pattern in detector.denylist
+    ]
 
 
-def _own(kind: str, pattern: str, *needles: str, group: int = 0) -> Rule:
-    return Rule(kind, re.compile(pattern), needles, group)
+def _own(kind: str, pattern: str, group: int = 0) -> Rule:
+    return Rule(kind, re.compile(pattern, re.ASCII), group)
 
 
 _B64 = r"[A-Za-z0-9+/]"
 _URLSAFE = r"[A-Za-z0-9_-]"
 
-# Rule 1: ours, each where a plugin misses a format. Earlier rules name an overlap. No pattern
-# starts with `\\b` or a class where a literal can lead: `re` then scans for the literal fast.
+# Rule 1: ours, each where a plugin misses a format. On an overlap the earlier rule names it.
 _OWN = [
     # PEM/OpenSSH/PGP blocks whole: the plugin finds only the BEGIN line, which leaves the key.
     # A block with no END (cut off) loses its base64 lines, or the rest of a JSON string.
@@ -82,67 +86,48 @@ _OWN = [
         r"-----BEGIN[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
         r"(?:[\s\S]{0,16384}?-----END[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
         r"|(?:(?:\\n|\s)*[A-Za-z0-9+/=:, -]{16,})*)",
-        "PRIVATE KEY",
     ),
-    _own(
-        "private key",
-        r"PuTTY-User-Key-File-\d:[\s\S]{0,16384}?Private-MAC: ?[0-9a-fA-F]+",
-        "PuTTY",
-    ),
-    _own("Anthropic key", rf"sk-ant-[a-z]{{2,8}}\d\d-{_URLSAFE}{{32,}}", "sk-ant-"),
+    _own("private key", r"PuTTY-User-Key-File-\d:[\s\S]{0,16384}?Private-MAC: ?[0-9a-fA-F]+"),
+    _own("Anthropic key", rf"\bsk-ant-[a-z]{{2,8}}\d\d-{_URLSAFE}{{32,}}"),
     # OpenAI: project, service-account and admin keys, and the classic 48-character form
     # (the plugin knows only the old `T3BlbkFJ` one).
-    _own("OpenAI key", rf"sk-(?:proj-|svcacct-|admin-|None-)?{_URLSAFE}{{40,}}", "sk-"),
-    _own("OpenAI key", r"sk-[A-Za-z0-9]{48}", "sk-"),
+    _own("OpenAI key", rf"\bsk-(?:proj-|svcacct-|admin-|None-)?{_URLSAFE}{{40,}}"),
+    _own("OpenAI key", r"\bsk-[A-Za-z0-9]{48}\b"),
     # Printed unquoted by `printenv`/`env`/`cat .env`; the plugin wants quotes around it.
     _own(
         "AWS secret key",
         r"(?i:aws)[A-Za-z0-9_.-]{0,30}(?i:secret|key|token)[A-Za-z0-9_.-]{0,20}"
         rf"[\"']?\s*[:=]\s*[\"']?({_B64}{{40}})(?!{_B64})",
-        "aws",
         group=1,
     ),
     _own(
         "AWS session token",
         r"(?i:aws_session_token)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9+/=]{100,})",
-        "aws_session_token",
         group=1,
     ),
-    _own("GCP API key", rf"AIza{_URLSAFE}{{35}}", "AIza"),
-    _own("GCP OAuth secret", rf"GOCSPX-{_URLSAFE}{{28}}", "GOCSPX-"),
-    _own("GCP access token", rf"ya29\.{_URLSAFE}{{20,}}", "ya29."),
-    _own("Azure client secret", r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}", "Q~"),
-    _own("Azure SAS signature", r"[?&]sig=([A-Za-z0-9%+/=]{30,})", "sig=", group=1),
-    _own(
-        "Azure key",
-        r"(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/=]{40,})",
-        "AccountKey=",
-        "SharedAccessKey=",
-        group=1,
-    ),
-    _own("GitHub token", r"github_pat_[A-Za-z0-9_]{60,}", "github_pat_"),
+    _own("GCP API key", rf"\bAIza{_URLSAFE}{{35}}"),
+    _own("GCP OAuth secret", rf"\bGOCSPX-{_URLSAFE}{{28}}"),
+    _own("GCP access token", rf"\bya29\.{_URLSAFE}{{20,}}"),
+    _own("Azure client secret", r"\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),
+    _own("Azure SAS signature", r"[?&]sig=([A-Za-z0-9%+/=]{30,})", group=1),
+    _own("Azure key", r"(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/=]{40,})", group=1),
+    _own("GitHub token", r"\bgithub_pat_[A-Za-z0-9_]{60,}"),
     # Slack: today's tokens hold capitals, which the plugin's `[a-z0-9]+` stops at.
-    _own("Slack token", r"xox[abposre]-(?:[0-9]+-)*[A-Za-z0-9-]{10,}", "xox"),
-    _own("Slack token", r"xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]+", "xapp-"),
-    # Discord: the last part is 27 characters in old tokens, up to 38 in new ones. No literal
-    # leads it, so it runs only when a `.xxxxxx.` middle part is in the text.
-    _own("Discord token", rf"[MNO]{_URLSAFE}{{23,25}}\.{_URLSAFE}{{6}}\.{_URLSAFE}{{27,38}}"),
-    _own(
-        "Discord webhook",
-        r"https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w-]+",
-        "/api/webhooks/",
-    ),
+    _own("Slack token", r"\bxox[abposre]-(?:[0-9]+-)*[A-Za-z0-9-]{10,}"),
+    _own("Slack token", r"\bxapp-\d-[A-Z0-9]+-\d+-[a-f0-9]+"),
+    # Discord: the last part is 27 characters in old tokens, up to 38 in new ones.
+    _own("Discord token", rf"\b[MNO]{_URLSAFE}{{23,25}}\.{_URLSAFE}{{6}}\.{_URLSAFE}{{27,38}}"),
+    _own("Discord webhook", r"https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w-]+"),
     # Stripe: live and test secret/restricted keys of any length, webhook secrets.
-    _own("Stripe key", r"(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{24,}", "k_live_", "k_test_"),
-    _own("Stripe key", r"whsec_[0-9a-zA-Z]{24,}", "whsec_"),
+    _own("Stripe key", r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{24,}"),
+    _own("Stripe key", r"\bwhsec_[0-9a-zA-Z]{24,}"),
     # JWTs with their signature (the plugin's lazy tail stops before it).
-    _own("JWT", rf"eyJ{_URLSAFE}{{8,}}\.eyJ{_URLSAFE}{{8,}}\.{_URLSAFE}*", "eyJ"),
+    _own("JWT", rf"\beyJ{_URLSAFE}{{8,}}\.eyJ{_URLSAFE}{{8,}}\.{_URLSAFE}*"),
     # `Authorization: Basic …` / `Bearer …` headers, as curl -v and stack traces print them.
     _own(
         "authorization header",
         r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic|bearer|token)\s+"
         r"([A-Za-z0-9._~+/=-]{8,})",
-        "authorization",
         group=1,
     ),
     # Connection strings (ADO, JDBC, ODBC): `…;Password=…;`. A `;` before it keeps a keyword
@@ -150,32 +135,38 @@ _OWN = [
     _own(
         "connection string password",
         r"(?i)(?:^|;)\s*(?:password|pwd)\s*=\s*([^;'\"\s]+)",
-        "password",
-        "pwd",
         group=1,
     ),
 ]
-_GITHUB = tuple(f"gh{kind}_" for kind in "pousr")
-_GITLAB = ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glimt-", "glptt-", "glagent-")
-_GITLAB += ("gloas-", "GR1348941")
-_DISCORD_MIDDLE = re.compile(rf"\.{_URLSAFE}{{6}}\.")
 
 _PLUGINS = [
-    *_plugin("AWS access key", aws.AWSKeyDetector, "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "aws"),
-    *_plugin("Azure storage key", azure_storage_key.AzureStorageKeyDetector, "AccountKey="),
-    *_plugin("URL password", basic_auth.BasicAuthDetector, "://", group=1),
-    *_plugin("GitHub token", github_token.GitHubTokenDetector, *_GITHUB),
-    *_plugin("GitLab token", gitlab_token.GitLabTokenDetector, *_GITLAB),
-    *_plugin("Slack token", slack.SlackDetector, "xox", "hooks.slack.com"),
-    *_plugin("Stripe key", stripe.StripeDetector, "k_live_"),
-    *_plugin("SendGrid key", sendgrid.SendGridDetector, "SG."),
-    *_plugin("npm token", npm.NpmDetector, "_authtoken"),
-    *_plugin("PyPI token", pypi_token.PypiTokenDetector, "pypi-"),
-    *_plugin("Square secret", square_oauth.SquareOAuthDetector, "sq0csp-"),
-    *_plugin("Twilio key", twilio.TwilioKeyDetector, "AC", "SK"),
+    *_plugin("AWS access key", aws.AWSKeyDetector),
+    *_plugin("Azure storage key", azure_storage_key.AzureStorageKeyDetector),
+    *_plugin("URL password", basic_auth.BasicAuthDetector, group=1),
+    *_plugin("GitHub token", github_token.GitHubTokenDetector),
+    *_plugin("GitLab token", gitlab_token.GitLabTokenDetector),
+    *_plugin("Slack token", slack.SlackDetector),
+    *_plugin("Stripe key", stripe.StripeDetector),
+    *_plugin("SendGrid key", sendgrid.SendGridDetector),
+    *_plugin("Mailchimp key", mailchimp.MailchimpDetector),
+    *_plugin("npm token", npm.NpmDetector),
+    *_plugin("PyPI token", pypi_token.PypiTokenDetector),
+    *_plugin("Square secret", square_oauth.SquareOAuthDetector),
+    *_plugin("Telegram token", telegram_token.TelegramBotTokenDetector),
+    *_plugin("Twilio key", twilio.TwilioKeyDetector),
 ]
 
 RULES: tuple[Rule, ...] = (*_OWN, *_PLUGINS)
+
+
+@functools.cache
+def _gate() -> Gate:
+    return Gate([rule.pattern for rule in RULES])
+
+
+def prepare() -> None:
+    """Compile the gate now (about a second), not at the first message."""
+    _gate()
 
 
 def marker(kind: str) -> str:
@@ -186,8 +177,8 @@ class Redactor:
     """Redacts one session's outgoing text: known formats, and its `.env` values once the
     client's fingerprints are known (`use_fingerprints`)."""
 
-    def __init__(self, rules: tuple[Rule, ...] = RULES) -> None:
-        self._rules = rules
+    def __init__(self) -> None:
+        self._rules = RULES
         self._salt: str | None = None
         self._lengths: frozenset[int] = frozenset()
         self._hashes: frozenset[str] = frozenset()
@@ -211,23 +202,8 @@ class Redactor:
 
     def _formats(self, text: str) -> str:
         spans: list[tuple[int, int, str]] = []
-        lowered: str | None = None
-        present: dict[str, bool] = {}
-        for rule in self._rules:
-            if rule.needles:
-                for needle in rule.needles:
-                    if needle not in present:
-                        if needle.islower():  # looked for case-blind (rule 2)
-                            lowered = text.lower() if lowered is None else lowered
-                            present[needle] = needle in lowered
-                        else:
-                            present[needle] = needle in text
-                    if present[needle]:
-                        break
-                else:
-                    continue
-            elif rule.kind == "Discord token" and not _DISCORD_MIDDLE.search(text):
-                continue
+        for index in _gate().candidates(text):
+            rule = self._rules[index]
             for match in rule.pattern.finditer(text):
                 start, end = match.span(rule.group)
                 if end > start:

@@ -55,8 +55,7 @@ class RedactingPlatform(ChatPlatform):
 
     def _prompt(self, prompt: InteractionPrompt) -> InteractionPrompt:
         options = [
-            ChoiceOption(o.option_id, self.redactor.redact(o.label), o.kind)
-            for o in prompt.options
+            ChoiceOption(o.option_id, self.redactor.redact(o.label), o.kind) for o in prompt.options
         ]
         return replace(prompt, prompt=self.redactor.redact(prompt.prompt), options=options)
 

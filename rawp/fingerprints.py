@@ -24,6 +24,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import Iterable
+from itertools import compress
 
 MIN_LENGTH = 8
 DIGEST_SIZE = 12
@@ -51,14 +52,14 @@ def fingerprints(values: Iterable[str], salt: str) -> tuple[list[int], list[str]
 
 def candidates(text: str, lengths: frozenset[int]) -> set[str]:
     """The distinct tokens of `text` that could be a fingerprinted value (rule 3), of those
-    lengths. Whitespace splits first (`str.split` runs in C), the rest only per distinct word."""
+    lengths. Whitespace splits first and words too short for any value are dropped, all in C
+    (`str.split`, `map`, `compress`); only the distinct long words are looked at one by one."""
     found: set[str] = set()
     if not lengths:
         return found
     shortest = min(lengths)
-    for word in set(text.split()):
-        if len(word) < shortest:
-            continue
+    words = text.split()
+    for word in set(compress(words, map(shortest.__le__, map(len, words)))):
         for run in _RUN.findall(word) if _STOP.search(word) else (word,):
             if len(run) in lengths:
                 found.add(run)
