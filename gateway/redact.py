@@ -131,10 +131,10 @@ _OWN = [
         group=1,
     ),
     # Connection strings (ADO, JDBC, ODBC): `…;Password=…;`. A `;` before it keeps a keyword
-    # argument in code (`connect(password=pw)`) out.
+    # argument in code (`connect(password=pw)`) out; a `[` first is our own marker.
     _own(
         "connection string password",
-        r"(?i)(?:^|;)\s*(?:password|pwd)\s*=\s*([^;'\"\s]+)",
+        r"(?i)(?:^|;)\s*(?:password|pwd)\s*=\s*([^;'\"\s\[][^;'\"\s]*)",
         group=1,
     ),
 ]
