@@ -76,8 +76,7 @@ SAMPLES = [
     ("GCP OAuth secret", "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6", "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6"),
     (
         "Azure storage key",
-        "AccountKey="
-        + "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1ExZq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9A==",
+        "AccountKey=" + "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex" * 2 + "Zq8V==",
         "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex",
     ),
     (
@@ -99,7 +98,8 @@ SAMPLES = [
     ),
     (
         "private key",
-        f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n{PEM_BODY[::-1]}\n-----END RSA PRIVATE KEY-----",
+        f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n{PEM_BODY[::-1]}\n"
+        "-----END RSA PRIVATE KEY-----",
         PEM_BODY[::-1],
     ),
     (
