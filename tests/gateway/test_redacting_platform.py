@@ -17,8 +17,11 @@ AWS = "AKIAZ7Q3N5V2KX4TRW8M"
 LINE = "MIIEpAIBAAKCAQEAz8Xq3Lw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex"
 # A 4096-bit key's worth of lines: longer than one Discord message.
 PEM = "\n".join(
-    ["-----BEGIN PRIVATE KEY-----", *(LINE[i:] + LINE[:i] for i in range(50))]
-    + ["-----END PRIVATE KEY-----"]
+    [
+        "-----BEGIN PRIVATE KEY-----",
+        *(LINE[i:] + LINE[:i] for i in range(50)),
+        "-----END PRIVATE KEY-----",
+    ]
 )
 
 
