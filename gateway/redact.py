@@ -48,9 +48,9 @@ from detect_secrets.plugins import (
     twilio,
 )
 
-from gateway.redact_gate import Gate
+from gateway.redact_gate import Gate, tokens_of_lengths
 from rawp.events import SecretFingerprints
-from rawp.fingerprints import candidates, fingerprint
+from rawp.fingerprints import candidates, fingerprint, padded_runs
 
 ENV_KIND = ".env value"
 
@@ -224,8 +224,11 @@ class Redactor:
 
     def _env_values(self, text: str) -> str:
         salt, hashes = self._salt or "", self._hashes
-        found = {c for c in candidates(text, self._lengths) if fingerprint(c, salt) in hashes}
+        tokens = tokens_of_lengths(padded_runs(text), self._lengths)
+        if tokens is None:
+            tokens = candidates(text, self._lengths)
+        found = {c for c in tokens if fingerprint(c, salt) in hashes}
         # Longest first, so a value that holds a shorter one is replaced whole.
         for value in sorted(found, key=len, reverse=True):
-            text = text.replace(value, marker(ENV_KIND))
+            text = text.replace(value.decode("utf-8", "surrogatepass"), marker(ENV_KIND))
         return text

@@ -18,6 +18,7 @@ scratch space from the event loop's thread only.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Sequence
@@ -70,3 +71,46 @@ class Gate:
         # repeats mean what they mean to `re`; the patterns are ASCII-only (gateway.redact).
         self._db.scan(text.encode("ascii", "replace"), match_event_handler=on_match)
         return sorted(hits)
+
+
+# `.env` candidates (rawp.fingerprints rule 3) of the lengths a session's fingerprints name:
+# a token is one separator, exactly `length` bytes of no separator, one separator. Runs end at
+# whitespace (the stops are made spaces first), pieces also at `:@/?&#=`, and a value after
+# any `=` runs to whitespace — three families of patterns, each reporting where a match ends.
+_SPACE = rb"[ \t\n\r\f\v]"
+_RUN = rb"[^ \t\n\r\f\v]"
+_PIECE_SEP = rb"[ \t\n\r\f\v:@/?&#=]"
+_PIECE = rb"[^ \t\n\r\f\v:@/?&#=]"
+
+
+@functools.lru_cache(maxsize=64)
+def _length_db(lengths: frozenset[int]):
+    expressions = []
+    for length in sorted(lengths):
+        expressions += [
+            _SPACE + _RUN + b"{%d}" % length + _SPACE,
+            _PIECE_SEP + _PIECE + b"{%d}" % length + _PIECE_SEP,
+            b"=" + _RUN + b"{%d}" % length + _SPACE,
+        ]
+    db = hyperscan.Database()
+    db.compile(
+        expressions=expressions,
+        ids=[sorted(lengths)[i // 3] for i in range(len(expressions))],
+        elements=len(expressions),
+        flags=[0] * len(expressions),
+    )
+    return db
+
+
+def tokens_of_lengths(padded: bytes, lengths: frozenset[int]) -> set[bytes] | None:
+    """The tokens of `padded` (stops already made spaces, a space at each end) whose length
+    is one of `lengths`; None without Hyperscan (the caller tokenizes in Python)."""
+    if hyperscan is None or not lengths:
+        return None
+    found: set[bytes] = set()
+
+    def on_match(length: int, start: int, end: int, flags: int, context: object) -> None:
+        found.add(padded[end - length - 1 : end - 1])
+
+    _length_db(lengths).scan(padded, match_event_handler=on_match)
+    return found

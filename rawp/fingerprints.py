@@ -7,65 +7,66 @@ text of those lengths and redacts a token whose hash is one of them (issue 15 §
 
 1. Only values of at least `MIN_LENGTH` characters are fingerprinted: shorter ones (`true`,
    `8080`, `dev`) are configuration, not secrets, and would redact ordinary words.
-2. The hash is BLAKE2b keyed with a random per-session salt, cut to 96 bits: fast enough to
-   test every candidate of 100 KB within the render budget, salted so one session's
-   fingerprints say nothing about another's. Whoever holds salt and hashes (the master and
-   its edges, which already relay everything the agent prints) can test guesses of a value;
-   chat users never see them.
-3. Candidates of a text are its runs of characters that can be part of a value (no space,
-   quote, bracket, comma or semicolon), each run whole, its part after the first `=`
-   (`KEY=value`), and its pieces between `:`, `@`, `/`, `?`, `&`, `#`, `=` (a password inside
-   a URL). A value holding a space or one of those separators is found only as a whole run.
+2. The hash is BLAKE2b of the value's UTF-8 bytes (lengths count those bytes), keyed with a
+   random per-session salt, cut to 96 bits: fast enough to test every candidate of 100 KB
+   within the render budget, salted so one session's fingerprints say nothing about
+   another's. Whoever holds salt and hashes (the master and its edges, which already relay
+   everything the agent prints) can test guesses of a value; chat users never see them.
+3. Candidates of a text are its runs of bytes that can be part of a value (no ASCII
+   whitespace, quote, bracket, comma, semicolon, `|` or backslash), each run whole, its part
+   after the first `=` (`KEY=value`), and its pieces between `:`, `@`, `/`, `?`, `&`, `#`,
+   `=` (a password inside a URL). A value holding one of those separators is found only as a
+   whole run; one holding a stop character or a space is not found.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 from collections.abc import Iterable
-from itertools import compress
 
 MIN_LENGTH = 8
 DIGEST_SIZE = 12
 
-_RUN = re.compile(r"""[^\s"'`,;()\[\]{}<>|\\]+""")
-_STOP = re.compile(r"""["'`,;()\[\]{}<>|\\]""")
-_PIECE = re.compile(r"[:@/?&#=]")
+_STOPS = b"\"'`,;()[]{}<>|\\"
+_PIECES = b":@/?&#="
+# Rule 3 in C: stops (and, for pieces, separators too) become spaces, then `bytes.split`.
+# UTF-8 never puts an ASCII byte inside a multi-byte character, so this cuts only there.
+_TO_RUNS = bytes.maketrans(_STOPS, b" " * len(_STOPS))
+_TO_PIECES = bytes.maketrans(_STOPS + _PIECES, b" " * (len(_STOPS) + len(_PIECES)))
 
 
 def new_salt() -> str:
     return secrets.token_hex(16)
 
 
-def fingerprint(value: str, salt: str) -> str:
-    """The keyed hash of one value (rule 2)."""
-    key = bytes.fromhex(salt)
-    return hashlib.blake2b(value.encode(), key=key, digest_size=DIGEST_SIZE).hexdigest()
+def fingerprint(value: str | bytes, salt: str) -> str:
+    """The keyed hash of one value's UTF-8 bytes (rule 2)."""
+    data = value.encode() if isinstance(value, str) else value
+    return hashlib.blake2b(data, key=bytes.fromhex(salt), digest_size=DIGEST_SIZE).hexdigest()
 
 
 def fingerprints(values: Iterable[str], salt: str) -> tuple[list[int], list[str]]:
-    """(lengths, hashes) of the values long enough to be secrets (rule 1), sorted."""
-    kept = {v for v in values if len(v) >= MIN_LENGTH}
+    """(lengths in UTF-8 bytes, hashes) of the values long enough to be secrets (rule 1)."""
+    kept = {v.encode() for v in values if len(v) >= MIN_LENGTH}
     return sorted({len(v) for v in kept}), sorted(fingerprint(v, salt) for v in kept)
 
 
-def candidates(text: str, lengths: frozenset[int]) -> set[str]:
-    """The distinct tokens of `text` that could be a fingerprinted value (rule 3), of those
-    lengths. Whitespace splits first and words too short for any value are dropped, all in C
-    (`str.split`, `map`, `compress`); only the distinct long words are looked at one by one."""
-    found: set[str] = set()
+def padded_runs(text: str) -> bytes:
+    """`text` as UTF-8 with every stop made a space and a space at each end (rule 3)."""
+    return b" " + text.encode("utf-8", "surrogatepass").translate(_TO_RUNS) + b" "
+
+
+def candidates(text: str, lengths: frozenset[int]) -> set[bytes]:
+    """The distinct tokens of `text` (UTF-8) that could be a fingerprinted value (rule 3), of
+    those byte lengths, found in Python (the gateway has a faster way, gateway.redact_gate)."""
     if not lengths:
-        return found
-    shortest = min(lengths)
-    words = text.split()
-    for word in set(compress(words, map(shortest.__le__, map(len, words)))):
-        for run in _RUN.findall(word) if _STOP.search(word) else (word,):
-            if len(run) in lengths:
-                found.add(run)
-            if len(run) > shortest and _PIECE.search(run):
-                _, eq, value = run.partition("=")
-                if eq and len(value) in lengths:
-                    found.add(value)
-                found.update(p for p in _PIECE.split(run) if len(p) in lengths)
-    return found
+        return set()
+    runs = padded_runs(text).split()
+    tokens = set(runs)
+    tokens.update(p for run in tokens.copy() for p in run.translate(_TO_PIECES).split())
+    # After any `=` to the run's end: `KEY=value` whose value holds a `=` (base64 padding).
+    for run in [r for r in tokens if b"=" in r]:
+        parts = run.split(b"=")
+        tokens.update(b"=".join(parts[i:]) for i in range(1, len(parts)))
+    return {t for t in tokens if len(t) in lengths}

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.redact import Redactor, marker
+from gateway.redact_gate import tokens_of_lengths
 from rawp.events import SecretFingerprints
-from rawp.fingerprints import MIN_LENGTH, fingerprints, new_salt
+from rawp.fingerprints import MIN_LENGTH, candidates, fingerprints, new_salt, padded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -263,3 +264,16 @@ def test_any_dotenv_value_between_separators_is_gone(value, before, after):
     r = env_redactor(value)
     out = r.redact(f"{before} {value}\n{after}")
     assert value not in out.replace(marker(".env value"), "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from([*list("ab=:/@?&# \n\t\"'(),;[]é"), "xyz", "k=v==", "été"]),
+        max_size=60,
+    ),
+    lengths=st.frozensets(st.integers(min_value=1, max_value=12), min_size=1, max_size=4),
+)
+def test_hyperscan_and_python_find_the_same_dotenv_candidates(parts, lengths):
+    text = "".join(parts)
+    assert tokens_of_lengths(padded_runs(text), lengths) == candidates(text, lengths)
