@@ -7,7 +7,8 @@ Rules:
    and, when a socket is attached, queued for it. The buffer decides what survives a detach.
 2. `attach` queues, in this order and before any live frame: `session.capabilities`,
    `tool.catalog.publish`, then on a reattach `session.history` and the replay (dps-profile
-   §7–§8). These greeting frames are per socket and are not buffered.
+   §7–§8). These greeting frames are per socket and are not buffered. The capabilities carry
+   the fingerprints of the workspace's `.env` values, read at each attach (client.env_secrets).
 3. Prompts run one turn at a time; a prompt during a turn waits in a bounded queue and past
    the bound gets `session.error` `TURN_QUEUE_FULL` (dps-profile §6).
 4. The state column follows `rawp.session_state` only; TERMINATED is final and ends the agent

@@ -191,6 +191,7 @@ class Redactor:
         self._salt = found.salt
         self._lengths = frozenset(found.lengths)
         self._hashes = frozenset(found.hashes)
+        tokens_of_lengths(b" ", self._lengths)  # compiles its scanner now, not at a message
 
     def redact(self, text: str) -> str:
         if not text:
