@@ -18,7 +18,7 @@ Rules:
 3. The values of the workspace's `.env` (known to the gateway only as fingerprints, see
    rawp.fingerprints) are redacted wherever they occur, as `[redacted: .env value]`.
 4. Redaction happens to text before it is chunked (a secret is never cut in two by a message
-   boundary), and again at the platform seam (`RedactingPlatform`) for every other text that
+   boundary), and at the platform seam (`RedactingPlatform`) to every other text that
    leaves — status lines, approval prompts, hidden thinking, notes. It is idempotent: a
    redacted text contains nothing to redact.
 5. Only text bound for a chat is redacted: frames, the agent's own reads and the master's
@@ -28,6 +28,7 @@ Rules:
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from dataclasses import dataclass
 
@@ -50,7 +51,9 @@ from detect_secrets.plugins import (
 
 from gateway.redact_gate import Gate, tokens_of_lengths
 from rawp.events import SecretFingerprints
-from rawp.fingerprints import candidates, fingerprint, padded_runs
+from rawp.fingerprints import acceptable, candidates, fingerprint, padded_runs
+
+log = logging.getLogger(__name__)
 
 ENV_KIND = ".env value"
 
@@ -186,6 +189,10 @@ class Redactor:
     def use_fingerprints(self, found: SecretFingerprints | None) -> None:
         """Take the `.env` fingerprints of the session's latest `session.capabilities`."""
         if found is None or not found.hashes:
+            self._salt, self._lengths, self._hashes = None, frozenset(), frozenset()
+            return
+        if not acceptable(found.salt, found.lengths, found.hashes):
+            log.warning("ignoring .env fingerprints outside the bounds (rawp.fingerprints)")
             self._salt, self._lengths, self._hashes = None, frozenset(), frozenset()
             return
         self._salt = found.salt

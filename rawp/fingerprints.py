@@ -17,6 +17,9 @@ text of those lengths and redacts a token whose hash is one of them (issue 15 §
    after the first `=` (`KEY=value`), and its pieces between `:`, `@`, `/`, `?`, `&`, `#`,
    `=` (a password inside a URL). A value holding one of those separators is found only as a
    whole run; one holding a stop character or a space is not found.
+4. Bounds: values over `MAX_VALUE_BYTES`, and past `MAX_HASHES` values or `MAX_LENGTHS`
+   distinct lengths, are left out; an edge ignores fingerprints outside these bounds or with
+   a salt that is not 8–64 bytes of hex (a key BLAKE2b takes).
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ from collections.abc import Iterable
 
 MIN_LENGTH = 8
 DIGEST_SIZE = 12
+# Rule 4: what an edge accepts, so a client cannot make it compile or hash without bound.
+MAX_VALUE_BYTES = 8192
+MAX_LENGTHS = 128
+MAX_HASHES = 1024
 
 _STOPS = b"\"'`,;()[]{}<>|\\"
 _PIECES = b":@/?&#="
@@ -47,9 +54,32 @@ def fingerprint(value: str | bytes, salt: str) -> str:
 
 
 def fingerprints(values: Iterable[str], salt: str) -> tuple[list[int], list[str]]:
-    """(lengths in UTF-8 bytes, hashes) of the values long enough to be secrets (rule 1)."""
-    kept = {v.encode() for v in values if len(v) >= MIN_LENGTH}
-    return sorted({len(v) for v in kept}), sorted(fingerprint(v, salt) for v in kept)
+    """(lengths in UTF-8 bytes, hashes) of the values long enough to be secrets (rule 1),
+    within the bounds of rule 4 (the first values in order, when there are more)."""
+    kept: list[bytes] = []
+    lengths: set[int] = set()
+    for value in dict.fromkeys(v.encode() for v in values if len(v) >= MIN_LENGTH):
+        if len(value) > MAX_VALUE_BYTES or len(kept) == MAX_HASHES:
+            continue
+        if len(value) not in lengths and len(lengths) == MAX_LENGTHS:
+            continue
+        kept.append(value)
+        lengths.add(len(value))
+    return sorted(lengths), sorted(fingerprint(v, salt) for v in kept)
+
+
+def acceptable(salt: str, lengths: list[int], hashes: list[str]) -> bool:
+    """Whether fingerprints a client sent are within rule 4 (an edge ignores others)."""
+    try:
+        key = bytes.fromhex(salt)
+    except ValueError:
+        return False
+    return (
+        8 <= len(key) <= 64
+        and len(set(lengths)) <= MAX_LENGTHS
+        and len(hashes) <= MAX_HASHES
+        and all(MIN_LENGTH <= n <= MAX_VALUE_BYTES for n in lengths)
+    )
 
 
 def padded_runs(text: str) -> bytes:

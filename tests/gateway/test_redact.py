@@ -16,7 +16,14 @@ from hypothesis import strategies as st
 from gateway.redact import Redactor, marker
 from gateway.redact_gate import tokens_of_lengths
 from rawp.events import SecretFingerprints
-from rawp.fingerprints import MIN_LENGTH, candidates, fingerprints, new_salt, padded_runs
+from rawp.fingerprints import (
+    MAX_LENGTHS,
+    MIN_LENGTH,
+    candidates,
+    fingerprints,
+    new_salt,
+    padded_runs,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -277,3 +284,13 @@ def test_any_dotenv_value_between_separators_is_gone(value, before, after):
 def test_hyperscan_and_python_find_the_same_dotenv_candidates(parts, lengths):
     text = "".join(parts)
     assert tokens_of_lengths(padded_runs(text), lengths) == candidates(text, lengths)
+
+
+def test_fingerprints_outside_the_bounds_are_ignored_not_fatal():
+    r = Redactor()
+    for salt, lengths in (("not hex", [19]), ("ab" * 8, [10**6]), ("ab" * 80, [19])):
+        r.use_fingerprints(SecretFingerprints(salt=salt, lengths=lengths, hashes=["00" * 12]))
+        assert r.redact(f"X={ENV_VALUE}") == f"X={ENV_VALUE}"
+    many = [f"value-{n:05d}-" + "x" * n for n in range(300)]
+    lengths, hashes = fingerprints(many, new_salt())
+    assert len(lengths) <= MAX_LENGTHS and len(hashes) <= MAX_LENGTHS
