@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from gateway import redact
 from gateway.conversation_store import ConversationStore
 from gateway.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.edge_client import EdgeApiError, EdgeClient
@@ -60,6 +61,7 @@ class GatewayConfig:
     workspace: str | None = None
     show_thinking: bool = False
     approval_timeout_s: float = DEFAULT_TIMEOUT_S  # issue 15 §4: then the approval is denied
+    unredacted_nodes: tuple[str, ...] = ()  # node ids shown without redaction (issue 15 §3)
     # the console conversation
     console_user: str = "local"
     node: str | None = None
@@ -90,13 +92,16 @@ async def run_gateway(
     stdout: TextIO | None = None,
     stop: asyncio.Event | None = None,
 ) -> int:
+    await asyncio.to_thread(redact.prepare)  # issue 15 §3: its patterns, compiled once
     edge = EdgeClient(config.master_url, config.edge_secret)
     store = await ConversationStore.open(config.database)
     settings = ConversationSettings(
         agents=config.agents,
         workspace_path=config.workspace,
         render=RenderOptions(
-            show_thinking=config.show_thinking, approval_timeout_s=config.approval_timeout_s
+            show_thinking=config.show_thinking,
+            approval_timeout_s=config.approval_timeout_s,
+            unredacted_nodes=frozenset(config.unredacted_nodes),
         ),
     )
     services: list[ConversationService] = []

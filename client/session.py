@@ -7,7 +7,8 @@ Rules:
    and, when a socket is attached, queued for it. The buffer decides what survives a detach.
 2. `attach` queues, in this order and before any live frame: `session.capabilities`,
    `tool.catalog.publish`, then on a reattach `session.history` and the replay (dps-profile
-   §7–§8). These greeting frames are per socket and are not buffered.
+   §7–§8). These greeting frames are per socket and are not buffered. The capabilities carry
+   the fingerprints of the workspace's `.env` values, read at each attach (client.env_secrets).
 3. Prompts run one turn at a time; a prompt during a turn waits in a bounded queue and past
    the bound gets `session.error` `TURN_QUEUE_FULL` (dps-profile §6).
 4. The state column follows `rawp.session_state` only; TERMINATED is final and ends the agent
@@ -35,9 +36,11 @@ from typing import Any
 from client.agents.base import Agent, Prompt
 from client.buffer import BufferedFrame, FrameBuffer
 from client.chunking import SHORTENABLE, SPLITTABLE, shorten, split_text
+from client.env_secrets import secret_fingerprints
 from rawp.clock import Clock, new_id
 from rawp.config import PinnedConfig
 from rawp.events import EVENTS, Capabilities, Direction, Payload
+from rawp.fingerprints import new_salt
 from rawp.frames import dump_frame, frame_size, make_frame
 from rawp.session_state import SessionEvent, SessionState, next_state
 from rawp.tasks import TaskOwner
@@ -118,6 +121,7 @@ class Session:
         # The session's own work: its turn worker and the cancels its sockets asked for.
         self.tasks = TaskOwner(f"session {session_id}", log)
         self.closed = asyncio.Event()
+        self._salt = new_salt()  # of the `.env` fingerprints (client.env_secrets)
         self._controls: OrderedDict[str, None] = OrderedDict()  # rule 6
 
     def first_control(self, message_id: str) -> bool:
@@ -226,6 +230,10 @@ class Session:
         capabilities, and tool descriptions, then tools from the end, out of the catalog.
         """
         caps = capabilities_payload().model_dump(mode="json", exclude_none=True)
+        # Read at each attach, so an edited `.env` is known after the next one (issue 15 §3).
+        found = secret_fingerprints(self.workspace, self._salt)
+        if found is not None:
+            caps["secret_fingerprints"] = found.model_dump(mode="json")
         tools = [dict(tool) for tool in self.catalog]
         shrink_caps = [lambda: caps.pop("events", None)]
         shrink_tools = [lambda: [t.pop("description", None) for t in tools]] + [

@@ -65,6 +65,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="seconds an approval waits when the agent names no timeout; then it is denied "
         "(RAWP_GATEWAY_APPROVAL_TIMEOUT, default 600 = 10 minutes)",
     )
+    parser.add_argument(
+        "--unredacted-nodes",
+        default=env("RAWP_GATEWAY_UNREDACTED_NODES", ""),
+        help="comma-separated node ids whose sessions are shown without redacting credentials "
+        "(RAWP_GATEWAY_UNREDACTED_NODES; default none: every node is redacted, issue 15 §3)",
+    )
     console = parser.add_argument_group("console platform")
     console.add_argument(
         "--user",
@@ -122,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         workspace=args.workspace,
         show_thinking=args.show_thinking,
         approval_timeout_s=args.approval_timeout,
+        unredacted_nodes=names(args.unredacted_nodes),
         console_user=args.user,
         node=args.node,
         agent=args.agent,

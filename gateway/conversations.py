@@ -266,7 +266,7 @@ class ConversationService(ConversationHooks):
             binding.conversation,
             binding.session_id,
             send_frame=link.send,
-            options=self.settings.render,
+            options=self.settings.render.for_node(binding.node_id),
             store=self.store,
             audit=EdgeAuditSink(self.edge, binding.subject, binding.session_id),  # rule 9
         )

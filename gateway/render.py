@@ -20,6 +20,11 @@ Feed it every frame of the session, in order; it keeps one `Turn` at a time. Rul
 7. The user's message gets ⏳ at turn start and ✅, ❌ (error) or ⏹ (cancelled) at the end.
 8. `agent.interaction.request` becomes buttons (gateway.interactions), told which of the turn's
    tools it is about (its `invocation_id`) and where to report its outcome (`audit`).
+9. Credentials never reach the chat (issue 15 §3): unless the session's node is exempt, the
+   platform is wrapped in a `RedactingPlatform` (gateway.redacting_platform), through which
+   every text leaves, and long text is redacted before it is chunked. The `.env` values are
+   known by the fingerprints of the session's `session.capabilities` (rawp.fingerprints).
+   The frames themselves — what the agent and the master see — are never changed.
 
 A frame whose `turn_id` names no known turn starts one (the gateway may have reconnected in
 the middle of a turn); a frame of a turn that already ended is dropped.
@@ -40,7 +45,7 @@ import asyncio
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.audit import AuditSink, no_audit
@@ -50,6 +55,8 @@ from gateway.interactions import DEFAULT_TIMEOUT_S, InteractionFlow, SendFrame
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
 from gateway.posting import Poster
 from gateway.prompt import CommandCache
+from gateway.redact import Redactor
+from gateway.redacting_platform import RedactingPlatform
 from gateway.turn import DONE, FAILED, STOPPED, WORKING, Turn
 from gateway.typing import Sleep, TypingHeartbeat
 from gateway.views import (
@@ -89,6 +96,14 @@ class RenderOptions:
     # An approval whose agent names no timeout is denied after this long (issue 15 §4).
     approval_timeout_s: float = DEFAULT_TIMEOUT_S
     dedupe_window: int = 10_000  # message_ids remembered for replay de-duplication
+    # Rule 9 (issue 15 §3): credentials are redacted before chat, unless the gateway's
+    # operator named the session's node in `unredacted_nodes` (docs/gateway.md).
+    redact: bool = True
+    unredacted_nodes: frozenset[str] = frozenset()
+
+    def for_node(self, node_id: str) -> RenderOptions:
+        """These options for a session on `node_id`."""
+        return replace(self, redact=self.redact and node_id not in self.unredacted_nodes)
 
 
 @dataclass(frozen=True)
@@ -113,10 +128,14 @@ class SessionRenderer:
         store: ConversationStore | None = None,
         audit: AuditSink = no_audit,
     ) -> None:
+        self.options = options or RenderOptions()
+        # Rule 9: the one seam every text of this session leaves through.
+        self.redactor = Redactor() if self.options.redact else None
+        if self.redactor is not None:
+            platform = RedactingPlatform(platform, self.redactor)
         self.platform = platform
         self.conversation = conversation
         self.session_id = session_id
-        self.options = options or RenderOptions()
         self.commands = CommandCache()
         self.agent_state: str | None = None
         self._clock = clock
@@ -162,6 +181,7 @@ class SessionRenderer:
             "tool.invoke.result": self._on_tool_result,
             "session.history": self._on_history,
             "session.error": self._on_session_error,
+            "session.capabilities": self._on_capabilities,
         }
 
     # --- the public surface -----------------------------------------------------------------
@@ -348,8 +368,15 @@ class SessionRenderer:
     async def _send_text(self, text: str) -> None:
         if not text.strip():
             return
-        for chunk in split_markdown(text, self.platform.limits.max_message_length):
+        for chunk in self._chunks(text):
             await self._poster.send(chunk)
+
+    def _chunks(self, text: str) -> list[str]:
+        """Cut to the platform's limit, redacted first when redaction is on (rule 9)."""
+        limit = self.platform.limits.max_message_length
+        if isinstance(self.platform, RedactingPlatform):
+            return self.platform.chunks(text, limit)
+        return split_markdown(text, limit)
 
     # --- tools, tasks, plans ----------------------------------------------------------------
 
@@ -389,7 +416,7 @@ class SessionRenderer:
 
     async def _replace(self, message: MessageRef | None, text: str) -> MessageRef | None:
         """Edit a list in place (G-TASK-06); a list too long for one message is resent."""
-        chunks = split_markdown(text, self.platform.limits.max_message_length)
+        chunks = self._chunks(text)
         if message is not None and len(chunks) == 1 and self.platform.limits.supports_edit:
             await self.platform.edit_message(message, chunks[0])
             return message
@@ -473,6 +500,10 @@ class SessionRenderer:
 
     async def _on_commands(self, frame: Frame, p: ev.CommandsPublish, _: Turn | None) -> None:
         self.commands.update(p)  # G-CMD-07/34: cached, replaced whole on each publish
+
+    async def _on_capabilities(self, frame: Frame, p: ev.Capabilities, _: Turn | None) -> None:
+        if self.redactor is not None:  # rule 9: the workspace's `.env`, as fingerprints
+            self.redactor.use_fingerprints(p.secret_fingerprints)
 
     async def _on_history(self, frame: Frame, p: ev.History, _: Turn | None) -> None:
         if p.dropped:

@@ -292,12 +292,23 @@ class FileReferenceCapability(Payload):
     scopes: list[str] = Field(default_factory=lambda: ["workspace", "project", "global"])
 
 
+class SecretFingerprints(Payload):
+    """Keyed hashes of the workspace's `.env` values (issue 15 §3, rawp.fingerprints): what
+    lets an edge redact them before chat without ever learning them. An extension field; an
+    edge that does not know it ignores it."""
+
+    salt: str
+    lengths: list[int] = Field(default_factory=list)
+    hashes: list[str] = Field(default_factory=list)
+
+
 class Capabilities(Payload):
     protocol: str = "rawp-dps-1.0"
     events: list[str] = Field(default_factory=list)
     file_reference: FileReferenceCapability = Field(default_factory=FileReferenceCapability)
     input_types: list[str] = Field(default_factory=lambda: ["text", "slash_command"])
     tools_direct: bool = False
+    secret_fingerprints: SecretFingerprints | None = None
 
 
 class History(Payload):

@@ -1,0 +1,296 @@
+"""The redactor (gateway.redact, issue 15 §3): every known format is found wherever it sits
+(prose, code fences, diffs, JSON, URLs), nothing in a fixed corpus of ordinary code and prose
+is touched, `.env` values are found by their fingerprints alone, and redacting twice changes
+nothing."""
+
+from __future__ import annotations
+
+import json
+import sysconfig
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway.redact import Redactor, marker
+from gateway.redact_gate import tokens_of_lengths
+from rawp.events import SecretFingerprints
+from rawp.fingerprints import (
+    MAX_LENGTHS,
+    MIN_LENGTH,
+    candidates,
+    fingerprints,
+    new_salt,
+    padded_runs,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (kind, secret, the part that must vanish): made-up values in each format's shape.
+PEM_BODY = "MIIEpAIBAAKCAQEAz8Xq3Lw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex"
+SAMPLES = [
+    ("AWS access key", "AKIAZ7Q3N5V2KX4TRW8M", "AKIAZ7Q3N5V2KX4TRW8M"),
+    ("AWS access key", "ASIAY3TQ7W2MN5KXR4PB", "ASIAY3TQ7W2MN5KXR4PB"),
+    (
+        "AWS secret key",
+        "AWS_SECRET_ACCESS_KEY=q8Vb2+Lw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9W",
+        "q8Vb2+Lw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9W",
+    ),
+    (
+        "AWS secret key",
+        "aws_secret_access_key = q8Vb2/Lw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9W",
+        "q8Vb2/Lw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9W",
+    ),
+    (
+        "GitHub token",
+        "ghp_Q7wE9rT2yU4iO6pA8sD0fG1hJ3kL5zX7cV9b",
+        "ghp_Q7wE9rT2yU4iO6pA8sD0fG1hJ3kL5zX7cV9b",
+    ),
+    (
+        "GitHub token",
+        "github_pat_11ABCDE2F0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ01",
+        "github_pat_11ABCDE2F0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ01",
+    ),
+    ("GitLab token", "glpat-Zr8Vq2Lm5Nx7Tb1Kc4Wd", "glpat-Zr8Vq2Lm5Nx7Tb1Kc4Wd"),
+    (
+        "Slack token",
+        "xoxb-2401234567-5012345678901-Zq8VbLw9Yk2Vb7Nc1Rt5Hs0J",
+        "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0J",
+    ),
+    (
+        "Slack token",
+        "https://hooks.slack.com/services/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",
+        "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0J",
+    ),
+    (
+        "Discord token",
+        "MTA5NzY1NDMyMTA5ODc2NTQzMg.GhJkLm.Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2",
+        "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2",
+    ),
+    ("Stripe key", "sk_live_51Hq8VbLw9Yk2Vb7Nc1Rt5Hs0J", "51Hq8VbLw9Yk2Vb7Nc1Rt5Hs0J"),
+    ("Stripe key", "rk_test_51Hq8VbLw9Yk2Vb7Nc1Rt5Hs0J", "51Hq8VbLw9Yk2Vb7Nc1Rt5Hs0J"),
+    (
+        "OpenAI key",
+        "sk-proj-Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex",
+        "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex",
+    ),
+    (
+        "Anthropic key",
+        "sk-ant-api03-Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex-Aa",
+        "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex",
+    ),
+    ("GCP API key", "AIzaSyZq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Q", "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8"),
+    ("GCP OAuth secret", "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6", "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6"),
+    (
+        "Azure storage key",
+        "AccountKey=" + "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex" * 2 + "Zq8V==",
+        "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3Oy7Tr1Ex",
+    ),
+    (
+        "JWT",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3",
+        "Zq8VbLw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9Wi3",
+    ),
+    ("URL password", "postgres://app:Zq8VbLw9Yk2@db.internal:5432/main", "Zq8VbLw9Yk2"),
+    (
+        "authorization header",
+        "Authorization: Basic YWxpY2U6WnE4VmJMdzlZazI=",
+        "YWxpY2U6WnE4VmJMdzlZazI=",
+    ),
+    ("authorization header", "authorization: Bearer Zq8VbLw9Yk2Vb7Nc1Rt5", "Zq8VbLw9Yk2Vb7Nc1Rt5"),
+    (
+        "connection string password",
+        "Server=db;Database=main;User Id=app;Password=Zq8VbLw9Yk2;",
+        "Zq8VbLw9Yk2",
+    ),
+    (
+        "private key",
+        f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n{PEM_BODY[::-1]}\n"
+        "-----END RSA PRIVATE KEY-----",
+        PEM_BODY[::-1],
+    ),
+    (
+        "private key",
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{PEM_BODY}\n-----END OPENSSH PRIVATE KEY-----",
+        PEM_BODY,
+    ),
+]
+
+# Where a secret may sit: each wraps `s` in the text around it.
+PLACES = {
+    "prose": lambda s: f"The value is {s} as printed.",
+    "alone": lambda s: s,
+    "fence": lambda s: f"```\n$ printenv\n{s}\nHOME=/home/alice\n```",
+    "diff": lambda s: "--- a/.env\n+++ b/.env\n@@ -1 +1,2 @@\n-OLD=1\n+" + s + "\n",
+    "json": lambda s: json.dumps({"ok": False, "config": {"value": s, "n": 3}}),
+    "json escaped": lambda s: json.dumps({"log": json.dumps({"secret": s})}),
+    "stack trace": lambda s: f'  File "app.py", line 3, in <module>\nValueError: bad {s}\n',
+}
+
+redactor = Redactor()
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+@pytest.mark.parametrize(("kind", "secret", "hidden"), SAMPLES, ids=[s[0] for s in SAMPLES])
+def test_each_format_is_found_wherever_it_sits(kind, secret, hidden, place):
+    text = PLACES[place](secret)
+    out = redactor.redact(text)
+    assert hidden not in out
+    assert marker(kind) in out
+    assert redactor.redact(out) == out  # idempotent: a marker has nothing to redact
+
+
+FILLER = st.text(
+    alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF, exclude_characters="\\"),
+    max_size=80,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sample=st.sampled_from(SAMPLES),
+    place=st.sampled_from(sorted(PLACES)),
+    before=FILLER,
+    after=FILLER,
+    separator=st.sampled_from([" ", "\n", "\t", "\n\n", " (", ": ", "\r\n"]),
+)
+def test_a_secret_inside_any_text_is_gone(sample, place, before, after, separator):
+    _, secret, hidden = sample
+    text = before + separator + PLACES[place](secret) + separator.replace("(", ")") + after
+    assert hidden not in redactor.redact(text)
+
+
+def _corpus() -> list[Path]:
+    """Ordinary code and prose, fixed: this project's own modules and pages (not the
+    redactor's, which spell the formats), and some of Python's standard library."""
+    ours = [
+        *sorted((ROOT / "gateway").glob("*.py")),
+        *sorted((ROOT / "rawp").glob("*.py")),
+        *sorted((ROOT / "client").glob("*.py")),
+        *(ROOT / "docs" / name for name in ("gateway.md", "protocol.md", "agents.md")),
+        ROOT / "README.md",
+    ]
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    theirs = [
+        stdlib / name
+        for name in (
+            "asyncio/base_events.py",
+            "json/decoder.py",
+            "http/client.py",
+            "urllib/parse.py",
+            "argparse.py",
+            "textwrap.py",
+            "difflib.py",
+            "email/utils.py",
+        )
+    ]
+    return [p for p in ours + theirs if p.exists() and not p.name.startswith("redact")]
+
+
+@pytest.mark.parametrize("path", _corpus(), ids=lambda p: p.name)
+def test_ordinary_code_and_prose_are_left_alone(path):
+    text = path.read_text()
+    out = redactor.redact(text)
+    if out != text:  # name what was taken, so a false find is easy to read
+        taken = [line for line in out.splitlines() if "[redacted:" in line]
+        pytest.fail(f"{path.name}: {taken[:5]}")
+
+
+def test_bench_answer_is_left_alone():
+    from bench.render import answer
+
+    text = answer()
+    assert redactor.redact(text) == text
+
+
+# --- .env values by fingerprint --------------------------------------------------------------
+
+ENV_VALUE = "tq84-Lmv0-Zr2x-Wa71"
+
+
+def env_redactor(*values: str, salt: str | None = None) -> Redactor:
+    salt = salt or new_salt()
+    lengths, hashes = fingerprints(values, salt)
+    r = Redactor()
+    r.use_fingerprints(SecretFingerprints(salt=salt, lengths=lengths, hashes=hashes))
+    return r
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"DB_PASSWORD={ENV_VALUE}",
+        f'export DB_PASSWORD="{ENV_VALUE}"',
+        f"https://db.internal/login?user=app&password={ENV_VALUE}&next=/",
+        f"mysql://app@db/main?ssl=1#{ENV_VALUE}",
+        json.dumps({"password": ENV_VALUE}),
+        f"```\n{ENV_VALUE}\n```",
+        f"+DB_PASSWORD='{ENV_VALUE}'",
+        f"error: login failed ({ENV_VALUE}); retrying",
+    ],
+)
+def test_a_dotenv_value_is_found_by_its_fingerprint(text):
+    out = env_redactor(ENV_VALUE, "unrelated-value-42").redact(text)
+    assert ENV_VALUE not in out and marker(".env value") in out
+
+
+def test_a_dotenv_value_in_a_url_password_is_gone_either_way():
+    out = env_redactor(ENV_VALUE).redact(f"postgres://app:{ENV_VALUE}@db:5432/main")
+    assert out == f"postgres://app:{marker('URL password')}@db:5432/main"
+
+
+def test_short_values_are_not_fingerprinted_and_others_are_left_alone():
+    r = env_redactor("true", "8080", ENV_VALUE)
+    text = "DEBUG=true PORT=8080 and tq84-Lmv0-Zr2x-Wa72 (one character off)"
+    assert len("8080") < MIN_LENGTH
+    assert r.redact(text) == text
+
+
+def test_a_fingerprint_under_another_salt_finds_nothing():
+    salt = new_salt()
+    lengths, hashes = fingerprints([ENV_VALUE], salt)
+    r = Redactor()
+    r.use_fingerprints(SecretFingerprints(salt=new_salt(), lengths=lengths, hashes=hashes))
+    assert ENV_VALUE in r.redact(f"X={ENV_VALUE}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.text(
+        alphabet=st.characters(
+            min_codepoint=33, max_codepoint=126, exclude_characters="\"'`,;()[]{}<>|\\"
+        ),
+        min_size=MIN_LENGTH,
+        max_size=64,
+    ),
+    before=FILLER,
+    after=FILLER,
+)
+def test_any_dotenv_value_between_separators_is_gone(value, before, after):
+    r = env_redactor(value)
+    out = r.redact(f"{before} {value}\n{after}")
+    assert value not in out.replace(marker(".env value"), "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from([*list("ab=:/@?&# \n\t\"'(),;[]é"), "xyz", "k=v==", "été"]),
+        max_size=60,
+    ),
+    lengths=st.frozensets(st.integers(min_value=1, max_value=12), min_size=1, max_size=4),
+)
+def test_hyperscan_and_python_find_the_same_dotenv_candidates(parts, lengths):
+    text = "".join(parts)
+    assert tokens_of_lengths(padded_runs(text), lengths) == candidates(text, lengths)
+
+
+def test_fingerprints_outside_the_bounds_are_ignored_not_fatal():
+    r = Redactor()
+    for salt, lengths in (("not hex", [19]), ("ab" * 8, [10**6]), ("ab" * 80, [19])):
+        r.use_fingerprints(SecretFingerprints(salt=salt, lengths=lengths, hashes=["00" * 12]))
+        assert r.redact(f"X={ENV_VALUE}") == f"X={ENV_VALUE}"
+    many = [f"value-{n:05d}-" + "x" * n for n in range(300)]
+    lengths, hashes = fingerprints(many, new_salt())
+    assert len(lengths) <= MAX_LENGTHS and len(hashes) <= MAX_LENGTHS

@@ -1,0 +1,197 @@
+"""Issue 15 §3 end to end: a turn whose tool prints an AWS key, a GitHub token, a PEM private
+key and a `.env` value, through a real master, client (a jsonl script agent) and `rawp gateway`
+process against the fake Discord and the fake Slack; none of the four is in any call the
+gateway made. A node the gateway's operator exempts is shown as is."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+from tests.edge.stack import EDGE_SECRET, edge_for, running_stack
+from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.slack_payloads import SlackWorld
+from tests.fakes.slack_server import FakeSlack
+from tests.support import free_port, wait_for_http
+
+WORLD = DiscordWorld()
+OWNER = f"discord:{WORLD.alice['id']}"
+SLACK = SlackWorld()
+SLACK_OWNER = f"slack:{SLACK.team_id}:{SLACK.alice['id']}"
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLQ"
+GITHUB = "ghp_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"
+PEM_BODY = "MIIEowIBAAKCAQEAuQ9fYm2nR4vT8xK1pL3sD6fG9hJ2kL5zX8cV1bN4mQ7wE0rT"
+PEM = (
+    f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n{PEM_BODY[::-1]}\n-----END RSA PRIVATE KEY-----"
+)
+ENV_VALUE = "tq84-Lmv0-Zr2x-Wa71"  # no known format: only the .env fingerprint finds it
+
+SCRIPT = textwrap.dedent(
+    f"""
+    import json, sys
+    def emit(type, payload):
+        print(json.dumps({{"type": type, "payload": payload}}), flush=True)
+    env = open(".env").read()
+    emit("tool.invoke.request", {{"invocation_id": "t1", "tool_name": "Bash",
+         "input": {{"command": "cat .env"}}, "title": "cat .env && echo {GITHUB}"}})
+    diff = "--- a/.env\\n+++ b/.env\\n@@ -0,0 +1,3 @@\\n" + "".join(
+        "+" + line + "\\n" for line in env.splitlines())
+    emit("tool.invoke.result", {{"invocation_id": "t1", "tool_name": "Bash",
+         "status": "success", "output_type": "diff", "output": diff}})
+    emit("agent.error", {{"code": "WARN", "severity": "warning",
+         "message": "token " + {GITHUB!r} + " and " + {ENV_VALUE!r}}})
+    emit("agent.text.done", {{"content_index": 0, "text": "Found:\\n```\\n" + env
+         + {PEM!r} + "\\n```\\nkey " + {AWS_KEY!r}}})
+    """
+)
+
+
+@pytest.fixture
+def stack(tmp_path):
+    with running_stack(tmp_path / "stack", OWNER) as made:
+        yield made
+
+
+def content(call) -> str:
+    return json.dumps(call.body or {}, ensure_ascii=False)
+
+
+async def node_id(stack) -> str:
+    async with edge_for(stack.master_url, OWNER) as edge:
+        status, body = await edge.call("GET", "/v1/edge/nodes")
+        assert status == 200, body
+        return next(n["node_id"] for n in body["nodes"] if n["device_name"] == "test-box")
+
+
+def leaky_client(stack, tmp_path) -> None:
+    """The stack's client again, offering the leaky agent in a workspace with a `.env`."""
+    ws = stack.root
+    (ws / ".env").write_text(
+        f"AWS_ACCESS_KEY_ID={AWS_KEY}\nGITHUB_TOKEN={GITHUB}\nDB_PASSWORD={ENV_VALUE}\n"
+    )
+    (ws / "leak.py").write_text(SCRIPT)
+    agents = tmp_path / "agents.toml"
+    agents.write_text(
+        '[agents.leaky]\nkind = "script"\nmode = "jsonl"\n'
+        f'command = [{json.dumps(sys.executable)}, "leak.py"]\n'
+    )
+    stack.stop_client()
+    stack.start_client("--agents-file", str(agents))
+
+
+async def run_turn(stack, tmp_path, unredacted: str = "") -> tuple[str, str]:
+    """One turn of the leaky agent; (the thread's posted messages, every call's body)."""
+    ws = stack.root
+    leaky_client(stack, tmp_path)
+    async with FakeDiscord(WORLD) as discord_fake:
+        env = {
+            "RAWP_EDGE_SECRET": EDGE_SECRET,
+            "DISCORD_BOT_TOKEN": WORLD.bot_token,
+            "DISCORD_API_BASE_URL": discord_fake.api_base_url,
+            "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
+            "SLACK_BOT_TOKEN": "",
+            "RAWP_PLATFORM": "",
+            "RAWP_GATEWAY_UNREDACTED_NODES": unredacted,
+        }
+        stack.processes.rawp(
+            "gateway", "--master-url", stack.master_url,
+            "--state-dir", str(tmp_path / "gw"), "--workspace", str(ws), env=env,
+        )  # fmt: skip
+        await discord_fake.wait_for_ready_client(timeout=60)
+        await discord_fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
+        start = [command_option("node", "test-box"), command_option("agent", "leaky")]
+        await discord_fake.inject_slash_command(
+            "rawp", [{"type": 1, "name": "start", "options": start}]
+        )
+        made = await discord_fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
+        thread_id = made.response["id"]
+        prompt = await discord_fake.inject_message("show me .env", channel_id=thread_id)
+        await discord_fake.wait_for_call(
+            "PUT", f"/channels/{thread_id}/messages/{prompt['id']}/reactions/✅/@me", timeout=60
+        )
+        posted = "\n".join(
+            content(c) for c in discord_fake.calls("POST", f"/channels/{thread_id}/messages")
+        )
+        everything = "\n".join(
+            content(c)
+            for method in ("POST", "PATCH", "PUT")
+            for c in discord_fake.log.find(method, "**")
+        )
+        return posted, everything
+
+
+async def test_no_secret_reaches_discord(stack, tmp_path):
+    posted, everything = await run_turn(stack, tmp_path)
+    for kind in ("AWS access key", "GitHub token", "private key", ".env value"):
+        assert f"[redacted: {kind}]" in posted
+    assert "cat .env" in posted  # the tool line is still there, only the secrets are gone
+    assert len(everything) > len(posted) > 0  # every call, not only the thread's messages
+    for secret in (AWS_KEY, GITHUB, PEM_BODY, PEM_BODY[::-1], ENV_VALUE):
+        assert secret not in everything
+
+
+async def test_a_node_the_operator_exempts_is_shown_as_is(stack, tmp_path):
+    posted, _ = await run_turn(stack, tmp_path, unredacted=await node_id(stack))
+    assert "[redacted:" not in posted
+    for secret in (AWS_KEY, GITHUB, PEM_BODY, ENV_VALUE):
+        assert secret in posted
+
+
+@pytest.fixture
+def slack_stack(tmp_path):
+    with running_stack(tmp_path / "stack", SLACK_OWNER) as made:
+        yield made
+
+
+async def test_no_secret_reaches_slack(slack_stack, tmp_path):
+    stack = slack_stack
+    leaky_client(stack, tmp_path)
+    async with FakeSlack(SLACK) as slack:
+        port = free_port()
+        env = {
+            "RAWP_EDGE_SECRET": EDGE_SECRET,
+            "SLACK_BOT_TOKEN": SLACK.bot_token,
+            "SLACK_MODE": "http",
+            "SLACK_SIGNING_SECRET": SLACK.signing_secret,
+            "SLACK_API_BASE_URL": slack.api_base_url,
+            "SLACK_HTTP_HOST": "127.0.0.1",
+            "SLACK_HTTP_PORT": str(port),
+            "DISCORD_BOT_TOKEN": "",
+            "RAWP_PLATFORM": "",
+        }
+        gateway = stack.processes.rawp(
+            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
+            "--workspace", str(stack.root), env=env,
+        )  # fmt: skip
+        bolt = f"http://127.0.0.1:{port}/slack/events"
+        wait_for_http(bolt, proc=gateway, timeout=60)
+        answer = await slack.post_slash_command_to(
+            bolt, SLACK.slash_command("/rawp", "start test-box leaky")
+        )
+        assert answer.status == 200
+        parent = await slack.wait_for_call(
+            "chat.postMessage",
+            where=lambda c: str(c.body.get("text") or "").startswith("🧵"),
+            timeout=60,
+        )
+        event = SLACK.message_event("show me .env", thread_ts=parent.response["ts"])
+        await slack.post_event_to(bolt, event)
+        await slack.wait_for_call(
+            "reactions.add",
+            where=lambda c: (
+                c.body.get("name") == "white_check_mark" and c.body.get("timestamp") == event["ts"]
+            ),
+            timeout=60,
+        )
+        posted = "\n".join(content(c) for c in slack.ok_calls("chat.postMessage"))
+        everything = "\n".join(content(c) for c in slack.log.find("*", "**"))
+        for kind in ("AWS access key", "GitHub token", "private key", ".env value"):
+            assert f"[redacted: {kind}]" in posted
+        assert len(everything) > len(posted) > 0
+        for secret in (AWS_KEY, GITHUB, PEM_BODY, PEM_BODY[::-1], ENV_VALUE):
+            assert secret not in everything
