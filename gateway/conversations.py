@@ -55,6 +55,7 @@ from gateway.platform import (
     StaleChoice,
     Suggestion,
 )
+from gateway.redact import Redactor
 from gateway.render import RenderOptions, SessionRenderer
 from rawp.events import Command, FileCandidate, PromptRequest
 from rawp.tasks import TaskOwner
@@ -261,6 +262,12 @@ class ConversationService(ConversationHooks):
         link = SessionLink(
             self.edge, binding.subject, binding.session_id, ticket=ticket, last_message_id=cursor
         )
+
+        def redact(text: str) -> str:  # the session's chat redactor, `.env` values included
+            redactor = renderer.redactor
+            return redactor.redact(text) if redactor is not None else text
+
+        audit = EdgeAuditSink(self.edge, binding.subject, binding.session_id, redact=redact)
         renderer = SessionRenderer(
             self._platform,
             binding.conversation,
@@ -268,7 +275,7 @@ class ConversationService(ConversationHooks):
             send_frame=link.send,
             options=self.settings.render.for_node(binding.node_id),
             store=self.store,
-            audit=EdgeAuditSink(self.edge, binding.subject, binding.session_id),  # rule 9
+            audit=audit,  # rule 9
         )
         live = LiveSession(link, renderer, on_end=self._ended_elsewhere, store=self.store)
         self.live[binding.session_id] = live
@@ -474,7 +481,12 @@ class ConversationService(ConversationHooks):
         if live == NOT_YOURS:  # rule 9: a stranger's press is on record, as before a restart
             binding = await self.store.get(stale.invocation.conversation)
             if binding is not None:
-                sink = EdgeAuditSink(self.edge, binding.subject, binding.session_id)
+                redact = (
+                    Redactor().redact
+                    if self.settings.render.for_node(binding.node_id).redact
+                    else str
+                )
+                sink = EdgeAuditSink(self.edge, binding.subject, binding.session_id, redact=redact)
                 await sink(_stale_record(stale, REFUSED, NOT_YOURS))
         if isinstance(live, str):
             return live
