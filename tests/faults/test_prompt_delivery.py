@@ -163,15 +163,3 @@ async def test_a_prompt_while_the_holder_is_stopped_runs_once_or_is_refused(
     quick = {"agents": agents, "master_args": QUICK_TAKEOVER}
     async with cluster(processes, tmp_path, pg_url, prefix, **quick) as made:
         await delivery_trials("prompt, holder SIGSTOP", processes, made, redis, prefix, freeze=True)
-
-
-async def test_a_prompt_while_the_holder_was_just_killed_runs_once_or_is_refused(
-    processes, tmp_path, pg_url, redis_prefix
-):
-    redis, prefix = redis_prefix
-    agents, _ = install(tmp_path)
-    quick = {"agents": agents, "master_args": QUICK_TAKEOVER}
-    async with cluster(processes, tmp_path, pg_url, prefix, **quick) as made:
-        await delivery_trials(
-            "prompt, holder SIGKILL", processes, made, redis, prefix, freeze=False
-        )

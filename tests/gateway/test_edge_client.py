@@ -165,9 +165,8 @@ async def test_a_restarted_link_starts_from_its_cursor_and_master_frames_do_not_
     made_by_master = [
         text("session.history", {"since_message_id": "m-9", "replayed": 1, "dropped": 0}),
         text("session.error", {"code": "CLIENT_UNAVAILABLE", "message": "away"}),
-        text("node.config.changed", {"node_id": "n", "changed_scope": "limits",
-                                     "config_version": 2, "reason": "edited"}),
-    ]  # fmt: skip
+        text("session.error", {"code": "PROMPT_REJECTED_BY_POLICY", "message": "denied"}),
+    ]
     later = text("agent.text.done", {"content_index": 1, "text": "on the next socket"})
     api.scripts = [([done, *made_by_master], 1001), ([later], None)]
     link = SessionLink(
@@ -179,7 +178,7 @@ async def test_a_restarted_link_starts_from_its_cursor_and_master_frames_do_not_
         await link.close()
     assert api.connections[0].last_message_id == "m-9"  # the durable cursor (rule 5)
     kinds = [f.type for f in got][1:4]
-    assert kinds == ["session.history", "session.error", "node.config.changed"]
+    assert kinds == ["session.history", "session.error", "session.error"]
     assert api.connections[1].last_message_id == got[0].message_id  # the client frame only
 
 
