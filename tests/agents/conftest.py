@@ -8,6 +8,7 @@ cannot be reached, the live tests are skipped with a reason that says so.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -35,6 +36,15 @@ def _install() -> str | None:
             "@anthropic-ai/claude-code and @zed-industries/claude-code-acp with it "
             "(tests/agents/node/package.json); install Node.js 20+ and npm to run them"
         )
+    # The suite's two workers may both get here: one installs while the other waits on the
+    # lock, then finds the stamp fresh. Two `npm ci` at once in one folder delete each other's
+    # files (the native claude binary went missing that way).
+    with (NODE_DIR / ".install.lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        return _install_locked(npm)
+
+
+def _install_locked(npm: str) -> str | None:
     lock = NODE_DIR / "package-lock.json"
     stamp = MODULES / ".package-lock.json"
     if stamp.exists() and stamp.stat().st_mtime >= lock.stat().st_mtime:
