@@ -113,5 +113,8 @@ class RedactingPlatform(ChatPlatform):
     async def trigger_typing(self, conversation: ConversationRef) -> None:
         await self.inner.trigger_typing(conversation)
 
+    async def approvers(self, conversation: ConversationRef) -> frozenset[str]:
+        return await self.inner.approvers(conversation)  # who may answer: not text, not redacted
+
     async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:
         return await self.inner.wait_for_choice(message, timeout_s)

@@ -25,7 +25,8 @@ WORLD = DiscordWorld()
 WORLD.carol = user(WORLD.ids.next(), "carol")
 WORLD.members[WORLD.carol["id"]] = member(WORLD.carol, [])
 OWNER = f"discord:{WORLD.bob['id']}"
-APPROVAL_TIMEOUT_S = 4
+# Long enough for turn 1's two presses on a loaded machine, short enough for turn 2 to expire.
+APPROVAL_TIMEOUT_S = 12
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +131,7 @@ async def test_refused_accepted_and_expired_approvals_are_on_record(stack, proce
         closed = await discord_fake.wait_for_call(
             "PATCH",
             f"{messages}/{second.response['id']}",
-            where=lambda c: "⏱ No answer in 4 s — denied." in content(c),
+            where=lambda c: "⏱ No answer in 12 s — denied." in content(c),
             timeout=60,
         )
         assert not closed.body.get("components")  # the buttons are gone
