@@ -129,6 +129,7 @@ class ConversationService(ConversationHooks):
         self.settings = settings or ConversationSettings()
         self.platform = platform
         self.live: dict[str, LiveSession] = {}  # session_id → live session
+        self._fingerprints: dict = {}  # session_id → its `.env` fingerprints (render rule 9)
         self._reviving: dict[str, asyncio.Lock] = {}
         # (platform, channel) → starts in progress there: a message in a thread that is being
         # opened right now waits for its binding instead of hearing "no session" (rule 2).
@@ -276,6 +277,7 @@ class ConversationService(ConversationHooks):
             options=self.settings.render.for_node(binding.node_id),
             store=self.store,
             audit=audit,  # rule 9
+            fingerprints=self._fingerprints,
         )
         live = LiveSession(link, renderer, on_end=self._ended_elsewhere, store=self.store)
         self.live[binding.session_id] = live

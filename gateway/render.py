@@ -127,10 +127,16 @@ class SessionRenderer:
         sleep: Sleep = asyncio.sleep,
         store: ConversationStore | None = None,
         audit: AuditSink = no_audit,
+        fingerprints: dict[str, ev.SecretFingerprints] | None = None,
     ) -> None:
         self.options = options or RenderOptions()
         # Rule 9: the one seam every text of this session leaves through.
         self.redactor = Redactor() if self.options.redact else None
+        # The session's `.env` fingerprints, kept by the conversation layer across renderers: a
+        # link resuming from a cursor is not greeted again, so a new renderer learns them here.
+        self._fingerprints = fingerprints if fingerprints is not None else {}
+        if self.redactor is not None:
+            self.redactor.use_fingerprints(self._fingerprints.get(session_id))
         if self.redactor is not None:
             platform = RedactingPlatform(platform, self.redactor)
         self.platform = platform
@@ -502,6 +508,8 @@ class SessionRenderer:
         self.commands.update(p)  # G-CMD-07/34: cached, replaced whole on each publish
 
     async def _on_capabilities(self, frame: Frame, p: ev.Capabilities, _: Turn | None) -> None:
+        if p.secret_fingerprints is not None:
+            self._fingerprints[self.session_id] = p.secret_fingerprints
         if self.redactor is not None:  # rule 9: the workspace's `.env`, as fingerprints
             self.redactor.use_fingerprints(p.secret_fingerprints)
 
