@@ -32,6 +32,15 @@ def alive(pid: int) -> bool:
         return False
 
 
+def written_pid(marker, limit: float = 5.0) -> int:
+    """The pid in the agent's marker file, once written (the file exists a moment before)."""
+    deadline = time.monotonic() + limit
+    while not (text := marker.read_text().strip()):
+        assert time.monotonic() < deadline, f"{marker} stayed empty"
+        time.sleep(0.01)
+    return int(text)
+
+
 def gone_within(pid: int, limit: float) -> bool:
     deadline = time.monotonic() + limit
     while alive(pid):
@@ -72,7 +81,7 @@ async def test_client_sigkill_leaves_no_agent_behind(master_stack):
                 await edge.prompt(quiet_prompt_text(tag, 60))  # silent: no broken pipe to die of
                 started = made.markers / f"{tag}.started"
                 await asyncio.to_thread(wait_for_file, started)
-                pid = int(started.read_text())
+                pid = await asyncio.to_thread(written_pid, started)
                 outcome = Outcome(number, f"client killed with agent {pid} running")
                 sigkill(stack.client_proc)
                 if not await asyncio.to_thread(gone_within, pid, GONE_WITHIN):
