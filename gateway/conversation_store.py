@@ -22,6 +22,9 @@ gap (issue 14 §4; gateway.live and gateway.posting use it):
 
 Older files get these tables on open (`CREATE TABLE IF NOT EXISTS`): nothing to migrate. All three
 are dropped for a session when its conversation is marked ended.
+
+`start_defaults` keeps, per master subject, the machine and agent of the user's last successful
+start: a mention or a direct message that names no machine starts there (gateway.starting).
 """
 
 from __future__ import annotations
@@ -69,6 +72,12 @@ CREATE TABLE IF NOT EXISTS turn_origins (
     message_id TEXT,
     user_id TEXT,
     PRIMARY KEY (session_id, turn_id)
+);
+CREATE TABLE IF NOT EXISTS start_defaults (
+    subject TEXT PRIMARY KEY,
+    node_id TEXT NOT NULL,
+    agent_name TEXT NOT NULL,
+    updated_at TEXT NOT NULL
 );
 """
 
@@ -175,6 +184,24 @@ class ConversationStore:
         await self._db.execute("DELETE FROM posts WHERE session_id = ?", (session_id,))
         await self._db.execute("DELETE FROM turn_origins WHERE session_id = ?", (session_id,))
         await self._db.commit()
+
+    async def remember_start(self, subject: str, node_id: str, agent_name: str) -> None:
+        """The user's default for the next start without a named machine (issue 16 §1)."""
+        await self._db.execute(
+            "INSERT INTO start_defaults VALUES (?, ?, ?, ?) ON CONFLICT (subject) DO UPDATE"
+            " SET node_id = excluded.node_id, agent_name = excluded.agent_name,"
+            " updated_at = excluded.updated_at",
+            (subject, node_id, agent_name, iso(self._clock.now())),
+        )
+        await self._db.commit()
+
+    async def last_start(self, subject: str) -> tuple[str, str] | None:
+        """(node id, agent) of the subject's last successful start, if any."""
+        async with self._db.execute(
+            "SELECT node_id, agent_name FROM start_defaults WHERE subject = ?", (subject,)
+        ) as cursor:
+            row = await cursor.fetchone()
+        return (row["node_id"], row["agent_name"]) if row else None
 
     # --- the cursor and the posts of a session (issue 14 §4) ---------------------------------
 

@@ -12,7 +12,8 @@
    gateway.conversation_store) and the session goes live: its WebSocket is opened with the
    ticket the master returned and its frames are rendered into the thread. A message in the
    new thread that arrives before its binding is stored (the thread is visible the moment it
-   is opened) waits for the start to finish rather than hearing "no session".
+   is opened) waits for the start to finish rather than hearing "no session". A mention or a
+   direct message starts a session on that message (`start_here`, gateway.starting).
 3. Every message in a bound conversation is a prompt for its session — from the session's owner
    only: anyone else is told so and nothing is sent (the agent runs on the owner's machine).
 4. Restart: bindings survive in SQLite. `resume()` reconnects every open one with a fresh
@@ -136,6 +137,7 @@ class ConversationService(ConversationHooks):
         self._starting: dict[tuple[str, str], int] = {}
         self._started: asyncio.Condition | None = None
         self._tasks = TaskOwner("conversations", log)  # rule 8
+        self._starter = None  # gateway.starting: mentions and direct messages, made on first use
 
     def bind_platform(self, platform: ChatPlatform) -> None:
         """Adapters build their platform around the hooks; it is handed back here."""
@@ -179,7 +181,7 @@ class ConversationService(ConversationHooks):
         return greeting
 
     async def open_session(
-        self, invocation: Invocation, node: str, agent: str
+        self, invocation: Invocation, node: str, agent: str, *, on_message: bool = False
     ) -> tuple[LiveSession, str]:
         """Rule 2: the live session and its greeting, or `StartRefused` saying why not."""
         subject = subject_of(invocation)
@@ -197,9 +199,11 @@ class ConversationService(ConversationHooks):
         where = _channel_key(invocation.conversation)
         self._starting[where] = self._starting.get(where, 0) + 1
         try:
-            thread = await self._platform.open_thread(
-                invocation.conversation, f"{agent} on {device}"[:100]
-            )
+            title = f"{agent} on {device}"[:100]
+            if on_message and invocation.message is not None:  # gateway.starting
+                thread = await self._platform.open_thread_on(invocation.message, title)
+            else:
+                thread = await self._platform.open_thread(invocation.conversation, title)
             await self._replace_previous(thread, subject)
             binding = await self.store.bind(
                 thread,
@@ -209,6 +213,7 @@ class ConversationService(ConversationHooks):
                 agent_name=agent,
             )
             live = await self._go_live(binding, ticket=created.get("edge_ws_ticket"))
+            await self.store.remember_start(subject, chosen["node_id"], agent)
         finally:
             self._starting[where] -= 1
             if not self._starting[where]:
@@ -316,9 +321,10 @@ class ConversationService(ConversationHooks):
             self._started = asyncio.Condition()
         return self._started
 
-    async def _binding(self, invocation: Invocation) -> Binding | str:
-        binding = await self.store.get(invocation.conversation)
-        where = _channel_key(invocation.conversation)
+    async def settled_binding(self, conversation: ConversationRef) -> Binding | None:
+        """The conversation's binding, once no start under its channel is in progress."""
+        binding = await self.store.get(conversation)
+        where = _channel_key(conversation)
         if binding is None and where in self._starting:
             async with self._condition():
                 with contextlib.suppress(TimeoutError):
@@ -326,7 +332,11 @@ class ConversationService(ConversationHooks):
                         self._condition().wait_for(lambda: where not in self._starting),
                         START_WAIT_S,
                     )
-            binding = await self.store.get(invocation.conversation)
+            binding = await self.store.get(conversation)
+        return binding
+
+    async def _binding(self, invocation: Invocation) -> Binding | str:
+        binding = await self.settled_binding(invocation.conversation)
         subject = subject_of(invocation)
         if (binding is None or binding.ended) and invocation.conversation.thread_id is None:
             binding = await self.store.latest_in_channel(invocation.conversation, subject) or (
@@ -351,6 +361,13 @@ class ConversationService(ConversationHooks):
             return refusal(exc)
 
     # --- the verbs ---------------------------------------------------------------------------
+
+    async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
+        from gateway.starting import Starter  # it builds on this module
+
+        if self._starter is None:
+            self._starter = Starter(self)
+        return await self._starter.start_here(invocation, request)
 
     async def prompt(self, invocation: Invocation, request: PromptRequest) -> str | None:
         live = await self.live_session(invocation)

@@ -211,6 +211,13 @@ class ChatPlatform(abc.ABC):
         """
         return conversation
 
+    async def open_thread_on(self, message: MessageRef, title: str) -> ConversationRef:
+        """Open a session's thread on the user's own message (issue 16 §1: a mention or a
+        direct message starts a session there) and return it. Discord threads the message
+        (a DM, which has no threads, is the conversation itself); Slack's thread is the
+        message's ts. The default opens a thread under the message's conversation."""
+        return await self.open_thread(message.conversation, title)
+
 
 # --- the conversation seam ------------------------------------------------------------------
 #
@@ -257,6 +264,11 @@ class ConversationHooks:
         return NOT_CONNECTED
 
     async def prompt(self, invocation: Invocation, request: PromptRequest) -> str | None:
+        return NOT_CONNECTED
+
+    async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
+        """A message addressed to the bot outside a session (a mention, a direct message):
+        its conversation's session gets it as a prompt, or one starts on it (gateway.starting)."""
         return NOT_CONNECTED
 
     async def stop(self, invocation: Invocation) -> str | None:
@@ -323,6 +335,9 @@ class GuardedHooks(ConversationHooks):
 
     async def prompt(self, invocation, request):
         return await self._text("prompt", invocation, request)
+
+    async def start_here(self, invocation, request):
+        return await self._text("start_here", invocation, request)
 
     async def stop(self, invocation):
         return await self._text("stop", invocation)

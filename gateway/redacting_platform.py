@@ -96,6 +96,9 @@ class RedactingPlatform(ChatPlatform):
     async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
         return await self.inner.open_thread(conversation, self.redactor.redact(title))
 
+    async def open_thread_on(self, message: MessageRef, title: str) -> ConversationRef:
+        return await self.inner.open_thread_on(message, self.redactor.redact(title))
+
     # --- no text: passed through ------------------------------------------------------------
 
     async def find_keyed(self, conversation: ConversationRef, key: str) -> MessageRef | None:

@@ -3,6 +3,11 @@
 Each list is optional; an empty list allows everything on that axis. A thread counts as its
 parent channel, so allowing `#rawp` allows every session thread under it. Everyone else is
 refused politely (an ephemeral message where the platform can show one).
+
+Direct messages (no guild, so no channel or role to check; decision, docs/discord.md):
+`allow_dms` None (DISCORD_ALLOW_DMS unset) allows them exactly when no guild, channel or role
+is restricted — a bot open to everyone is open in DMs too, a restricted one is not; True
+allows them whatever the lists say (any user who can DM the bot); False refuses them.
 """
 
 from __future__ import annotations
@@ -27,8 +32,13 @@ class AccessPolicy:
     allowed_guilds: frozenset[str] = frozenset()
     allowed_channels: frozenset[str] = frozenset()
     allowed_roles: frozenset[str] = frozenset()
+    allow_dms: bool | None = None
 
     def allows(self, where: Where) -> bool:
+        if where.guild_id is None:  # a direct message: every guild channel has a guild
+            if self.allow_dms is not None:
+                return self.allow_dms
+            return not (self.allowed_guilds or self.allowed_channels or self.allowed_roles)
         if self.allowed_guilds and where.guild_id not in self.allowed_guilds:
             return False
         if self.allowed_channels and not self.allowed_channels.intersection(where.channel_ids):

@@ -8,9 +8,13 @@ posted before a restart are routed from the first moment.
 
 Every message a human writes in a thread is a prompt for that thread's session (the
 conversation layer knows which, `ConversationHooks.prompt`); attachments become prompt
-attachments within `AttachmentLimits`. A message is not an interaction, so nobody can be
-answered privately there: a user outside the allowed guilds/channels/roles is ignored in
-threads and refused with an ephemeral note on commands and buttons.
+attachments within `AttachmentLimits`. A message that mentions the bot at the top of a
+channel, and every direct message, goes to `ConversationHooks.start_here` (issue 16 §1): a
+session opens on that message — a thread on it, or the DM itself — with the message, mention
+taken out, as its first prompt. A message is not an interaction, so nobody can be answered
+privately in a channel: a user outside the allowed guilds/channels/roles is ignored in threads
+and channels, told so in a DM (which only they see), and refused with an ephemeral note on
+commands and buttons.
 
 `run_in_background()` (tests, embedding) runs the client as a task of the bot's own
 `TaskOwner`; `close()` closes the client, lets that task finish and closes the owner, so
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 import discord
@@ -29,12 +34,13 @@ import discord.http
 import yarl
 from discord import app_commands
 
-from adapters.discord.access import AccessPolicy, where_discord
+from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
 from adapters.discord.commands import RawpCommands
 from adapters.discord.platform import DiscordPlatform, conversation_of
 from adapters.discord.settings import DiscordSettings
 from gateway.platform import ConversationHooks, Invocation, MessageRef
 from gateway.prompt import PromptDraft, PromptError
+from rawp.events import PromptRequest
 from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
@@ -50,7 +56,8 @@ def apply_endpoints(settings: DiscordSettings) -> None:
 
 def intents(settings: DiscordSettings) -> discord.Intents:
     chosen = discord.Intents.default()  # guilds, guild messages, reactions…
-    chosen.message_content = True  # privileged: thread messages are prompts
+    chosen.message_content = True  # privileged: thread messages and mentions are prompts
+    chosen.dm_messages = True  # in the defaults; named because direct messages are sessions
     # Privileged, and only asked for when needed: a role's members (approver roles).
     chosen.members = bool(settings.approver_roles)
     return chosen
@@ -67,7 +74,10 @@ class DiscordBot:
         self.client = discord.Client(intents=intents(settings), **client_options)
         self.tree = app_commands.CommandTree(self.client)
         policy = AccessPolicy(
-            settings.allowed_guilds, settings.allowed_channels, settings.allowed_roles
+            settings.allowed_guilds,
+            settings.allowed_channels,
+            settings.allowed_roles,
+            settings.allow_dms,
         )
         self.platform = DiscordPlatform(self.client, hooks, policy, settings.approver_roles)
         self.tree.add_command(RawpCommands(self.platform))
@@ -138,12 +148,21 @@ class DiscordBot:
     # --- thread messages are prompts ------------------------------------------------------
 
     async def on_message(self, message: discord.Message) -> None:
-        if message.author.bot or not isinstance(message.channel, discord.Thread):
+        if message.author.bot:
             return
+        direct = isinstance(message.channel, discord.DMChannel)
+        starting = not isinstance(message.channel, discord.Thread)
+        text: str | None = message.content
+        if starting and not direct:  # in a channel, only a mention of the bot starts a session
+            text = without_mention(message.content, self.client.user)
+            if text is None:
+                return
         where = where_discord(
             message.guild.id if message.guild else None, message.channel, message.author
         )
         if not self.platform.policy.allows(where):
+            if direct:  # only they see a DM: the refusal can be said there
+                await message.channel.send(REFUSAL)
             return
         conversation = conversation_of(message.channel)
         invocation = Invocation(
@@ -152,20 +171,24 @@ class DiscordBot:
             MessageRef(conversation, str(message.id)),
             str(message.guild.id) if message.guild else None,
         )
-        try:
-            request = await self._prompt_of(message)
-        except PromptError as refused:
-            await message.reply(f"⚠️ {refused}", mention_author=False)
-            return
-        reply = await self.hooks.prompt(invocation, request)
+        if starting and not (text or "").strip() and not message.attachments:
+            request = PromptRequest(prompt_text="")  # a bare mention: start, prompt nothing
+        else:
+            try:
+                request = await self._prompt_of(message, text)
+            except PromptError as refused:
+                await message.reply(f"⚠️ {refused}", mention_author=False)
+                return
+        hook = self.hooks.start_here if starting else self.hooks.prompt
+        reply = await hook(invocation, request)
         if reply:
             await message.reply(reply, mention_author=False)
 
     @staticmethod
-    async def _prompt_of(message: discord.Message):
+    async def _prompt_of(message: discord.Message, text: str | None = None):
         """Typed text (escaped when built, §16.2.2) and attachments within their limits."""
         draft = PromptDraft()
-        draft.add_text(message.content)
+        draft.add_text(message.content if text is None else text)
         limits = draft.attachment_limits
         for attachment in message.attachments:
             if attachment.size > limits.max_bytes_each:  # refuse before downloading it
@@ -177,3 +200,14 @@ class DiscordBot:
             mime = attachment.content_type or "application/octet-stream"
             draft.add_attachment(attachment.filename, mime, data)
         return draft.build()
+
+
+def without_mention(content: str, me: discord.abc.User | None) -> str | None:
+    """`content` without the bot's mentions (`<@id>`, `<@!id>`), or None when it names the bot
+    nowhere: a reply that only pings the bot, or a role mention, does not start a session."""
+    if me is None:
+        return None
+    mention = re.compile(rf"[ \t]*<@!?{me.id}>[ \t]*")
+    if not mention.search(content):
+        return None
+    return mention.sub(" ", content).strip()

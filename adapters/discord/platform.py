@@ -198,6 +198,22 @@ class DiscordPlatform(ChatPlatform):
         )
         return ConversationRef(NAME, str(channel.id), str(thread.id))
 
+    async def open_thread_on(self, message: MessageRef, title: str) -> ConversationRef:
+        """A thread on the user's message (a mention); a DM, which has none, stays the DM."""
+        await self.online.wait()
+        conversation = message.conversation
+        if conversation.thread_id is not None:
+            return conversation
+        channel = self.client.get_channel(int(conversation.channel_id))
+        if channel is None:  # DM channels are not cached by discord.py; guild channels are
+            channel = await self.client.fetch_channel(int(conversation.channel_id))
+        if isinstance(channel, discord.abc.PrivateChannel):
+            return conversation
+        thread = await channel.get_partial_message(int(message.message_id)).create_thread(
+            name=title[:100] or "session"
+        )
+        return ConversationRef(NAME, str(channel.id), str(thread.id))
+
     # --- interactions -----------------------------------------------------------------------
 
     async def send_interaction(

@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from adapters.env import switch
+
 PUBLIC_API_BASE_URL = "https://discord.com/api/v10"
 PUBLIC_GATEWAY_URL = "wss://gateway.discord.gg/"
 
@@ -30,6 +32,8 @@ class DiscordSettings:
     allowed_roles: frozenset[str] = frozenset()
     # Members of these roles may answer any approval, not only the turn's user.
     approver_roles: frozenset[str] = frozenset()
+    # Direct messages: None allows them only when nothing above is restricted (access.py).
+    allow_dms: bool | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DiscordSettings:
@@ -45,4 +49,5 @@ class DiscordSettings:
             allowed_channels=id_set(env.get("DISCORD_ALLOWED_CHANNELS")),
             allowed_roles=id_set(env.get("DISCORD_ALLOWED_ROLES")),
             approver_roles=id_set(env.get("DISCORD_APPROVER_ROLES")),
+            allow_dms=switch(env.get("DISCORD_ALLOW_DMS"), "DISCORD_ALLOW_DMS"),
         )

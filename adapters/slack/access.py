@@ -4,6 +4,11 @@ Each list is optional (empty allows everything on that axis). User-group members
 `usergroups.users.list` (scope `usergroups:read`), remembered for `ttl_s` so a busy channel does
 not ask Slack on every message; a lookup that fails counts as "not a member" (refuse, never
 guess in the user's favour).
+
+Direct messages (a channel id starting with `D`; decision, docs/slack.md): the workspace and
+user-group lists apply as everywhere; the channel list cannot name a DM, so `dms` decides —
+None (SLACK_ALLOW_DMS unset) allows DMs exactly when no channel is restricted, True allows them
+whatever the channel list says, False refuses them.
 """
 
 from __future__ import annotations
@@ -44,18 +49,23 @@ class SlackAccess:
         teams: frozenset[str] = frozenset(),
         channels: frozenset[str] = frozenset(),
         usergroups: frozenset[str] = frozenset(),
+        dms: bool | None = None,
         ttl_s: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._members_of = members_of
         self.teams, self.channels, self.usergroups = teams, channels, usergroups
+        self.dms = dms
         self._ttl, self._clock = ttl_s, clock
         self._cache: dict[str, tuple[float, frozenset[str]]] = {}
 
     async def allows(self, team_id: str | None, channel_id: str | None, user_id: str) -> bool:
         if self.teams and team_id not in self.teams:
             return False
-        if self.channels and channel_id not in self.channels:
+        if is_direct(channel_id):
+            if not (self.dms if self.dms is not None else not self.channels):
+                return False
+        elif self.channels and channel_id not in self.channels:
             return False
         if not self.usergroups:
             return True
@@ -72,3 +82,8 @@ class SlackAccess:
         members = await self._members_of(group)
         self._cache[group] = (self._clock(), members)
         return members
+
+
+def is_direct(channel_id: str | None) -> bool:
+    """A direct message with the app: Slack's IM channel ids start with `D`."""
+    return bool(channel_id) and str(channel_id).startswith("D")

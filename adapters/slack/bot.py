@@ -45,6 +45,7 @@ class SlackBot:
             teams=settings.allowed_teams,
             channels=settings.allowed_channels,
             usergroups=settings.allowed_usergroups,
+            dms=settings.allow_dms,
         )
         self.app = AsyncApp(
             client=self.client,

@@ -5,6 +5,7 @@ Every listener acknowledges first (Slack wants an answer within 3 s), checks acc
 groups get an ephemeral refusal and nothing else happens.
 
 - a human's `message` in a thread → `hooks.prompt` (text escaped, shared files attached);
+- a top-level `app_mention` and every direct message → `hooks.start_here` (adapters.slack.starts);
 - `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions hooks; `/rawp prompt`
   opens the composer modal;
 - `block_actions` on a prompt button → the waiting approval gets the `Choice` (nobody waiting:
@@ -20,8 +21,8 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from adapters.slack import choices, views
-from adapters.slack.access import REFUSAL
+from adapters.slack import choices, starts, views
+from adapters.slack.access import REFUSAL, is_direct
 from adapters.slack.mrkdwn import from_slack_text
 from adapters.slack.platform import REVEAL_ACTION
 from gateway.platform import Choice, ConversationRef, Invocation, MessageRef, StaleChoice
@@ -62,9 +63,16 @@ def register(app, bot: SlackBot) -> None:
         if event.get("subtype") not in (None, "file_share") or event.get("bot_id"):
             return
         thread = event.get("thread_ts")
+        channel, user = event["channel"], event.get("user", "")
+        if event.get("channel_type") == "im" or is_direct(channel):  # issue 16 §1
+            if not await allowed(body, channel, user):
+                await platform.send_ephemeral(ConversationRef("slack", channel), user, REFUSAL)
+                return
+            here = ConversationRef("slack", channel, thread if thread != event["ts"] else None)
+            await starts.start_from(bot, event, here, _team(body), event.get("text") or "")
+            return
         if not thread or thread == event.get("ts"):
             return  # only replies in a session thread are prompts
-        channel, user = event["channel"], event.get("user", "")
         if not await allowed(body, channel, user):
             return  # a message cannot be answered privately except by postEphemeral
         conversation = ConversationRef("slack", channel, thread)
@@ -81,13 +89,16 @@ def register(app, bot: SlackBot) -> None:
             await platform.send_ephemeral(conversation, user, reply)
 
     @app.event("app_mention")
-    async def on_mention(event, body):
-        if event.get("thread_ts"):
-            return  # the thread's `message` event carries it
-        conversation = ConversationRef("slack", event["channel"])
-        await platform.send_ephemeral(
-            conversation, event.get("user", ""), HELP.format(c=bot.settings.command)
-        )
+    async def on_mention(event, body, context):
+        if event.get("thread_ts") or is_direct(event.get("channel")):
+            return  # the `message` event carries it (a thread reply, a DM)
+        channel, user = event["channel"], event.get("user", "")
+        conversation = ConversationRef("slack", channel)
+        if not await allowed(body, channel, user):
+            await platform.send_ephemeral(conversation, user, REFUSAL)
+            return
+        text = starts.without_mention(event.get("text") or "", starts.bot_user_of(context, body))
+        await starts.start_from(bot, event, conversation, _team(body), text)
 
     # --- the slash command ----------------------------------------------------------------
 

@@ -299,6 +299,12 @@ class SlackPlatform(ChatPlatform):
         parent = await self._post(conversation, f"🧵 {mrkdwn.escape(title)}"[:3000], blocks)
         return ConversationRef(NAME, conversation.channel_id, parent.message_id)
 
+    async def open_thread_on(self, message: MessageRef, title: str) -> ConversationRef:
+        """The thread under the user's own message (a mention, a DM): its ts is the thread."""
+        if message.conversation.thread_id is not None:
+            return message.conversation
+        return ConversationRef(NAME, message.conversation.channel_id, message.message_id)
+
     # --- interactions -----------------------------------------------------------------------
 
     async def send_interaction(

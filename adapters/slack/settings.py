@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from adapters.env import switch
+
 PUBLIC_API_BASE_URL = "https://slack.com/api/"
 MODES = ("socket", "http")
 
@@ -36,6 +38,8 @@ class SlackSettings:
     # Members of these user groups may answer any approval, not only the turn's user.
     approver_usergroups: frozenset[str] = frozenset()
     max_retries: int = 5  # 429s waited out per call before giving up
+    # Direct messages: None allows them only when no channel is restricted (access.py).
+    allow_dms: bool | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -64,4 +68,5 @@ class SlackSettings:
             allowed_channels=id_set(env.get("SLACK_ALLOWED_CHANNELS")),
             allowed_usergroups=id_set(env.get("SLACK_ALLOWED_USERGROUPS")),
             approver_usergroups=id_set(env.get("SLACK_APPROVER_USERGROUPS")),
+            allow_dms=switch(env.get("SLACK_ALLOW_DMS"), "SLACK_ALLOW_DMS"),
         )

@@ -3,7 +3,8 @@
 Shapes follow discord/types/*.py and what discord/state.py parse_* and the model constructors
 read with `data['key']` (required keys) — every required key is present here, optional ones only
 where a test needs them. `DiscordWorld` is the little universe the fake serves: one application
-with its bot user, one guild with a text channel, two roles and two human members.
+with its bot user, one guild with a text channel, two roles and two human members, and the DM
+channels the bot has with them (`dm_channel`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ INTERACTION_MODAL_SUBMIT = 5
 COMPONENT_BUTTON = 2
 COMPONENT_STRING_SELECT = 3
 CHANNEL_TEXT = 0
+CHANNEL_DM = 1
 CHANNEL_PUBLIC_THREAD = 11
 ALL_PERMISSIONS = str((1 << 50) - 1)
 
@@ -268,8 +270,29 @@ class DiscordWorld:
         }
         if payload["member"] is None:
             del payload["member"]
+        if self.channels.get(channel_id, {}).get("type") == CHANNEL_DM:
+            # A DM's MESSAGE_CREATE has no guild: discord.py makes it a DMChannel message.
+            payload.pop("guild_id")
+            payload.pop("member", None)
         payload.update(extra or {})
         return payload
+
+    def dm_channel(self, user_payload: dict[str, Any]) -> dict[str, Any]:
+        """The DM channel between the bot and a user (made on first use, like Discord's)."""
+        for channel in self.channels.values():
+            if channel["type"] != CHANNEL_DM:
+                continue
+            if channel["recipients"][0]["id"] == user_payload["id"]:
+                return channel
+        channel = {
+            "id": self.ids.next(),
+            "type": CHANNEL_DM,
+            "recipients": [user_payload],
+            "last_message_id": None,
+            "flags": 0,
+        }
+        self.channels[channel["id"]] = channel
+        return channel
 
     def new_thread(self, parent_id: str, owner_id: str, name: str, thread_id: str) -> dict:
         thread = thread_channel(thread_id, self.guild_id, parent_id, owner_id, name)

@@ -184,6 +184,22 @@ class FakeDiscord:
         await self._inject("MESSAGE_CREATE", message)
         return message
 
+    async def inject_mention(
+        self, content: str, *, author: dict[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        """A message that mentions the bot first (`<@bot> content`), as a client writes it."""
+        extra = {"mentions": [self.world.bot_user], **(kw.pop("extra", None) or {})}
+        text = f"<@{self.world.application_id}> {content}"
+        return await self.inject_message(text, author=author, extra=extra, **kw)
+
+    async def inject_dm(
+        self, content: str, *, author: dict[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        """A direct message to the bot (no guild) from `author` (default alice)."""
+        author = author or self.world.alice
+        channel = self.world.dm_channel(author)
+        return await self.inject_message(content, author=author, channel_id=channel["id"], **kw)
+
     def _attachment_payload(self, channel_id: str, name: str, data: bytes) -> dict[str, Any]:
         attachment_id = self.world.ids.next()
         self.attachments[attachment_id] = data

@@ -4,7 +4,8 @@ Shapes follow api.slack.com (Events API `event_callback`, interactivity `block_a
 `block_suggestion`, `view_submission`, slash-command form fields) and what slack_bolt reads from
 them (`slack_bolt/request/payload_utils.py`, `internals.py`): team/user/channel ids,
 `authorizations`, `container`, `actions[0].action_id`, `view.callback_id`, `command`.
-`SlackWorld` is the fake workspace: one team, one app and its bot, one channel, two humans.
+`SlackWorld` is the fake workspace: one team, one app and its bot, one channel, two humans, and
+alice's DM with the app (`dm_channel_id`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class SlackWorld:
     bot_user_id: str = field(default_factory=lambda: _slack_id("U"))
     bot_id: str = field(default_factory=lambda: _slack_id("B"))
     channel_id: str = field(default_factory=lambda: _slack_id("C"))
+    dm_channel_id: str = field(default_factory=lambda: _slack_id("D"))  # alice ↔ the app
     bot_token: str = field(default_factory=lambda: "xoxb-fake-" + secrets.token_hex(8))
     app_token: str = field(default_factory=lambda: "xapp-1-fake-" + secrets.token_hex(8))
     signing_secret: str = field(default_factory=lambda: secrets.token_hex(16))
@@ -119,8 +121,8 @@ class SlackWorld:
             "team": self.team_id,
             "blocks": [],
         }
-        if event_type == "message":
-            event["channel_type"] = "channel"
+        if event_type == "message":  # a DM's channel id starts with D (`message.im`)
+            event["channel_type"] = "im" if event["channel"].startswith("D") else "channel"
         if thread_ts is not None:
             event["thread_ts"] = thread_ts
         if files:
