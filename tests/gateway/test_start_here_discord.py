@@ -82,6 +82,9 @@ async def test_a_mention_in_the_channel_opens_a_thread_on_it_and_runs_it(gateway
 async def test_a_direct_message_is_a_session_in_the_dm(gateway):
     fake, service = gateway
     first = await fake.inject_dm("hello from a DM")
+    # Every DM after the first is a prompt for the same session — also one sent while the
+    # first is still starting it (starting rule 4).
+    await fake.inject_dm("and again")
     dm_id = first["channel_id"]
 
     await said(fake, dm_id, "Every message here is a prompt")
@@ -90,9 +93,6 @@ async def test_a_direct_message_is_a_session_in_the_dm(gateway):
         "PUT", f"/channels/{dm_id}/messages/{first['id']}/reactions/✅/@me", timeout=30
     )
     assert not fake.calls("POST", "/channels/*/threads")  # a DM has no threads
-
-    # Every DM after the first is a prompt for the same session.
-    await fake.inject_dm("and again")
     await said(fake, dm_id, 'You said: "and again"')
     greetings = [
         c
