@@ -240,6 +240,9 @@ def test_the_manifest_asks_for_what_the_adapter_uses():
     scopes = {"chat:write", "commands", "reactions:write", "channels:history", "files:read"}
     assert scopes | {"usergroups:read", "assistant:write"} <= listed
     assert {"message.channels", "app_mention", "socket_mode_enabled: true"} <= listed
+    # Mentions and direct messages start sessions (issue 16 §1).
+    assert {"app_mentions:read", "im:history", "message.im"} <= listed
+    assert {"messages_tab_enabled: true", "messages_tab_read_only_enabled: false"} <= listed
 
 
 async def test_a_failing_hook_answers_with_an_apology_not_silence():
