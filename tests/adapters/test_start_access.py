@@ -4,6 +4,8 @@ platforms, with recording hooks at the conversation seam: fast, no master needed
 
 from __future__ import annotations
 
+import pytest
+
 from adapters.discord.access import REFUSAL
 from adapters.slack.access import REFUSAL as SLACK_REFUSAL
 from tests.adapters.chat_support import RecordingHooks
@@ -117,3 +119,34 @@ async def test_slack_dms_follow_the_team_list_and_the_dm_switch():
         [(_, invocation, request)] = hooks.of("start_here")
         assert invocation.conversation.channel_id == fake.world.dm_channel_id
         assert request.prompt_text == "hello"
+
+
+# --- the DM switches ---------------------------------------------------------------------------
+
+
+def test_the_dm_switches_read_from_the_environment():
+    from adapters.discord import DiscordSettings
+    from adapters.slack import SlackSettings
+
+    discord_env = {"DISCORD_BOT_TOKEN": "x"}
+    assert DiscordSettings.from_env(discord_env).allow_dms is None
+    assert DiscordSettings.from_env({**discord_env, "DISCORD_ALLOW_DMS": "true"}).allow_dms
+    assert (
+        DiscordSettings.from_env({**discord_env, "DISCORD_ALLOW_DMS": " Off "}).allow_dms is False
+    )
+    slack_env = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
+    assert SlackSettings.from_env({**slack_env, "SLACK_ALLOW_DMS": "1"}).allow_dms is True
+    with pytest.raises(ValueError, match="SLACK_ALLOW_DMS must be true or false"):
+        SlackSettings.from_env({**slack_env, "SLACK_ALLOW_DMS": "sometimes"})
+
+
+def test_the_discord_policy_decides_dms_from_its_lists_unless_told():
+    from adapters.discord.access import AccessPolicy, Where
+
+    dm = Where(None, ("55",), frozenset())
+    assert AccessPolicy().allows(dm)
+    assert not AccessPolicy(allowed_roles=frozenset({"7"})).allows(dm)
+    assert AccessPolicy(allowed_guilds=frozenset({"1"}), allow_dms=True).allows(dm)
+    assert not AccessPolicy(allow_dms=False).allows(dm)
+    # A guild message is judged by the lists alone, whatever the DM switch says.
+    assert AccessPolicy(allow_dms=False).allows(Where("1", ("2",), frozenset()))
