@@ -152,11 +152,12 @@ class DiscordBot:
             return
         direct = isinstance(message.channel, discord.DMChannel)
         starting = not isinstance(message.channel, discord.Thread)
-        text: str | None = message.content
-        if starting and not direct:  # in a channel, only a mention of the bot starts a session
-            text = without_mention(message.content, self.client.user)
-            if text is None:
-                return
+        # The bot's own mention is addressing, not prompt: taken out wherever it is written.
+        text = without_mention(message.content, self.client.user)
+        if text is None:
+            if starting and not direct:
+                return  # in a channel, only a mention of the bot starts a session
+            text = message.content
         where = where_discord(
             message.guild.id if message.guild else None, message.channel, message.author
         )
@@ -171,7 +172,7 @@ class DiscordBot:
             MessageRef(conversation, str(message.id)),
             str(message.guild.id) if message.guild else None,
         )
-        if starting and not (text or "").strip() and not message.attachments:
+        if starting and not text.strip() and not message.attachments:
             request = PromptRequest(prompt_text="")  # a bare mention: start, prompt nothing
         else:
             try:

@@ -59,17 +59,19 @@ def register(app, bot: SlackBot) -> None:
     # --- thread messages are prompts ------------------------------------------------------
 
     @app.event("message")
-    async def on_message(event, body):
+    async def on_message(event, body, context):
         if event.get("subtype") not in (None, "file_share") or event.get("bot_id"):
             return
         thread = event.get("thread_ts")
         channel, user = event["channel"], event.get("user", "")
+        # The app's own mention is addressing, not prompt (issue 16 §1).
+        text = starts.without_mention(event.get("text") or "", starts.bot_user_of(context, body))
         if event.get("channel_type") == "im" or is_direct(channel):  # issue 16 §1
             if not await allowed(body, channel, user):
                 await platform.send_ephemeral(ConversationRef("slack", channel), user, REFUSAL)
                 return
             here = ConversationRef("slack", channel, thread if thread != event["ts"] else None)
-            await starts.start_from(bot, event, here, _team(body), event.get("text") or "")
+            await starts.start_from(bot, event, here, _team(body), text)
             return
         if not thread or thread == event.get("ts"):
             return  # only replies in a session thread are prompts
@@ -80,7 +82,7 @@ def register(app, bot: SlackBot) -> None:
             user, conversation, MessageRef(conversation, event["ts"]), _team(body)
         )
         try:
-            request = await bot.prompt_of(event)
+            request = await bot.prompt_of({**event, "text": text})
         except PromptError as refused:
             await platform.send_ephemeral(conversation, user, f"⚠️ {refused}")
             return

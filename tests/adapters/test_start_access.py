@@ -150,3 +150,23 @@ def test_the_discord_policy_decides_dms_from_its_lists_unless_told():
     assert not AccessPolicy(allow_dms=False).allows(dm)
     # A guild message is judged by the lists alone, whatever the DM switch says.
     assert AccessPolicy(allow_dms=False).allows(Where("1", ("2",), frozenset()))
+
+
+async def test_the_bots_mention_inside_a_session_thread_is_not_part_of_the_prompt():
+    hooks = StartingHooks()
+    async with FakeDiscord() as fake, running_bot(fake, hooks):
+        thread = await fake.add_thread("demo on laptop")
+        await fake.inject_mention("look at this", channel_id=thread["id"])
+        await fake.inject_message("plain words", channel_id=thread["id"])
+        await eventually(lambda: len(hooks.of("prompt")) == 2, "two prompts")
+        texts = sorted(request.prompt_text for _, _, request in hooks.of("prompt"))
+        assert texts == ["look at this", "plain words"]
+        assert hooks.of("start_here") == []  # a thread is not where sessions start
+    hooks = StartingHooks()
+    async with FakeSlack() as fake, running_app(fake, hooks) as bot:
+        mention = f"<@{fake.world.bot_user_id}> look at this"
+        reply = fake.world.message_event(mention, thread_ts="1700000000.000100")
+        await fake.post_event_to(bot.http_url, reply)
+        await eventually(lambda: hooks.of("prompt"), "the prompt")
+        [(_, _, request)] = hooks.of("prompt")
+        assert request.prompt_text == "look at this"
