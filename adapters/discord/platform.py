@@ -99,7 +99,13 @@ class DiscordPlatform(ChatPlatform):
         return self.client.get_partial_messageable(target_id(conversation))
 
     def _message(self, message: MessageRef) -> discord.PartialMessage:
-        return self._channel(message.conversation).get_partial_message(int(message.message_id))
+        conversation = message.conversation
+        if conversation.thread_id == message.message_id:
+            # A thread opened on a message (a mention) has that message's id, and the message
+            # itself lives in the parent channel: its ✅ after a restart must go there.
+            parent = ConversationRef(NAME, conversation.channel_id)
+            return self._channel(parent).get_partial_message(int(message.message_id))
+        return self._channel(conversation).get_partial_message(int(message.message_id))
 
     def use_hooks(self, hooks: ConversationHooks) -> None:
         """Plug in the conversation layer (its failures become apologies: GuardedHooks)."""

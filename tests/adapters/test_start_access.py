@@ -170,3 +170,22 @@ async def test_the_bots_mention_inside_a_session_thread_is_not_part_of_the_promp
         await eventually(lambda: hooks.of("prompt"), "the prompt")
         [(_, _, request)] = hooks.of("prompt")
         assert request.prompt_text == "look at this"
+
+
+async def test_a_thread_opened_on_a_message_still_reacts_on_that_message_in_the_channel():
+    """After a restart the renderer knows the turn's message by id only, in the thread's
+    conversation; the message a thread was opened on lives in the parent channel."""
+    from gateway.platform import ConversationRef, MessageRef
+
+    async with FakeDiscord() as fake, running_bot(fake) as bot:
+        mention = await fake.inject_mention("fix it")
+        channel = fake.world.channel_id
+        on_it = await bot.platform.open_thread_on(
+            MessageRef(ConversationRef("discord", channel), mention["id"]), "demo on laptop"
+        )
+        assert on_it == ConversationRef("discord", channel, mention["id"])
+        await bot.platform.add_reaction(MessageRef(on_it, mention["id"]), "✅")
+        reacted = await fake.wait_for_call(
+            "PUT", f"/channels/{channel}/messages/{mention['id']}/reactions/✅/@me"
+        )
+        assert reacted.status == 204
