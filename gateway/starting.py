@@ -23,9 +23,10 @@ the message as a prompt (the mention taken out, attachments kept). Rules:
       configured agent.
    Whatever is still open is asked in one line that names the user's machines (or the
    agents); nothing is started.
-4. Two messages racing into one conversation without a session start one session: starts are
-   taken one at a time per conversation, and the later message becomes a prompt of the first's
-   session (rule 1).
+4. Two messages racing into one conversation without a session start one session: a user's
+   starts are taken one at a time per conversation, and the later message becomes a prompt of
+   the first's session (rule 1). Different users' mentions in one channel do not wait for each
+   other (each opens its own thread).
 """
 
 from __future__ import annotations
@@ -138,12 +139,12 @@ class Starter:
 
     def __init__(self, service: ConversationService) -> None:
         self.service = service
-        # conversation → [its lock, how many starts hold or wait for it] (rule 4); an entry
-        # lives only while a start is under way, so the table stays as small as the traffic.
-        self._turns: dict[ConversationRef, list] = {}
+        # (conversation, user) → [its lock, how many starts hold or wait for it] (rule 4); an
+        # entry lives only while a start is under way, so the table stays as small as the traffic.
+        self._turns: dict[tuple[ConversationRef, str], list] = {}
 
     async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
-        where = invocation.conversation
+        where = (invocation.conversation, invocation.user_id)
         entry = self._turns.setdefault(where, [asyncio.Lock(), 0])
         entry[1] += 1
         try:
