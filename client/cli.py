@@ -154,6 +154,7 @@ def build_settings(args: argparse.Namespace):
         host=args.host,
         port=args.port,
         public_address=args.public_address,
+        metrics_token=os.environ.get("RAWP_METRICS_TOKEN") or None,
         agents_file=agents_file,
         default_workspace=Path(args.default_workspace) if args.default_workspace else None,
         dev=args.dev,

@@ -14,15 +14,17 @@ import logging
 from quart import Quart
 from werkzeug.exceptions import HTTPException
 
-from master.api import auth, health, nodes
+from master.api import auth, health, metrics, nodes
 from master.api.common import EXTENSION
 from master.edge import api as edge_api
 from master.edge import ws as edge_ws
+from master.metrics import MasterMetrics
 from master.services.rate_limit import RateLimiter
 from master.settings import Settings
 from master.wiring import build_services
-from rawp.clock import SYSTEM_CLOCK, Clock
+from rawp.clock import SYSTEM_CLOCK, Clock, new_id
 from rawp.errors import RawpError
+from rawp.logs import REQUEST_ID
 
 log = logging.getLogger("rawp.master")
 
@@ -46,11 +48,28 @@ def create_app(
     app.register_blueprint(nodes.blueprint)
     app.register_blueprint(edge_api.blueprint)  # Edge API (RAWP §9), master/edge
     app.register_blueprint(edge_ws.blueprint)
+    app.register_blueprint(metrics.blueprint)
     app.after_request(nodes.add_legacy_warning)
+    app_metrics = MasterMetrics()  # this app's own registry (several apps in one test process)
+
+    @app.before_request
+    @app.before_websocket
+    async def name_the_request() -> None:
+        # rawp.logs rule 1: every line logged while serving it names this request.
+        REQUEST_ID.set(new_id())
+
+    @app.after_request
+    async def tell_the_request_id(response):
+        request_id = REQUEST_ID.get()
+        if request_id is not None:
+            response.headers["X-Request-Id"] = request_id
+        return response
 
     @app.before_serving
     async def start() -> None:
-        app.extensions[EXTENSION] = services = await build_services(settings, clock, limiter)
+        app.extensions[EXTENSION] = services = await build_services(
+            settings, clock, limiter, app_metrics
+        )
         if services.edge is not None:
             await services.edge.start()  # reattach sessions a previous process left (Edge API)
 
