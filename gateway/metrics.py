@@ -139,7 +139,7 @@ class _LiveSessions(Collector):
 
 
 def _asked_wait(response: Any) -> float:
-    for header in ("Retry-After", "X-RateLimit-Reset-After"):
+    for header in ("X-RateLimit-Reset-After", "Retry-After"):
         try:
             return max(0.0, float(response.headers.get(header, "")))
         except ValueError:
