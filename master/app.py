@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from quart import Quart
+from quart import Quart, request, websocket
 from werkzeug.exceptions import HTTPException
 
 from master.api import auth, health, metrics, nodes
@@ -22,9 +22,9 @@ from master.metrics import MasterMetrics
 from master.services.rate_limit import RateLimiter
 from master.settings import Settings
 from master.wiring import build_services
-from rawp.clock import SYSTEM_CLOCK, Clock, new_id
+from rawp.clock import SYSTEM_CLOCK, Clock, is_uuid4, new_id
 from rawp.errors import RawpError
-from rawp.logs import REQUEST_ID
+from rawp.logs import REQUEST_ID, SESSION_ID
 
 log = logging.getLogger("rawp.master")
 
@@ -53,10 +53,20 @@ def create_app(
     app_metrics = MasterMetrics()  # this app's own registry (several apps in one test process)
 
     @app.before_request
-    @app.before_websocket
     async def name_the_request() -> None:
-        # rawp.logs rule 1: every line logged while serving it names this request.
+        # rawp.logs rule 1: every line logged while serving it names this request, and the
+        # session its path names (the task serving a request ends with it: no reset).
         REQUEST_ID.set(new_id())
+        session_id = (request.view_args or {}).get("session_id")
+        if isinstance(session_id, str) and is_uuid4(session_id):  # never raw input in a log
+            SESSION_ID.set(session_id)
+
+    @app.before_websocket
+    async def name_the_socket() -> None:
+        REQUEST_ID.set(new_id())
+        session_id = websocket.args.get("session_id")
+        if session_id and is_uuid4(session_id):
+            SESSION_ID.set(session_id)
 
     @app.after_request
     async def tell_the_request_id(response):
