@@ -24,8 +24,9 @@ def discord_route(method: str, path: str) -> str:
 
 
 def slack_method(path: str) -> str:
-    name = path.rstrip("/").rpartition("/")[2]
-    return name if _SLACK_METHOD.fullmatch(name) else "other"
+    parent, _, name = path.rstrip("/").rpartition("/")
+    is_api = parent.endswith("/api")  # Web API methods live at <base>/api/<method>
+    return name if is_api and _SLACK_METHOD.fullmatch(name) else "other"
 
 
 def discord_label(params: Any) -> str:

@@ -8,7 +8,7 @@ Rules:
    their entry points (an HTTP request, a WebSocket, a session's own tasks) with `bound()`;
    asyncio tasks copy them when they are created, so a task started for a session logs its id.
 2. Nothing secret reaches a line, in either format, through this module's formatter: `scrub`
-   replaces the values of `ticket`, `token`, `code`, `secret` and `password` query or key=value
+   replaces the values of `…ticket`, `…token`, `…secret` and `password` query or key=value
    parameters, bearer credentials, and every value registered with `hide()` (the tiers
    register their edge secret and platform tokens) by `…`.
 3. Pure: standard library only (architecture: `rawp` imports no server library).
@@ -33,9 +33,9 @@ SESSION_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("session
 
 _HIDDEN: set[str] = set()
 # `ticket=…`, `token: …`, `"secret": "…"`: the name, its separator, then the value up to a
-# delimiter. `code` is the OAuth/pairing code a URL may carry.
+# delimiter (a pairing URL carries its token as `?token=`).
 _NAMED = re.compile(
-    r"""(?P<name>\b(?:[a-z_]*ticket|[a-z_]*token|code|[a-z_]*secret|password)\b["']?\s*[=:]\s*["']?)"""
+    r"""(?P<name>\b(?:[a-z_]*ticket|[a-z_]*token|[a-z_]*secret|password)\b["']?\s*[=:]\s*["']?)"""
     r"""(?P<value>[^\s&"',;)}\]]+)""",
     re.IGNORECASE,
 )

@@ -88,6 +88,7 @@ async def test_slack_calls_and_a_429_are_counted():
             await bot.close()
         assert [c.body["text"] for c in fake.ok_calls("chat.postMessage")] == ["hello"]
         status, text = await scrape(metrics)
+    assert status == 200
     found = samples(text)
     calls = "rawp_gateway_platform_calls_total"
     assert value(found, calls, platform="slack", method="chat.postMessage", status="429") == 1
