@@ -86,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 0 if args.command is None else 2
+    logs.hide_environment(os.environ)  # .env included: read above
     try:
         logs.configure(args.log_format)
     except ValueError as exc:

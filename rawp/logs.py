@@ -9,8 +9,8 @@ Rules:
    asyncio tasks copy them when they are created, so a task started for a session logs its id.
 2. Nothing secret reaches a line, in either format, through this module's formatter: `scrub`
    replaces the values of `…ticket`, `…token`, `…secret` and `password` query or key=value
-   parameters, bearer credentials, and every value registered with `hide()` (the tiers
-   register their edge secret and platform tokens) by `…`.
+   parameters, bearer credentials, and every value registered with `hide()` by `…` (`rawp`
+   registers every environment variable named like a credential: `hide_environment`).
 3. Pure: standard library only (architecture: `rawp` imports no server library).
 """
 
@@ -21,9 +21,9 @@ import contextvars
 import logging
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO
 
 import orjson
 
@@ -47,6 +47,15 @@ def hide(*values: str | None) -> None:
     """Rule 2: never print these values (secrets shorter than 6 characters are not values
     worth hiding, and hiding them would mangle ordinary words)."""
     _HIDDEN.update(v for v in values if v and len(v) >= 6)
+
+
+SECRET_NAMES = ("SECRET", "TOKEN", "PASSWORD", "API_KEY")
+
+
+def hide_environment(env: Mapping[str, str]) -> None:
+    """Rule 2 for the whole process: the values of every variable named like a credential
+    (`RAWP_EDGE_SECRET`, `DISCORD_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, `*_API_KEY`…)."""
+    hide(*(value for name, value in env.items() if any(s in name.upper() for s in SECRET_NAMES)))
 
 
 def scrub(text: str) -> str:
@@ -96,11 +105,27 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(line).decode()
 
 
+def _scrubbing_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        # A malformed call is logging's to report when the line is written, as without this.
+        with contextlib.suppress(Exception):
+            record.msg, record.args = scrub(record.getMessage()), None
+        return record
+
+    factory.scrubs = True  # type: ignore[attr-defined]
+    return factory
+
+
 def configure(fmt: str, level: int = logging.INFO, stream: TextIO | None = None) -> None:
-    """Rule 1: JSON lines on stderr for the whole process. Text is left to each command's own
+    """Rule 2 for every line of the process whatever its handler (records are scrubbed as
+    they are made), and rule 1: JSON lines on stderr. Text is left to each command's own
     `logging.basicConfig`, which does nothing once a handler is installed here."""
     if fmt not in FORMATS:
         raise ValueError(f"log format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    current = logging.getLogRecordFactory()
+    if not getattr(current, "scrubs", False):
+        logging.setLogRecordFactory(_scrubbing_factory(current))
     if fmt != "json":
         return
     handler = logging.StreamHandler(stream or sys.stderr)

@@ -111,3 +111,30 @@ def test_bearer_credentials_and_ordinary_words():
 def test_configure_refuses_an_unknown_format():
     with pytest.raises(ValueError, match="text, json"):
         logs.configure("xml")
+
+
+def test_credentials_in_the_environment_are_hidden():
+    logs.hide_environment(
+        {
+            "RAWP_EDGE_SECRET": "edge-secret-value-1",
+            "SLACK_BOT_TOKEN": "xoxb-1-2-3",
+            "HOME": "/home",
+        }
+    )
+    line = logs.scrub("talking to xoxb-1-2-3 with edge-secret-value-1 from /home")
+    assert line == "talking to … with … from /home"
+
+
+def test_text_lines_are_scrubbed_as_they_are_made():
+    """Whatever handler a command installs, a record's message is scrubbed when it is made."""
+    before = logging.getLogRecordFactory()
+    try:
+        logs.configure("text")
+        logs.configure("text")  # once is enough: the factory is not wrapped twice
+        record = logging.getLogger("rawp.test").makeRecord(
+            "rawp.test", logging.INFO, __file__, 1, "opening %s", ("/ws?ticket=abc123",), None
+        )
+        assert record.getMessage() == "opening /ws?ticket=…"
+        assert getattr(logging.getLogRecordFactory(), "scrubs", False)
+    finally:
+        logging.setLogRecordFactory(before)
