@@ -190,6 +190,7 @@ def run_serve(args: argparse.Namespace) -> int:
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
     config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")  # through our handler (rawp.logs)
     if settings.certfile:
         config.certfile, config.keyfile = str(settings.certfile), str(settings.keyfile)
 

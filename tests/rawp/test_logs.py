@@ -7,7 +7,10 @@ import asyncio
 import io
 import json
 import logging
+import os
 import string
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -138,3 +141,16 @@ def test_text_lines_are_scrubbed_as_they_are_made():
         assert getattr(logging.getLogRecordFactory(), "scrubs", False)
     finally:
         logging.setLogRecordFactory(before)
+
+
+def test_a_bad_log_format_is_one_line_and_help_still_works():
+    env = {**os.environ, "RAWP_LOG_FORMAT": "xml"}
+    run = [sys.executable, "-m", "rawp.cli", "gateway"]
+    bad = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.strip().splitlines() == [
+        "rawp gateway: --log-format / RAWP_LOG_FORMAT: log format must be one of text, json, "
+        "not 'xml'"
+    ]
+    helped = subprocess.run([*run, "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "--log-format" in helped.stdout
