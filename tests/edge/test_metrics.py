@@ -1,6 +1,7 @@
 """Observability end to end (issue 17 §2): a real master and a real client (processes,
 loopback, `--dev`, JSON logs), the demo agent, an edge written here. One relayed turn and one
-reconnect move the counters on both tiers' `/metrics` (read with prometheus_client's parser);
+reconnect move the counters on both tiers' `/metrics` (read with prometheus_client's parser,
+with the scrape token: without it the scrape is refused);
 neither the scrapes nor any JSON log line carries the edge secret, a user token or a ticket,
 and the master's lines about the session name it."""
 
@@ -43,13 +44,8 @@ TOKEN = "scrape-token-for-tests-0123456789"
 
 @pytest.fixture
 def json_stack(tmp_path):
-    with running_stack(tmp_path, OWNER, env={"RAWP_LOG_FORMAT": "json"}) as made:
-        yield made
-
-
-@pytest.fixture
-def token_stack(tmp_path):
-    with running_stack(tmp_path, OWNER, env={"RAWP_METRICS_TOKEN": TOKEN}) as made:
+    env = {"RAWP_LOG_FORMAT": "json", "RAWP_METRICS_TOKEN": TOKEN}
+    with running_stack(tmp_path, OWNER, env=env) as made:
         yield made
 
 
@@ -84,9 +80,14 @@ async def test_a_relayed_turn_moves_the_counters_and_leaks_no_secret(json_stack)
             for _ in range(replayed):
                 await recv(ws)
 
-            status, master_text = await scrape(master_metrics)
+            # With RAWP_METRICS_TOKEN set, only its bearer is answered (rawp.scrape_access).
+            for url in (master_metrics, client_metrics):
+                status, body = await scrape(url)
+                assert status == 403 and json.loads(body)["error_code"] == "METRICS_FORBIDDEN"
+            bearer = {"Authorization": f"Bearer {TOKEN}"}
+            status, master_text = await scrape(master_metrics, bearer)
             assert status == 200, master_text
-            status, client_text = await scrape(client_metrics)
+            status, client_text = await scrape(client_metrics, bearer)
             assert status == 200, client_text
             user_token = edge.token
         stack.stop_client()
@@ -119,7 +120,7 @@ async def test_a_relayed_turn_moves_the_counters_and_leaks_no_secret(json_stack)
     assert value(c, "rawp_client_sessions", state="RUNNING") == 1
     assert value(c, "rawp_client_sockets", peer="master") == 1
 
-    secrets = [EDGE_SECRET, user_token, *tickets]
+    secrets = [EDGE_SECRET, TOKEN, user_token, *tickets]
     for text in (master_text, client_text, master_log, client_log):
         for secret in secrets:
             assert secret not in text
@@ -131,13 +132,3 @@ async def test_a_relayed_turn_moves_the_counters_and_leaks_no_secret(json_stack)
     assert about_the_session
     assert all(line.get("session_id") == sid for line in about_the_session), about_the_session
     assert any("request_id" in line for line in master_lines)
-
-
-async def test_metrics_need_the_scrape_token_when_one_is_set(token_stack):
-    stack, token = token_stack, TOKEN
-    if True:
-        for url in (f"{stack.master_url}/metrics", f"http://127.0.0.1:{stack.client_port}/metrics"):
-            status, body = await scrape(url)
-            assert status == 403 and json.loads(body)["error_code"] == "METRICS_FORBIDDEN"
-            status, _ = await scrape(url, {"Authorization": f"Bearer {token}"})
-            assert status == 200
