@@ -8,8 +8,8 @@ prompt, a user or a session id (one series per session would grow without bound)
 
 Relay latency is the time from a client frame's arrival in the data plane (`FRAME_ARRIVED`, a
 context variable set by `DataPlane.from_client`) to its write on each edge socket. It is
-measured for frames published in this process (the in-process relay, or the replica that holds
-the session's client link when its edges are here too); replayed frames are not timed.
+measured for frames the in-process relay publishes; replayed frames are not timed, nor, with
+several replicas, frames that reach edge sockets through Redis (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -111,8 +111,9 @@ class MasterMetrics:
             "Tool invocations reported by session.usage",
             registry=r,
         )
-        for direction in ("to_edge", "to_client"):
-            self.frames_relayed.labels(direction)
+        # The hot path's children, looked up once (a label lookup per frame is a dict + lock).
+        self.to_edge = self.frames_relayed.labels("to_edge")
+        self.to_client = self.frames_relayed.labels("to_client")
         for kind in ("input", "output"):
             self.tokens.labels(kind)
         r.register(_LiveTable(self))

@@ -180,7 +180,7 @@ class DataPlane:
                     log.warning("session %s: could not release control frame %s", live.id, ref)
             self._refuse(edge, live, "CLIENT_UNAVAILABLE", UNAVAILABLE, ref)
             return
-        self.metrics.frames_relayed.labels("to_client").inc()
+        self.metrics.to_client.inc()
         await self._active(live)
 
     def _refuse(

@@ -122,7 +122,7 @@ class EdgeSocket:
             await self.wire.send(text)
             self.backlog -= len(text)
             if self.metrics is not None:
-                self.metrics.frames_relayed.labels("to_edge").inc()
+                self.metrics.to_edge.inc()
                 if arrived is not None:
                     self.metrics.relay_latency.observe(time.perf_counter() - arrived)
 
