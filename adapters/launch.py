@@ -37,6 +37,7 @@ from gateway.conversations import ConversationService, ConversationSettings, Sta
 from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.interactions import DEFAULT_TIMEOUT_S
 from gateway.live import LiveSession
+from gateway.metrics import GatewayMetrics, MetricsServer
 from gateway.platform import Invocation
 from gateway.render import RenderOptions
 from rawp.tasks import race
@@ -66,6 +67,9 @@ class GatewayConfig:
     console_user: str = "local"
     node: str | None = None
     agent: str = "demo"
+    # GET /metrics and /health on this host:port (gateway.metrics); None: not served.
+    metrics_address: tuple[str, int] | None = None
+    metrics_token: str | None = field(default=None, repr=False)
 
 
 def choose_platforms(
@@ -105,10 +109,15 @@ async def run_gateway(
         ),
     )
     services: list[ConversationService] = []
+    metrics = GatewayMetrics()
+    server = MetricsServer(metrics, config.metrics_token)
     try:
+        if config.metrics_address is not None:
+            await server.start(*config.metrics_address)
         if config.platforms == ("console",):
             service = ConversationService(edge, store, settings)
             services.append(service)
+            metrics.watch("console", lambda: list(service.live.values()))
             return await run_console(
                 service, config, stdin or sys.stdin, stdout or sys.stdout, stop=stop
             )
@@ -116,28 +125,30 @@ async def run_gateway(
         for name in config.platforms:
             service = ConversationService(edge, store, settings)
             services.append(service)
-            bots.append(_bot(name, service))
+            metrics.watch(name, lambda service=service: list(service.live.values()))
+            bots.append(_bot(name, service, metrics))
         return await _serve_bots(bots, services, stop or _signal_event())
     finally:
+        await server.close()
         for service in services:
             await service.close()
         await store.close()
         await edge.close()
 
 
-def _bot(name: str, service: ConversationService):
+def _bot(name: str, service: ConversationService, metrics: GatewayMetrics | None = None):
     if name == "discord":
         from adapters.discord import DiscordBot, DiscordSettings
 
         try:
-            bot = DiscordBot(DiscordSettings.from_env(), service)
+            bot = DiscordBot(DiscordSettings.from_env(), service, metrics)
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     elif name == "slack":
         from adapters.slack import SlackBot, SlackSettings
 
         try:
-            bot = SlackBot(SlackSettings.from_env(), service)
+            bot = SlackBot(SlackSettings.from_env(), service, metrics)
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     else:

@@ -22,6 +22,7 @@ from client.agent_groups import GroupRecord
 from client.agents import load_agents
 from client.agents.base import AgentSpec
 from client.api.common import error_response
+from client.api.metrics import metrics
 from client.api.routes import agents, auth, fs, health, session
 from client.api.stream import stream
 from client.auth import ClientAuth
@@ -33,9 +34,10 @@ from client.sessions import SessionManager
 from client.settings import ClientSettings
 from client.state import StateDir
 from client.tickets import TicketStore
-from rawp.clock import SYSTEM_CLOCK, Clock
+from rawp.clock import SYSTEM_CLOCK, Clock, new_id
 from rawp.errors import RawpError
 from rawp.events import FileCandidates, FileSearch
+from rawp.logs import REQUEST_ID
 from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
@@ -133,8 +135,14 @@ def create_app(
     app = Quart("rawp-client")
     svc = build_services(settings, clock, search)
     app.config["client_services"] = svc
-    for blueprint in (health, agents, fs, session, auth, stream):
+    for blueprint in (health, agents, fs, session, auth, stream, metrics):
         app.register_blueprint(blueprint)
+
+    @app.before_request
+    @app.before_websocket
+    async def name_the_request() -> None:
+        # rawp.logs rule 1: every line logged while serving it names this request.
+        REQUEST_ID.set(new_id())
 
     @app.errorhandler(RawpError)
     async def rawp_error(exc: RawpError):

@@ -154,6 +154,7 @@ def build_settings(args: argparse.Namespace):
         host=args.host,
         port=args.port,
         public_address=args.public_address,
+        metrics_token=os.environ.get("RAWP_METRICS_TOKEN") or None,
         agents_file=agents_file,
         default_workspace=Path(args.default_workspace) if args.default_workspace else None,
         dev=args.dev,
@@ -189,6 +190,7 @@ def run_serve(args: argparse.Namespace) -> int:
     config = Config()
     config.bind = [f"{settings.host}:{settings.port}"]
     config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")  # through our handler (rawp.logs)
     if settings.certfile:
         config.certfile, config.keyfile = str(settings.certfile), str(settings.keyfile)
 

@@ -37,11 +37,13 @@ from client.agents.base import Agent, Prompt
 from client.buffer import BufferedFrame, FrameBuffer
 from client.chunking import SHORTENABLE, SPLITTABLE, shorten, split_text
 from client.env_secrets import secret_fingerprints
+from client.metrics import ClientMetrics
 from rawp.clock import Clock, new_id
 from rawp.config import PinnedConfig
 from rawp.events import EVENTS, Capabilities, Direction, Payload
 from rawp.fingerprints import new_salt
 from rawp.frames import dump_frame, frame_size, make_frame
+from rawp.logs import bind_session
 from rawp.session_state import SessionEvent, SessionState, next_state
 from rawp.tasks import TaskOwner
 
@@ -101,9 +103,13 @@ class Session:
         pinned: PinnedConfig,
         clock: Clock,
         turn_queue_max: int,
+        agent_kind: str = "",
+        metrics: ClientMetrics | None = None,
     ) -> None:
         self.id = session_id
         self.agent_name = agent_name
+        self.agent_kind = agent_kind
+        self.metrics = metrics or ClientMetrics()
         self.workspace = workspace
         self.pinned = pinned
         self.limits = pinned.limits
@@ -274,12 +280,15 @@ class Session:
         if reattach:
             cursor = self.reattach_cursor
             replay = self.buffer.replay_after(cursor)
+            dropped = self.buffer.take_dropped()
+            self.metrics.replay_frames.observe(len(replay))
+            self.metrics.frames_dropped.labels("buffer_overflow").inc(dropped)
             history = make_frame(
                 "session.history",
                 {
                     "since_message_id": cursor,
                     "replayed": len(replay),
-                    "dropped": self.buffer.take_dropped(),
+                    "dropped": dropped,
                     "policy": self.limits.buffer_overflow_policy,
                 },
                 session_id=self.id,
@@ -321,6 +330,7 @@ class Session:
         self.tasks.spawn(self._turns_or_end(on_failure), name="turns")
 
     async def _turns_or_end(self, on_failure: Any) -> None:
+        bind_session(self.id)  # this task's log lines name the session (rawp.logs rule 1)
         try:
             await self._run_turns()
         except Exception:  # logged once, here, at the session's boundary (rule 4)
@@ -354,7 +364,9 @@ class Session:
                     {"code": "AGENT_FAILED", "message": type(exc).__name__, "severity": "error"},
                 )
                 stop_reason = "error"
-            duration = int((self.clock.monotonic() - started) * 1000)
+            took = self.clock.monotonic() - started
+            self.metrics.turn(self.agent_kind, stop_reason, took)
+            duration = int(took * 1000)
             await self.emit(
                 "session.turn.end",
                 {"turn_id": turn_id, "stop_reason": stop_reason, "duration_ms": max(0, duration)},

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from client.agents import create_agent
 from client.agents.base import AgentSpec
+from client.metrics import ClientMetrics
 from client.paths import PathGuard
 from client.process import AgentProcesses
 from client.session import Session
@@ -69,7 +70,10 @@ class SessionManager:
         turn_queue_max: int,
         pinned: Any,  # () -> PinnedConfig, the snapshot last synced
         processes: AgentProcesses | None = None,
+        metrics: ClientMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or ClientMetrics()
+        self.metrics.sessions = lambda: self.sessions.values()
         self.agents = agents
         self.guard = guard
         self.tickets = tickets
@@ -129,6 +133,8 @@ class SessionManager:
             pinned=pinned,
             clock=self.clock,
             turn_queue_max=self.turn_queue_max,
+            agent_kind=spec.kind,
+            metrics=self.metrics,
         )
         agent = create_agent(
             spec,
@@ -167,6 +173,7 @@ class SessionManager:
         if session is None or session.state == SessionState.TERMINATED:
             raise NotFound("no such session (it may have ended)", "SESSION_NOT_FOUND")
         resume = session.buffer.after(after)
+        self.metrics.replay_frames.observe(len(resume.frames))
         return {
             "session_id": session.id,
             "since_message_id": after,

@@ -42,6 +42,9 @@ class ClientSettings:
     # How often (real seconds) expired tickets and reattach windows are swept.
     sweep_interval: float = 0.25
     max_body_bytes: int = 1024 * 1024
+    # GET /metrics needs `Authorization: Bearer <this>` when set; else loopback peers only
+    # (rawp.scrape_access). Read from RAWP_METRICS_TOKEN only: never a flag.
+    metrics_token: str | None = field(default=None, repr=False)
     extra: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -85,6 +85,7 @@ class StreamHandler:
                 return
             text = item if isinstance(item, str) else item.text
             await self.socket.send(text)
+            self.session.metrics.frames_sent.inc()
             outbox.sent(item)
             Session.mark_sent(item)
 
@@ -116,6 +117,7 @@ class StreamHandler:
             return
         if frame.type.startswith("control.") and not self.session.first_control(frame.message_id):
             log.debug("session %s: repeated control %s dropped", self.session.id, frame.message_id)
+            self.session.metrics.frames_dropped.labels("duplicate_control").inc()
             return  # session rule 6: it took effect the first time
         payload = frame.payload
         if isinstance(payload, PromptRequest):

@@ -71,6 +71,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="comma-separated node ids whose sessions are shown without redacting credentials "
         "(RAWP_GATEWAY_UNREDACTED_NODES; default none: every node is redacted, issue 15 §3)",
     )
+    parser.add_argument(
+        "--metrics-address",
+        default=env("RAWP_GATEWAY_METRICS_ADDRESS") or None,
+        help="host:port to serve GET /metrics and GET /health on, e.g. 127.0.0.1:9464 "
+        "(RAWP_GATEWAY_METRICS_ADDRESS; default: not served)",
+    )
     console = parser.add_argument_group("console platform")
     console.add_argument(
         "--user",
@@ -107,6 +113,14 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 0 < args.approval_timeout <= 7 * 24 * 3600:
         raise CommandError("--approval-timeout must be a number of seconds from 0 to a week")
+    metrics_address = None
+    if args.metrics_address:
+        from gateway.metrics import parse_address
+
+        try:
+            metrics_address = parse_address(args.metrics_address)
+        except ValueError as exc:
+            raise CommandError(f"--metrics-address: {exc}") from None
     launch = importlib.import_module(WIRING_MODULE)
     try:
         platforms = launch.choose_platforms(args.platform)
@@ -132,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         console_user=args.user,
         node=args.node,
         agent=args.agent,
+        metrics_address=metrics_address,
+        metrics_token=os.environ.get("RAWP_METRICS_TOKEN") or None,
     )
     try:
         return asyncio.run(launch.run_gateway(config))

@@ -109,6 +109,11 @@ class SessionLink:
 
     # --- FrameLink ---------------------------------------------------------------------------
 
+    @property
+    def connected(self) -> bool:
+        """Its WebSocket to the master is open now (gateway.metrics reads this)."""
+        return self._ws is not None and not self._ws.closed
+
     async def send(self, frame: Frame) -> None:
         text = dump_frame(frame)
         while not self.ended:

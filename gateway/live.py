@@ -40,6 +40,7 @@ from gateway.session import ChatSession
 from rawp.clock import SYSTEM_CLOCK, Clock, new_id
 from rawp.events import FileCandidate, FileCandidates, FileSearch, InteractionResponse
 from rawp.frames import Frame, make_frame
+from rawp.logs import bind_session
 from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,7 @@ class LiveSession:
         self._pump = owner.spawn(self._run(), name=f"session {self.session_id}")
 
     async def _run(self) -> None:
+        bind_session(self.session_id)  # the pump's log lines name its session (rawp.logs)
         try:
             await self.chat.pump(self._rendered)
         finally:

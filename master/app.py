@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import logging
 
-from quart import Quart
+from quart import Quart, request, websocket
 from werkzeug.exceptions import HTTPException
 
-from master.api import auth, health, nodes
+from master.api import auth, health, metrics, nodes
 from master.api.common import EXTENSION
 from master.edge import api as edge_api
 from master.edge import ws as edge_ws
+from master.metrics import MasterMetrics
 from master.services.rate_limit import RateLimiter
 from master.settings import Settings
 from master.wiring import build_services
-from rawp.clock import SYSTEM_CLOCK, Clock
+from rawp.clock import SYSTEM_CLOCK, Clock, is_uuid4, new_id
 from rawp.errors import RawpError
+from rawp.logs import REQUEST_ID, SESSION_ID
 
 log = logging.getLogger("rawp.master")
 
@@ -46,11 +48,38 @@ def create_app(
     app.register_blueprint(nodes.blueprint)
     app.register_blueprint(edge_api.blueprint)  # Edge API (RAWP §9), master/edge
     app.register_blueprint(edge_ws.blueprint)
+    app.register_blueprint(metrics.blueprint)
     app.after_request(nodes.add_legacy_warning)
+    app_metrics = MasterMetrics()  # this app's own registry (several apps in one test process)
+
+    @app.before_request
+    async def name_the_request() -> None:
+        # rawp.logs rule 1: every line logged while serving it names this request, and the
+        # session its path names (the task serving a request ends with it: no reset).
+        REQUEST_ID.set(new_id())
+        session_id = (request.view_args or {}).get("session_id")
+        if isinstance(session_id, str) and is_uuid4(session_id):  # never raw input in a log
+            SESSION_ID.set(session_id)
+
+    @app.before_websocket
+    async def name_the_socket() -> None:
+        REQUEST_ID.set(new_id())
+        session_id = websocket.args.get("session_id")
+        if session_id and is_uuid4(session_id):
+            SESSION_ID.set(session_id)
+
+    @app.after_request
+    async def tell_the_request_id(response):
+        request_id = REQUEST_ID.get()
+        if request_id is not None:
+            response.headers["X-Request-Id"] = request_id
+        return response
 
     @app.before_serving
     async def start() -> None:
-        app.extensions[EXTENSION] = services = await build_services(settings, clock, limiter)
+        app.extensions[EXTENSION] = services = await build_services(
+            settings, clock, limiter, app_metrics
+        )
         if services.edge is not None:
             await services.edge.start()  # reattach sessions a previous process left (Edge API)
 

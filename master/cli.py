@@ -240,6 +240,7 @@ def settings_from(args: argparse.Namespace):
         auth_budget=auth_budget,
         redis_url=args.redis_url,
         redis_prefix=args.redis_prefix,
+        metrics_token=os.environ.get("RAWP_METRICS_TOKEN") or None,
         edge=edge_settings_from(args),
     )
 

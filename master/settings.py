@@ -86,6 +86,9 @@ class Settings:
     redis_url: str | None = field(default=None, repr=False)
     # Every key the master writes in Redis starts with this (several deployments, one Redis).
     redis_prefix: str = "rawp:"
+    # GET /metrics needs `Authorization: Bearer <this>` when set; else loopback peers only
+    # (rawp.scrape_access). Read from RAWP_METRICS_TOKEN only: never a flag.
+    metrics_token: str | None = field(default=None, repr=False)
     # --- Edge API (RAWP §9; docs/edge-api.md) ---
     edge: EdgeSettings = field(default_factory=EdgeSettings)
 

@@ -9,6 +9,7 @@ from master.client_calls import ClientCaller
 from master.edge.notify import NotifyingConfigScopes
 from master.edge.relay import InProcessRelay, Relay
 from master.edge.wiring import EdgeServices, build_edge
+from master.metrics import MasterMetrics
 from master.services.addresses import AddressPolicy
 from master.services.config_scopes import ConfigScopes
 from master.services.keys import load_or_create_signing_key
@@ -42,6 +43,7 @@ class Services:
     # §3.2 for pairing and every call; its `resolve` is the seam tests answer names through.
     addresses: AddressPolicy
     edge: EdgeServices | None = None  # the Edge API (master/edge)
+    metrics: MasterMetrics | None = None  # GET /metrics (master.api.metrics)
 
     async def close(self) -> None:
         if self.edge is not None:
@@ -54,8 +56,12 @@ class Services:
 
 
 async def build_services(
-    settings: Settings, clock: Clock, limiter: RateLimiter | None = None
+    settings: Settings,
+    clock: Clock,
+    limiter: RateLimiter | None = None,
+    metrics: MasterMetrics | None = None,
 ) -> Services:
+    metrics = metrics or MasterMetrics()
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     db = Database(database_url(settings.database_url, settings.state_dir))
     await migrate(db)
@@ -97,7 +103,9 @@ async def build_services(
         calls=client_calls,
         starter=starter,
         sockets=sockets,
+        metrics=metrics,
     )
+    metrics.live_sessions = lambda: edge.sessions.live.values()
     return Services(
         settings=settings,
         clock=clock,
@@ -112,6 +120,7 @@ async def build_services(
         sessions=starter,
         addresses=addresses,
         edge=edge,
+        metrics=metrics,
     )
 
 

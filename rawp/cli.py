@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from rawp import __version__
+from rawp import __version__, logs
 
 # name → (module, one-line summary). The order is the order of `rawp --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         importlib.import_module(module_name).configure(command)
+        command.add_argument(
+            "--log-format",
+            default=os.environ.get("RAWP_LOG_FORMAT") or "text",
+            help="text (default) or json: one JSON object per line with request_id and "
+            "session_id where one applies (RAWP_LOG_FORMAT)",
+        )
     return parser
 
 
@@ -80,6 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 0 if args.command is None else 2
+    logs.hide_environment(os.environ)  # .env included: read above
+    try:
+        logs.configure(args.log_format)
+    except ValueError as exc:
+        print(f"rawp {args.command}: --log-format / RAWP_LOG_FORMAT: {exc}", file=sys.stderr)
+        return 2
     try:
         return int(handler(args) or 0)
     except KeyboardInterrupt:

@@ -34,10 +34,12 @@ import discord.http
 import yarl
 from discord import app_commands
 
+from adapters.call_labels import discord_label
 from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
 from adapters.discord.commands import RawpCommands
 from adapters.discord.platform import DiscordPlatform, conversation_of
 from adapters.discord.settings import DiscordSettings
+from gateway.metrics import GatewayMetrics
 from gateway.platform import ConversationHooks, Invocation, MessageRef
 from gateway.prompt import PromptDraft, PromptError
 from rawp.events import PromptRequest
@@ -68,9 +70,12 @@ class DiscordBot:
         self,
         settings: DiscordSettings,
         hooks: ConversationHooks | None = None,
+        metrics: GatewayMetrics | None = None,
         **client_options: Any,
     ) -> None:
         self.settings = settings
+        if metrics is not None:  # every REST call, 429s included (gateway.metrics)
+            client_options["http_trace"] = metrics.platform_trace("discord", discord_label)
         self.client = discord.Client(intents=intents(settings), **client_options)
         self.tree = app_commands.CommandTree(self.client)
         policy = AccessPolicy(

@@ -20,11 +20,13 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.call_labels import slack_label
 from adapters.slack import handlers
 from adapters.slack.access import SlackAccess, members_from
 from adapters.slack.mrkdwn import from_slack_text
 from adapters.slack.platform import SlackPlatform, web_client
 from adapters.slack.settings import SlackSettings
+from gateway.metrics import GatewayMetrics
 from gateway.platform import ConversationHooks
 from gateway.prompt import PromptDraft, PromptError
 from rawp.events import PromptRequest
@@ -36,9 +38,26 @@ T = TypeVar("T")
 
 
 class SlackBot:
-    def __init__(self, settings: SlackSettings, hooks: ConversationHooks | None = None) -> None:
+    def __init__(
+        self,
+        settings: SlackSettings,
+        hooks: ConversationHooks | None = None,
+        metrics: GatewayMetrics | None = None,
+    ) -> None:
         self.settings = settings
-        self.client = web_client(settings.bot_token, settings.api_base_url, settings.max_retries)
+        # With metrics, the Web API calls share one session that counts them (gateway.metrics);
+        # slack_sdk applies no timeout to a session it did not make, so it carries its own.
+        self._session = (
+            aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=30),
+                trace_configs=[metrics.platform_trace("slack", slack_label)],
+            )
+            if metrics is not None
+            else None
+        )
+        self.client = web_client(
+            settings.bot_token, settings.api_base_url, settings.max_retries, self._session
+        )
         self.platform = SlackPlatform(self.client, hooks, approver_ids=self.approver_ids)
         self.access = SlackAccess(
             members_from(self.client),
@@ -92,6 +111,9 @@ class SlackBot:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def approver_ids(self) -> frozenset[str]:
         """Members of SLACK_APPROVER_USERGROUPS, for `RenderOptions.approver_ids` (they may

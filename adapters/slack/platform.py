@@ -30,6 +30,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
@@ -62,10 +63,13 @@ REACTIONS = {
 }
 
 
-def web_client(token: str, base_url: str, max_retries: int = 5) -> AsyncWebClient:
-    """The Web API client: the configured base URL and 429s waited out (Retry-After)."""
+def web_client(
+    token: str, base_url: str, max_retries: int = 5, session: aiohttp.ClientSession | None = None
+) -> AsyncWebClient:
+    """The Web API client: the configured base URL and 429s waited out (Retry-After); with
+    `session`, every call goes through it (the gateway's metrics trace it)."""
     retry = AsyncRateLimitErrorRetryHandler(max_retry_count=max_retries)
-    return AsyncWebClient(token=token, base_url=base_url, retry_handlers=[retry])
+    return AsyncWebClient(token=token, base_url=base_url, retry_handlers=[retry], session=session)
 
 
 def _error(refused: SlackApiError) -> str:

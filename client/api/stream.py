@@ -8,6 +8,7 @@ from client.api.common import error_response, services
 from client.stream import StreamHandler
 from rawp.errors import RawpError, UpgradeRequired
 from rawp.frames import SUBPROTOCOLS
+from rawp.logs import bind_session
 
 stream = Blueprint("stream", __name__)
 
@@ -30,6 +31,7 @@ async def ws_stream():
     except RawpError as exc:  # C-WS-03: bad, reused or expired ticket → 401
         return error_response(exc)
     await websocket.accept(subprotocol=subprotocol)
+    bind_session(session.id)  # this socket's log lines name its session (rawp.logs rule 1)
     outbox = session.attach()
     handler = StreamHandler(session, websocket, guard=svc.guard, search=svc.search)
     try:

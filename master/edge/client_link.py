@@ -53,6 +53,7 @@ from master.services.session_start import SessionStarter
 from rawp.clock import Clock
 from rawp.errors import NotFound, RawpError
 from rawp.frames import SUBPROTOCOLS
+from rawp.logs import bind_session
 from rawp.session_state import SessionEvent
 from rawp.tasks import TaskOwner
 
@@ -190,6 +191,7 @@ class ClientLink:
 
     async def _run(self, reattach_first: bool = False) -> None:
         live = self.live
+        bind_session(live.id)  # the link's log lines name its session (rawp.logs rule 1)
         # A fresh master process has no greeting cached: that one goes to the edges; a replica
         # taking over with a known cursor serves edges that were greeted already.
         repeat = reattach_first and self.cursor is not None

@@ -26,6 +26,7 @@ Edge → client (`from_edge`):
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import orjson
@@ -35,6 +36,7 @@ from master.edge.live import LiveSession
 from master.edge.policy import REJECTED, SecurityPolicy
 from master.edge.relay import GREETING_TYPES, Relay
 from master.edge.usage import UsageBook
+from master.metrics import FRAME_ARRIVED, MasterMetrics
 from master.storage import edge_sessions as store
 from master.storage.db import Database
 from rawp.clock import Clock
@@ -69,7 +71,9 @@ class DataPlane:
         errors: NodeErrors,
         db: Database,
         clock: Clock,
+        metrics: MasterMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or MasterMetrics()
         self.relay = relay
         self.usage = usage
         self.policy = policy
@@ -92,6 +96,13 @@ class DataPlane:
         `repeat_greeting` marks a greeting frame of a reattached client socket: it refreshes
         what later edges are greeted with but is not sent again to edges that have it.
         """
+        arrived = FRAME_ARRIVED.set(time.perf_counter())  # relay latency (master.metrics)
+        try:
+            return await self._from_client(live, text, repeat_greeting)
+        finally:
+            FRAME_ARRIVED.reset(arrived)
+
+    async def _from_client(self, live: LiveSession, text: str, repeat_greeting: bool) -> Any:
         try:
             envelope = orjson.loads(text)
             kind, message_id = envelope["type"], envelope["message_id"]
@@ -99,6 +110,7 @@ class DataPlane:
                 raise TypeError
         except (orjson.JSONDecodeError, KeyError, TypeError):
             log.warning("session %s: the client sent an unreadable frame; dropped", live.id)
+            self.metrics.frames_dropped.labels("unreadable").inc()
             return None
         if kind == "session.usage":
             try:
@@ -130,6 +142,7 @@ class DataPlane:
         try:
             frame = parse_frame(data, max_size=live.limits.max_frame_size)
         except FrameError as exc:
+            self.metrics.frames_dropped.labels("bad_frame").inc()
             edge.offer(dump_frame(session_error_frame(exc, live.id)))
             return
         ref = frame.message_id
@@ -151,6 +164,7 @@ class DataPlane:
             return
         if not fresh:
             log.debug("session %s: duplicate control frame %s dropped", live.id, ref)
+            self.metrics.frames_dropped.labels("duplicate_control").inc()
             return
         if isinstance(frame.payload, PromptRequest):
             verdict = self.policy.check(frame.payload)
@@ -166,11 +180,13 @@ class DataPlane:
                     log.warning("session %s: could not release control frame %s", live.id, ref)
             self._refuse(edge, live, "CLIENT_UNAVAILABLE", UNAVAILABLE, ref)
             return
+        self.metrics.to_client.inc()
         await self._active(live)
 
     def _refuse(
         self, edge: EdgeSocket, live: LiveSession, code: str, message: str, ref: str
     ) -> None:
+        self.metrics.frames_dropped.labels(code.lower()).inc()  # session_mismatch, …
         frame = make_frame(
             "session.error",
             {"code": code, "message": message, "ref_message_id": ref},

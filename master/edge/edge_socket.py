@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from master.metrics import FRAME_ARRIVED, MasterMetrics
 from rawp.tasks import race
 
 log = logging.getLogger("rawp.master.edge.socket")
@@ -45,7 +47,14 @@ class Wire(Protocol):
 
 class EdgeSocket:
     def __init__(
-        self, wire: Wire, *, user_id: str, session_id: str, node_id: str, max_backlog: int
+        self,
+        wire: Wire,
+        *,
+        user_id: str,
+        session_id: str,
+        node_id: str,
+        max_backlog: int,
+        metrics: MasterMetrics | None = None,
     ) -> None:
         self.wire = wire
         self.user_id = user_id
@@ -53,7 +62,10 @@ class EdgeSocket:
         self.node_id = node_id
         self.max_backlog = max_backlog
         self.backlog = 0  # characters of frame text queued and not yet written
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        # (frame text, when its client frame arrived: FRAME_ARRIVED, None if not timed)
+        self._queue: asyncio.Queue[tuple[str, float | None]] = asyncio.Queue()
+        self.metrics = metrics
+        self.replayed: int | None = None  # frames replayed at attach (relay rule 4), if asked
         self._kicked = asyncio.Event()
         self.close_code = NORMAL
         self.close_reason = ""
@@ -72,9 +84,11 @@ class EdgeSocket:
                 "edge too slow: its backlog passed the limit; "
                 "reconnect with a new ticket and last_message_id",
             )
+            if self.metrics is not None:
+                self.metrics.frames_dropped.labels("edge_too_slow").inc()
             return False
         self.backlog += len(text)
-        self._queue.put_nowait(text)
+        self._queue.put_nowait((text, FRAME_ARRIVED.get()))
         return True
 
     def kick(self, code: int, reason: str) -> None:
@@ -104,9 +118,13 @@ class EdgeSocket:
 
     async def _send_loop(self) -> None:
         while True:
-            text = await self._queue.get()
+            text, arrived = await self._queue.get()
             await self.wire.send(text)
             self.backlog -= len(text)
+            if self.metrics is not None:
+                self.metrics.to_edge.inc()
+                if arrived is not None:
+                    self.metrics.relay_latency.observe(time.perf_counter() - arrived)
 
     async def _receive_loop(self, on_frame: Callable[[str | bytes], Awaitable[None]]) -> None:
         while True:

@@ -213,6 +213,7 @@ class RedisRelay(InProcessRelay):
             for i, f in await self.redis.xrange(node_key, min=f"({since}")
         ]
         merged.sort(key=lambda entry: entry[0])
+        edge.replayed = len(merged)
         edge.offer(history_frame(session_id, last_message_id, len(merged)))
         for _, text in merged:
             edge.offer(text)

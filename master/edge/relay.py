@@ -208,6 +208,7 @@ async def resume_from_client(
         for text in await relay.greeting_texts(session_id):
             if message_id_of(text) not in replayed:
                 edge.offer(text)
+    edge.replayed = len(resumed.frames)
     edge.offer(history_frame(session_id, last_message_id, len(resumed.frames), resumed.dropped))
     for text in resumed.frames:
         edge.offer(text)
@@ -256,6 +257,7 @@ class InProcessRelay(Relay):
             for text in self.greeting(edge.session_id):
                 edge.offer(text)
         elif (kept := self._kept_after(hub, edge.node_id, last_message_id)) is not None:
+            edge.replayed = len(kept)
             edge.offer(history_frame(edge.session_id, last_message_id, len(kept)))
             for text in kept:
                 edge.offer(text)

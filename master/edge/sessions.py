@@ -60,6 +60,7 @@ from rawp.clock import Clock, iso
 from rawp.config import Limits
 from rawp.errors import BadRequest, NotFound, RawpError
 from rawp.http import validate
+from rawp.logs import bind_session
 from rawp.session_state import SessionEvent, SessionState
 from rawp.tasks import TaskOwner
 
@@ -126,6 +127,7 @@ class EdgeSessions:
             )
         except SessionInitFailed as exc:
             raise _passed_on(exc) from None
+        bind_session(started.session_id)  # this request's later lines name it (rawp.logs)
         live = LiveSession(
             id=started.session_id,
             node_id=node_id,

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from master.metrics import MasterMetrics
 from master.storage import usage as store
 from master.storage.db import Database
 from rawp.clock import Clock
@@ -38,9 +39,10 @@ def period_start(period: str, now: datetime) -> datetime:
 
 
 class UsageBook:
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, metrics: MasterMetrics | None = None) -> None:
         self._db = db
         self._clock = clock
+        self._metrics = metrics
 
     async def record(
         self, *, message_id: str, session_id: str, node_id: str, user_id: str, payload: Any
@@ -63,7 +65,10 @@ class UsageBook:
             cost_usd=usage.cost_usd or 0.0,
         )
         async with self._db.begin() as conn:
-            return await store.record(conn, row)
+            recorded = await store.record(conn, row)
+        if recorded and self._metrics is not None:
+            self._metrics.usage(usage)
+        return recorded
 
     async def aggregate(self, node_id: str, period: str) -> dict[str, Any]:
         since = period_start(period, self._clock.now())

@@ -14,6 +14,7 @@ from master.edge.relay import Relay
 from master.edge.sessions import EdgeSessions
 from master.edge.tickets import EdgeTickets
 from master.edge.usage import UsageBook
+from master.metrics import MasterMetrics
 from master.services.config_scopes import ConfigScopes
 from master.services.session_start import SessionStarter
 from master.services.sockets import NodeSockets
@@ -55,11 +56,12 @@ def build_edge(
     calls: ClientCaller,
     starter: SessionStarter,
     sockets: NodeSockets,
+    metrics: MasterMetrics | None = None,
 ) -> EdgeServices:
-    usage = UsageBook(db, clock)
+    usage = UsageBook(db, clock, metrics)
     errors = NodeErrors()
     policy = SecurityPolicy(settings.deny_tools, settings.deny_commands)
-    plane = DataPlane(relay, usage, policy, errors, db, clock)
+    plane = DataPlane(relay, usage, policy, errors, db, clock, metrics)
     nodes = NodeDirectory(db, clock, config, calls, usage, errors, settings)
     sessions = EdgeSessions(
         db=db,

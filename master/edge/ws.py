@@ -19,6 +19,7 @@ from master.api.common import services
 from master.edge.edge_socket import EdgeSocket
 from rawp.errors import RawpError, UpgradeRequired
 from rawp.frames import SUBPROTOCOLS
+from rawp.logs import bind_session
 
 log = logging.getLogger("rawp.master.edge.ws")
 
@@ -47,6 +48,7 @@ async def edge_stream():
     except RawpError as error:
         return _refusal(error)
     await websocket.accept(subprotocol=subprotocol)
+    bind_session(live.id)  # this socket's log lines name its session (rawp.logs rule 1)
     wire = _QuartWire()
     edge = EdgeSocket(
         wire,
@@ -54,14 +56,22 @@ async def edge_stream():
         session_id=live.id,
         node_id=live.node_id,
         max_backlog=s.settings.edge.queue_bytes,
+        metrics=s.metrics,
     )
     relay = s.edge.relay
     # Greeting, and with `last_message_id` the frames it missed (docs/edge-api.md), then live.
     plane = s.edge.plane
+    metrics = s.metrics
+    cursor = websocket.args.get("last_message_id")
+    metrics.edge_sockets += 1
     try:
-        await relay.attach(edge, websocket.args.get("last_message_id"))
+        await relay.attach(edge, cursor)
+        metrics.edge_connections.labels("true" if cursor else "false").inc()
+        if edge.replayed is not None:
+            metrics.replay_frames.observe(edge.replayed)
         await edge.serve(lambda data: plane.from_edge(live, edge, data))
     finally:
+        metrics.edge_sockets -= 1
         relay.detach(edge)
 
 

@@ -48,9 +48,10 @@ class Stack:
     master_log: Path
     client_proc: Any = None
     node_id: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # for the master and the client
 
     def start_client(self, *extra: str) -> None:
-        self.client_proc = self.processes.rawp(*self.client_args, *extra)
+        self.client_proc = self.processes.rawp(*self.client_args, *extra, env=self.env)
         read_until(self.client_proc, "config synced with the master")
 
     def stop_client(self) -> None:
@@ -134,7 +135,11 @@ async def recv_until(ws: ClientConnection, type: str, wait: float = 30) -> list[
 
 
 def start_stack(
-    processes: Processes, tmp: Path, subject: str, proxy_class: type = CuttableProxy
+    processes: Processes,
+    tmp: Path,
+    subject: str,
+    proxy_class: type = CuttableProxy,
+    env: dict[str, str] | None = None,
 ) -> Stack:
     """Master and client processes, the client paired through the Edge API for `subject`
     (through a `proxy_class` proxy: tests/faults uses one that cuts at a chosen byte)."""
@@ -149,7 +154,9 @@ def start_stack(
     # The master's output goes to a file: nothing drains a pipe, and tests read what it logged.
     master_log = tmp / "master.log"
     master = processes.rawp(
-        *master_args, env={"RAWP_EDGE_SECRET": EDGE_SECRET}, stdout=master_log.open("ab")
+        *master_args,
+        env={"RAWP_EDGE_SECRET": EDGE_SECRET, **(env or {})},
+        stdout=master_log.open("ab"),
     )
     master_url = f"http://127.0.0.1:{master_port}"
     wait_for_http(f"{master_url}/v1/edge/nodes", proc=master, timeout=30)
@@ -177,6 +184,7 @@ def start_stack(
         proxy=proxy,
         client_state=client_state,
         master_log=master_log,
+        env=dict(env or {}),
     )
 
 
@@ -188,12 +196,12 @@ async def _pairing_url(master_url: str, subject: str) -> str:
 
 
 @contextlib.contextmanager
-def running_stack(tmp: Path, subject: str):
+def running_stack(tmp: Path, subject: str, env: dict[str, str] | None = None):
     """A started stack with its client running, every process and the proxy ended afterwards."""
     processes = Processes()
     made = None
     try:
-        made = start_stack(processes, tmp, subject)
+        made = start_stack(processes, tmp, subject, env=env)
         made.start_client()
         yield made
     finally:
