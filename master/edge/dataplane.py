@@ -18,7 +18,9 @@ Edge → client (`from_edge`):
   an agent-side event from an edge is refused with `EVENT_NOT_ALLOWED`; unknown types pass;
 * `control.*` frames are de-duplicated by `message_id` within the session (E-WS-11, A-25): a
   repeat is dropped silently, as its first copy already took effect;
-* `control.prompt.request` goes through the security policy (E-WS-09);
+* `control.prompt.request` goes through the security policy (E-WS-09), then the budgets
+  (master.edge.budgets): one used up refuses it with `BUDGET_EXCEEDED`, one at 80 % adds a
+  `BUDGET_WARNING` notice once per period;
 * the original text goes to the client link (E-WS-06); when none takes it the edge gets
   `session.error` `CLIENT_UNAVAILABLE`.
 """
@@ -30,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from master.edge.budgets import BudgetGuard
 from master.edge.edge_socket import EdgeSocket
 from master.edge.live import LiveSession
 from master.edge.policy import REJECTED, SecurityPolicy
@@ -69,8 +72,10 @@ class DataPlane:
         errors: NodeErrors,
         db: Database,
         clock: Clock,
+        budgets: BudgetGuard | None = None,
     ) -> None:
         self.relay = relay
+        self.budgets = budgets
         self.usage = usage
         self.policy = policy
         self.errors = errors
@@ -157,6 +162,13 @@ class DataPlane:
             if not verdict.allowed:
                 self._refuse(edge, live, REJECTED, verdict.reason, ref)
                 return
+            if self.budgets is not None and self.budgets.enabled:
+                spending = await self.budgets.check(live)
+                if spending.refusal is not None:
+                    self._notify(edge, live, spending.refusal.payload(), ref)
+                    return
+                for warning in spending.warnings:
+                    self._notify(edge, live, warning.payload(), None)
         text = data if isinstance(data, str) else bytes(data).decode()
         if not await self.relay.to_client(live.id, text):
             if control:
@@ -171,12 +183,16 @@ class DataPlane:
     def _refuse(
         self, edge: EdgeSocket, live: LiveSession, code: str, message: str, ref: str
     ) -> None:
+        self._notify(edge, live, {"code": code, "message": message}, ref)
+
+    def _notify(
+        self, edge: EdgeSocket, live: LiveSession, payload: dict[str, Any], ref: str | None
+    ) -> None:
+        """A `session.error` for this edge socket only; `ref` None: a notice about no frame."""
+        if ref is not None:
+            payload = {**payload, "ref_message_id": ref}
         frame = make_frame(
-            "session.error",
-            {"code": code, "message": message, "ref_message_id": ref},
-            session_id=live.id,
-            parent_id=ref,
-            clock=self._clock,
+            "session.error", payload, session_id=live.id, parent_id=ref, clock=self._clock
         )
         edge.offer(dump_frame(frame))
 
