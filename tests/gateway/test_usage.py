@@ -6,45 +6,46 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.platform import ConversationHooks, GuardedHooks, Invocation, NOT_CONNECTED
+from gateway.platform import NOT_CONNECTED, ConversationHooks, GuardedHooks, Invocation
 from gateway.usage import error_line, figures, footer_line, money, usage_text
 from rawp.events import SessionError, Usage
 from tests.gateway.support import frame
 from tests.gateway.test_render import CONV, PROMPT_ID, Setup, done, end, start
 
+
+def _sum(tokens_in: int, tokens_out: int, cost: float, tools: int) -> dict:
+    """An `aggregated_usage` as the master sends it."""
+    return {
+        "total_input_tokens": tokens_in,
+        "total_output_tokens": tokens_out,
+        "estimated_cost": cost,
+        "total_tool_invocations": tools,
+    }
+
+
+TODAY, MONTH = _sum(1500, 30, 1.5, 2), _sum(91500, 930, 12.25, 9)
 REPORT = {
     "user_id": "discord:1",
     "periods": {},
-    "total": {
-        "today": {"total_input_tokens": 1500, "total_output_tokens": 30, "estimated_cost": 1.5,
-                  "total_tool_invocations": 2},
-        "month": {"total_input_tokens": 91500, "total_output_tokens": 930,
-                  "estimated_cost": 12.25, "total_tool_invocations": 9},
-    },  # fmt: skip
-    "nodes": [
-        {
-            "node_id": "n1",
-            "device_name": "laptop",
-            "today": {"total_input_tokens": 1500, "total_output_tokens": 30,
-                      "estimated_cost": 1.5, "total_tool_invocations": 2},
-            "month": {"total_input_tokens": 91500, "total_output_tokens": 930,
-                      "estimated_cost": 12.25, "total_tool_invocations": 9},
-        }  # fmt: skip
-    ],
+    "total": {"today": TODAY, "month": MONTH},
+    "nodes": [{"node_id": "n1", "device_name": "laptop", "today": TODAY, "month": MONTH}],
     "session": {
         "session_id": "s1",
         "node_id": "n1",
         "agent_name": "demo",
         "status": "RUNNING",
-        "usage": {"total_input_tokens": 12, "total_output_tokens": 3,
-                  "estimated_cost": 0.0015, "total_tool_invocations": 2},
-    },  # fmt: skip
+        "usage": _sum(12, 3, 0.0015, 2),
+    },
     "budgets": [
-        {"name": "cost_per_day", "scope": "user", "limit": 5.0, "spent": 1.5,
-         "resets_at": "2026-12-04T00:00:00.000Z"},
-        {"name": "tokens_per_session", "scope": "node", "node_id": "n1", "limit": 100,
-         "spent": 15},
-    ],  # fmt: skip
+        {
+            "name": "cost_per_day",
+            "scope": "user",
+            "limit": 5.0,
+            "spent": 1.5,
+            "resets_at": "2026-12-04T00:00:00.000Z",
+        },
+        {"name": "tokens_per_session", "scope": "node", "node_id": "n1", "limit": 100, "spent": 15},
+    ],
 }
 
 

@@ -85,9 +85,7 @@ async def test_budget_refusal_footer_and_usage_in_discord(stack, processes, tmp_
         assert not any("and again" in content(c) for c in discord_fake.calls("POST", messages))
 
         # /rawp usage in the thread: privately, the master's own figures.
-        asked = await discord_fake.inject_slash_command(
-            "rawp", sub("usage"), channel_id=thread_id
-        )
+        asked = await discord_fake.inject_slash_command("rawp", sub("usage"), channel_id=thread_id)
         webhook = f"/webhooks/{WORLD.application_id}/{asked['token']}"
         answer = await discord_fake.wait_for_call("POST", webhook, timeout=30)
         assert answer.body["flags"] == EPHEMERAL
