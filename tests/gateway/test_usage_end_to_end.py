@@ -1,17 +1,19 @@
-"""Usage and budgets in chat, end to end through Discord: a real master started with a budgets
-file, a real client (the demo agent reports usage with a cost each turn), the real `rawp gateway`
-process with `--usage-footer` against the fake Discord. A prompt over the daily cost budget is
-refused in the thread with the budget named and its reset time; `/rawp usage` answers privately
-with the same figures the master's node metrics endpoint gives for the same periods."""
+"""Usage and budgets end to end: a real master process started with a budgets file and a real
+client (the demo agent reports usage with a cost each turn). At the edge (a WebSocket written
+here), a prompt over budget is refused with the budget named and never reaches the agent. In
+chat, through the real `rawp gateway` process with `--usage-footer` against the fake Discord,
+the refusal shows in the thread with the budget and its reset time, and `/rawp usage` answers
+privately with the same figures the master's node metrics endpoint gives for those periods."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
+import orjson
 import pytest
 
 from gateway.usage import figures
-from tests.edge.stack import EDGE_SECRET, edge_for, running_stack
+from tests.edge.stack import EDGE_SECRET, edge_for, frame, recv, recv_until, running_stack
 from tests.fakes.discord_payloads import DiscordWorld, command_option
 from tests.fakes.discord_server import FakeDiscord
 
@@ -25,9 +27,52 @@ def stack(tmp_path_factory):
     root = tmp_path_factory.mktemp("usage-stack")
     budgets = root / "budgets.toml"
     # The demo agent's first turn costs about $0.002: the second prompt finds the day spent.
-    budgets.write_text("[default]\ncost_per_day = 0.001\n")
+    # A session's first turn (about 15 tokens) passes its tokens budget: the second prompt of
+    # every session is refused, whatever else ran on this stack. The monthly budget is far off.
+    budgets.write_text("[default]\ntokens_per_session = 5\ncost_per_month = 1000\n")
     with running_stack(root, OWNER, master_extra=("--budgets", str(budgets))) as made:
         yield made
+
+
+async def test_a_prompt_over_budget_is_refused_at_the_edge(stack):
+    async with edge_for(stack.master_url, OWNER) as edge:
+        status, nodes = await edge.call("GET", "/v1/edge/nodes")
+        node_id = nodes["nodes"][0]["node_id"]
+        status, made = await edge.call(
+            "POST",
+            f"/v1/edge/nodes/{node_id}/sessions",
+            {"agent_name": "demo", "workspace_path": str(stack.root)},
+        )
+        assert status == 201, made
+        sid = made["session_id"]
+        ws = await edge.connect(sid, made["edge_ws_ticket"])
+        await ws.send(frame("control.prompt.request", {"prompt_text": "first"}, sid))
+        turn = await recv_until(ws, "session.turn.end")
+        assert "session.usage" in {f["type"] for f in turn}
+
+        second = frame("control.prompt.request", {"prompt_text": "second"}, sid)
+        await ws.send(second)
+        refusal = await recv(ws)
+        assert refusal["type"] == "session.error", refusal
+        payload = refusal["payload"]
+        assert payload["code"] == "BUDGET_EXCEEDED"
+        assert payload["ref_message_id"] == orjson.loads(second)["message_id"]
+        assert payload["message"].startswith("Your tokens per session budget (5 tokens) is used")
+        assert payload["message"].endswith("It resets with a new session.")
+        assert payload["budget"]["name"] == "tokens_per_session"
+
+        # The refused prompt never reached the agent: the session used one turn's tokens, and a
+        # cancel finds nothing running (no turn starts).
+        status, report = await edge.call("GET", f"/v1/edge/usage?session_id={sid}")
+        assert status == 200
+        used = report["session"]["usage"]
+        assert used["total_input_tokens"] + used["total_output_tokens"] == sum(
+            f["payload"]["input_tokens"] + f["payload"]["output_tokens"]
+            for f in turn
+            if f["type"] == "session.usage"
+        )
+        budgets = {b["name"]: b for b in report["budgets"]}
+        assert budgets["tokens_per_session"]["spent"] > 5
 
 
 def sub(name: str, *options: dict) -> list[dict]:
@@ -75,10 +120,9 @@ async def test_budget_refusal_footer_and_usage_in_discord(stack, processes, tmp_
         line = await discord_fake.wait_for_call(
             "POST", messages, where=lambda c: "Budget reached" in content(c), timeout=60
         )
-        tomorrow = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")
         text = content(line)
-        assert text.startswith("🛑 **Budget reached**: Your cost per day budget ($0.0010)")
-        assert f"resets at {tomorrow} 00:00 UTC" in text
+        assert text.startswith("🛑 **Budget reached**: Your tokens per session budget (5 tokens)")
+        assert text.endswith("It resets with a new session.")
         await discord_fake.wait_for_call(
             "PUT", f"{messages}/{refused['id']}/reactions/❌/@me", timeout=30
         )
@@ -101,8 +145,12 @@ async def test_budget_refusal_footer_and_usage_in_discord(stack, processes, tmp_
                 expected = figures(metrics["aggregated_usage"])
                 assert f"{title}: {expected}" in shown, shown
                 assert f"  • test-box: {expected}" in shown, shown
-            assert metrics["aggregated_usage"]["estimated_cost"] > 0.001
+            assert metrics["aggregated_usage"]["estimated_cost"] > 0
         session_line = next(s for s in shown.splitlines() if s.startswith("This session"))
         # The session's figures are the first turn's: the footer showed the same.
         assert content(footer).removeprefix("📊 ") == session_line.split("): ", 1)[1]
-        assert "cost per day (you)" in shown
+        now = datetime.now(UTC)
+        first = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=UTC)
+        assert "• cost per month (you): $0.0" in shown
+        assert f"of $1,000.00 (0%), resets {first:%Y-%m-%d} 00:00 UTC" in shown
+        assert "• tokens per session (you): " in shown
