@@ -26,7 +26,6 @@ EPHEMERAL = 64
 def stack(tmp_path_factory):
     root = tmp_path_factory.mktemp("usage-stack")
     budgets = root / "budgets.toml"
-    # The demo agent's first turn costs about $0.002: the second prompt finds the day spent.
     # A session's first turn (about 15 tokens) passes its tokens budget: the second prompt of
     # every session is refused, whatever else ran on this stack. The monthly budget is far off.
     budgets.write_text("[default]\ntokens_per_session = 5\ncost_per_month = 1000\n")
@@ -61,8 +60,8 @@ async def test_a_prompt_over_budget_is_refused_at_the_edge(stack):
         assert payload["message"].endswith("It resets with a new session.")
         assert payload["budget"]["name"] == "tokens_per_session"
 
-        # The refused prompt never reached the agent: the session used one turn's tokens, and a
-        # cancel finds nothing running (no turn starts).
+        # The refused prompt never reached the agent: the session used the first turn's tokens
+        # and nothing more.
         status, report = await edge.call("GET", f"/v1/edge/usage?session_id={sid}")
         assert status == 200
         used = report["session"]["usage"]
