@@ -10,7 +10,9 @@ Rules:
    not forwarded: the edge that sent it gets `session.error` with code `BUDGET_EXCEEDED` and
    `ref_message_id` of the prompt, whose message names the budget, the amount spent and when it
    resets (00:00 UTC, the 1st of next month 00:00 UTC, or a new session). The user's budgets are
-   checked first (day, month, session), then the node's; the first used up is named.
+   checked first (day, month, session), then the node's; the first used up is named. The
+   refused frame's `message_id` is released (relay rule 5): it may be sent again once the
+   budget has reset.
 3. A turn that is already running is not cut off: usage arrives at its end (DPS §7), and the
    next prompt is refused.
 4. At 80 % of a budget the edge gets, once per budget and period, `session.error` with code

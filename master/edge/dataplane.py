@@ -165,6 +165,8 @@ class DataPlane:
             if self.budgets is not None and self.budgets.enabled:
                 spending = await self.budgets.check(live)
                 if spending.refusal is not None:
+                    # Not taken: the same frame may be sent again once the budget resets.
+                    await self._release(live, ref)
                     self._notify(edge, live, spending.refusal.payload(), ref)
                     return
                 for warning in spending.warnings:
@@ -172,13 +174,17 @@ class DataPlane:
         text = data if isinstance(data, str) else bytes(data).decode()
         if not await self.relay.to_client(live.id, text):
             if control:
-                try:
-                    await self.relay.release_control(live.id, ref)
-                except Exception:  # Redis away: at worst the id stays claimed an hour
-                    log.warning("session %s: could not release control frame %s", live.id, ref)
+                await self._release(live, ref)
             self._refuse(edge, live, "CLIENT_UNAVAILABLE", UNAVAILABLE, ref)
             return
         await self._active(live)
+
+    async def _release(self, live: LiveSession, ref: str) -> None:
+        """A claimed control frame that did not go through may come again with the same id."""
+        try:
+            await self.relay.release_control(live.id, ref)
+        except Exception:  # Redis away: at worst the id stays claimed an hour
+            log.warning("session %s: could not release control frame %s", live.id, ref)
 
     def _refuse(
         self, edge: EdgeSocket, live: LiveSession, code: str, message: str, ref: str

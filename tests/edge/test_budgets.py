@@ -115,11 +115,12 @@ async def test_a_prompt_over_budget_is_refused_and_80_percent_warns_once(
             await _nothing_pending(ws, sid)
             assert len(fake_client.sessions[sid].received) == 3  # the refused one never went
 
-            # A new UTC day: the daily budget starts again, and so may its warning.
+            # A new UTC day: the daily budget starts again. The refused frame was not taken, so
+            # the very same frame (its message_id) may be sent again and goes through now.
             clock.advance(3 * 3600)
-            again = frame("control.prompt.request", {"prompt_text": "five"}, sid)
-            await ws.send(again)
-            await fake_client.wait_received(sid, 4)
+            await ws.send(over)
+            received = await fake_client.wait_received(sid, 4)
+            assert received[3] == over
             await _nothing_pending(ws, sid)
 
 
