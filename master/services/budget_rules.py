@@ -20,6 +20,7 @@ import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ class BudgetRules:
     users: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # subject → overrides
     nodes: Mapping[str, BudgetLimits] = field(default_factory=dict)
 
-    @property
+    @cached_property  # asked on every prompt; the rules never change after start
     def enabled(self) -> bool:
         limits = [self.default, *self.nodes.values(), *(self.for_user(u) for u in self.users)]
         return any(limit.items() for limit in limits)

@@ -232,3 +232,33 @@ async def test_a_warning_is_recorded_once_per_period(edge_master):
                 await usage_store.first_warning(conn, "user:a", "cost_per_day", period, now)
             )
     assert results == [True, False, True]
+
+
+async def test_migration_4_brings_an_older_database_to_the_budget_shape(database_url):
+    from sqlalchemy import inspect, text
+
+    from master.storage import schema
+    from master.storage.migrations import MIGRATIONS, migrate
+    from tests.edge.test_storage import _fresh, _tables
+
+    db = await _fresh(database_url)
+    try:
+        assert await migrate(db, MIGRATIONS[:3]) == [1, 2, 3]
+        async with db.begin() as conn:  # back to what version 3 created
+            await conn.execute(text("DROP TABLE budget_warnings"))
+            await conn.execute(text("DROP INDEX ix_usage_user_time"))
+            await conn.execute(text("DROP INDEX ix_usage_session"))
+        assert "budget_warnings" not in await _tables(db)
+        assert await migrate(db) == [4]
+        assert "budget_warnings" in await _tables(db)
+        async with db.connect() as conn:
+            indexes = await conn.run_sync(
+                lambda c: {i["name"] for i in inspect(c).get_indexes("usage_records")}
+            )
+        assert {"ix_usage_user_time", "ix_usage_session"} <= indexes
+        assert await migrate(db) == []
+    finally:
+        async with db.begin() as conn:
+            await conn.run_sync(schema.metadata.drop_all)
+            await conn.execute(text("DROP TABLE IF EXISTS schema_version"))
+        await db.dispose()
