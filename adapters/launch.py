@@ -63,6 +63,7 @@ class GatewayConfig:
     show_thinking: bool = False
     approval_timeout_s: float = DEFAULT_TIMEOUT_S  # issue 15 §4: then the approval is denied
     unredacted_nodes: tuple[str, ...] = ()  # node ids shown without redaction (issue 15 §3)
+    usage_footer: bool = False  # a usage line after every turn (issue 16 §4)
     # the console conversation
     console_user: str = "local"
     node: str | None = None
@@ -106,6 +107,7 @@ async def run_gateway(
             show_thinking=config.show_thinking,
             approval_timeout_s=config.approval_timeout_s,
             unredacted_nodes=frozenset(config.unredacted_nodes),
+            usage_footer=config.usage_footer,
         ),
     )
     services: list[ConversationService] = []

@@ -169,13 +169,9 @@ def run(args: argparse.Namespace) -> int:
         emit("agent.text.delta", {"content_index": 1, "text": text[start : start + 400]})
         pause()
     emit("agent.text.done", {"content_index": 1, "text": text})
-    emit(
-        "session.usage",
-        {
-            "input_tokens": len(prompt) // 4 + 1,
-            "output_tokens": len(text) // 4 + 1,
-            "tool_invocations": 2,
-        },
-    )
+    used = {"input_tokens": len(prompt) // 4 + 1, "output_tokens": len(text) // 4 + 1}
+    # A made-up price (a dollar per 10,000 tokens) so usage and budgets show a cost in demos.
+    cost = round((used["input_tokens"] + used["output_tokens"]) / 10_000, 6)
+    emit("session.usage", {**used, "tool_invocations": 2, "cost_usd": cost})
     emit("agent.state.changed", {"previous_state": "thinking", "current_state": "idle"})
     return 0

@@ -77,6 +77,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="host:port to serve GET /metrics and GET /health on, e.g. 127.0.0.1:9464 "
         "(RAWP_GATEWAY_METRICS_ADDRESS; default: not served)",
     )
+    parser.add_argument(
+        "--usage-footer",
+        action="store_true",
+        default=env("RAWP_USAGE_FOOTER") == "1",
+        help="end every turn with a line of its tokens, cost and context use "
+        "(RAWP_USAGE_FOOTER=1; default off)",
+    )
     console = parser.add_argument_group("console platform")
     console.add_argument(
         "--user",
@@ -143,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         show_thinking=args.show_thinking,
         approval_timeout_s=args.approval_timeout,
         unredacted_nodes=names(args.unredacted_nodes),
+        usage_footer=args.usage_footer,
         console_user=args.user,
         node=args.node,
         agent=args.agent,

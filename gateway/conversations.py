@@ -58,6 +58,7 @@ from gateway.platform import (
 )
 from gateway.redact import Redactor
 from gateway.render import RenderOptions, SessionRenderer
+from gateway.usage import usage_text
 from rawp.events import Command, FileCandidate, PromptRequest
 from rawp.tasks import TaskOwner
 
@@ -491,6 +492,19 @@ class ConversationService(ConversationHooks):
         if isinstance(live, str):
             return []
         return live.renderer.commands.listing()
+
+    async def usage(self, invocation: Invocation) -> str | None:
+        """The master's figures for the user and this conversation's session (gateway.usage)."""
+        subject = subject_of(invocation)
+        binding = await self.store.get(invocation.conversation)
+        if binding is None and invocation.conversation.thread_id is None:  # rule 6
+            binding = await self.store.latest_in_channel(invocation.conversation, subject)
+        mine = binding is not None and binding.subject == subject
+        try:
+            report = await self.edge.usage(subject, binding.session_id if mine else None)
+        except EdgeApiError as exc:
+            return refusal(exc)
+        return usage_text(report)
 
     async def stale_choice(self, stale: StaleChoice) -> str | None:
         """A button from before a restart (rule 4): answered through the session if it is

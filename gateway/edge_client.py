@@ -170,6 +170,12 @@ class EdgeClient:
         answer = await self.call(subject, "POST", f"/v1/edge/sessions/{quote(session_id)}/tickets")
         return answer["edge_ws_ticket"]
 
+    async def usage(self, subject: str, session_id: str | None = None) -> dict[str, Any]:
+        """Issue 16 §4: the user's usage per node (today, this month), and the session's."""
+        query = f"?{urlencode({'session_id': session_id})}" if session_id else ""
+        path = "/v1/edge/usage" + query
+        return await self.call(subject, "GET", path)
+
     async def pairing_url(self, subject: str) -> dict[str, Any]:
         return await self.call(subject, "POST", "/v1/edge/pairing-urls")
 

@@ -305,6 +305,11 @@ class ConversationHooks:
     async def stale_choice(self, stale: StaleChoice) -> str | None:
         return "This question is no longer open."
 
+    async def usage(self, invocation: Invocation) -> str | None:
+        """Tokens and cost of the invocation's session, today and this month, per node (issue
+        16 §4); adapters show the answer to the invoking user only."""
+        return NOT_CONNECTED
+
 
 HOOK_FAILED = "⚠️ Something went wrong on our side; the gateway logged it. Please try again."
 
@@ -368,3 +373,6 @@ class GuardedHooks(ConversationHooks):
 
     async def stale_choice(self, stale):
         return await self._text("stale_choice", stale)
+
+    async def usage(self, invocation):
+        return await self._text("usage", invocation)

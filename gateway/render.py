@@ -59,6 +59,7 @@ from gateway.redact import Redactor
 from gateway.redacting_platform import RedactingPlatform
 from gateway.turn import DONE, FAILED, STOPPED, WORKING, Turn
 from gateway.typing import Sleep, TypingHeartbeat
+from gateway.usage import error_line, footer_line
 from gateway.views import (
     render_plan,
     render_tasks,
@@ -100,6 +101,7 @@ class RenderOptions:
     # operator named the session's node in `unredacted_nodes` (docs/gateway.md).
     redact: bool = True
     unredacted_nodes: frozenset[str] = frozenset()
+    usage_footer: bool = False  # a usage line after each turn (gateway.usage rule 3)
 
     def for_node(self, node_id: str) -> RenderOptions:
         """These options for a session on `node_id`."""
@@ -188,6 +190,7 @@ class SessionRenderer:
             "session.history": self._on_history,
             "session.error": self._on_session_error,
             "session.capabilities": self._on_capabilities,
+            "session.usage": self._on_usage,
         }
 
     # --- the public surface -----------------------------------------------------------------
@@ -331,6 +334,8 @@ class SessionRenderer:
                 await self._best_effort(self.platform.delete_message(status))
         if stop_reason in STOP_NOTES:
             await self._send_text(STOP_NOTES[stop_reason])
+        if self.options.usage_footer:
+            await self._send_text(footer_line(turn.usage) or "")
         if turn.user_message is not None and self.platform.limits.supports_reactions:
             await self._best_effort(self.platform.remove_reaction(turn.user_message, WORKING))
             outcome = DONE
@@ -521,11 +526,15 @@ class SessionRenderer:
             )
 
     async def _on_session_error(self, frame: Frame, p: ev.SessionError, _: Turn | None) -> None:
-        await self._send_text(f"❌ **{p.code}**: {p.message}")
+        await self._send_text(error_line(p))  # budget notices read as such (gateway.usage)
         origin = self._origins.pop(p.ref_message_id or "", None)
         if origin is not None:  # the refused frame was a prompt: mark its message
             await self._react(origin.message, FAILED)
             self._resolve(p.ref_message_id, "rejected")
+
+    async def _on_usage(self, frame: Frame, p: ev.Usage, turn: Turn | None) -> None:
+        if turn is not None:
+            turn.usage.append(p)  # the footer's figures (gateway.usage rule 3)
 
     # --- helpers ----------------------------------------------------------------------------
 

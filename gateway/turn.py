@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from gateway.platform import MessageRef
 from gateway.typing import TypingHeartbeat
-from rawp.events import ToolInvokeRequest, ToolInvokeResult
+from rawp.events import ToolInvokeRequest, ToolInvokeResult, Usage
 
 # Reactions on the user's message (G-NS-13): working, then how the turn ended.
 WORKING, DONE, FAILED, STOPPED = "⏳", "✅", "❌", "⏹"
@@ -37,6 +37,7 @@ class Turn:
     interim_posts: int = 0  # interim messages posted so far (their post keys, gateway.posting)
     failed: bool = False  # an `error`/`fatal` agent.error or stop_reason `error` → ❌
     fatal: bool = False  # typing already stopped (G-NS-09)
+    usage: list[Usage] = field(default_factory=list)  # the turn's `session.usage` (its footer)
 
     def group_complete(self, group_id: str) -> bool:
         """True when no tool of `group_id` is still running."""

@@ -173,10 +173,30 @@ def _edge_options(parser: argparse.ArgumentParser) -> None:
         help="backlog per edge socket before a slow edge is disconnected, in bytes of frame "
         "text (RAWP_EDGE_QUEUE_BYTES, default 16 MiB)",
     )
+    edge.add_argument(
+        "--budgets",
+        type=Path,
+        default=env("RAWP_BUDGETS_FILE") or None,
+        help="TOML file of spending budgets per user and node, read at start "
+        "(RAWP_BUDGETS_FILE; default: none, nothing is limited; docs/operations-master.md)",
+    )
 
 
 def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def budgets_from(args: argparse.Namespace):
+    """The --budgets file's rules; a file it cannot use stops the start with one line."""
+    from master.services.budget_rules import BudgetFileError, BudgetRules, load_budgets
+
+    path = getattr(args, "budgets", None)
+    if path is None:
+        return BudgetRules()
+    try:
+        return load_budgets(Path(path))
+    except BudgetFileError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def edge_settings_from(args: argparse.Namespace):
@@ -207,6 +227,7 @@ def edge_settings_from(args: argparse.Namespace):
         lease_seconds=args.lease_seconds,
         takeover_sweep_seconds=args.takeover_sweep_seconds,
         delivery_seconds=args.delivery_seconds,
+        budgets=budgets_from(args),
     )
 
 

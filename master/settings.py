@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from master.services.budget_rules import BudgetRules
 from master.services.rate_limit import Budget
 
 NODE_BUDGET = Budget.parse("20/s")
@@ -55,6 +56,8 @@ class EdgeSettings:
     # CLIENT_UNAVAILABLE and may resend it.
     delivery_seconds: float = 5.0
     user_budget: Budget = USER_BUDGET
+    # Issue 16 §4: spending budgets (the --budgets file; empty: nothing is limited).
+    budgets: BudgetRules = field(default_factory=BudgetRules)
 
 
 @dataclass(frozen=True)

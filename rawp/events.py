@@ -278,6 +278,10 @@ class Usage(Payload):
     tool_invocations: NonNegativeInt | None = None
     cost_usd: float | None = Field(default=None, ge=0)
     estimated: bool | None = None
+    # Extension fields (issue 16 §4): the model's context in use after the turn, and its size,
+    # where the agent reports them; the gateway's usage footer shows them.
+    context_tokens: NonNegativeInt | None = None
+    context_window: NonNegativeInt | None = None
 
 
 class ContextCompacted(Payload):
@@ -318,10 +322,22 @@ class History(Payload):
     policy: Literal["RING", "DROP"] = "RING"
 
 
+class BudgetState(Payload):
+    """Which budget a `BUDGET_EXCEEDED` / `BUDGET_WARNING` is about (issue 16 §4, an extension
+    field of `session.error`; master.edge.budgets rule 5)."""
+
+    name: str  # cost_per_day / cost_per_month / tokens_per_session
+    scope: str  # user / node
+    limit: float
+    spent: float
+    resets_at: str | None = None  # ISO 8601; None: with a new session
+
+
 class SessionError(Payload):
     code: str
     message: str
     ref_message_id: str | None = None
+    budget: BudgetState | None = None
 
 
 class MatchRange(Payload):

@@ -11,6 +11,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp prompt text [file] [file2] [file3]` | `prompt`; files autocompleted by `search_files` |
 | `/rawp command name [args]` | `prompt` with `input_type: slash_command` (`agent_commands`) |
 | `/rawp stop`, `/rawp end`, `/rawp pair`, `/rawp nodes`, `/rawp sessions` | the same names |
+| `/rawp usage` | `usage` (issue 16 §4) |
 """
 
 from __future__ import annotations
@@ -119,6 +120,10 @@ class RawpCommands(app_commands.Group):
     @app_commands.command(name="sessions", description="List your sessions")
     async def sessions(self, interaction: discord.Interaction) -> None:
         await self._answer(interaction, self.hooks.list_sessions)
+
+    @app_commands.command(name="usage", description="Tokens and cost: this session, today, month")
+    async def usage(self, interaction: discord.Interaction) -> None:
+        await self._answer(interaction, self.hooks.usage)  # issue 16 §4: privately
 
     # --- prompts ------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ groups get an ephemeral refusal and nothing else happens.
 
 - a human's `message` in a thread → `hooks.prompt` (text escaped, shared files attached);
 - a top-level `app_mention` and every direct message → `hooks.start_here` (adapters.slack.starts);
-- `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions hooks; `/rawp prompt`
+- `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions / usage hooks; `/rawp prompt`
   opens the composer modal;
 - `block_actions` on a prompt button → the waiting approval gets the `Choice` (nobody waiting:
   `hooks.stale_choice`);
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 HELP = (
     "Usage: `{c} start <node> <agent>` · `{c} prompt` · `{c} stop` · `{c} end` · "
-    "`{c} pair` · `{c} nodes` · `{c} sessions`"
+    "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage`"
 )
 SIMPLE_VERBS = {
     "stop": "stop",
@@ -42,6 +42,7 @@ SIMPLE_VERBS = {
     "pair": "pair",
     "nodes": "list_nodes",
     "sessions": "list_sessions",
+    "usage": "usage",  # issue 16 §4: answered ephemerally, like every verb here
 }
 
 

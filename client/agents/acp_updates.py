@@ -9,6 +9,7 @@
 | `plan` | `agent.plan.updated` (full replacement) |
 | `available_commands_update` | `agent.commands.publish` |
 | `usage_update` with `cost` | the turn's `session.usage.cost_usd` (growth of the running cost) |
+| `usage_update` `used` / `size` | `session.usage.context_tokens` / `context_window` (extensions) |
 
 Output types: a `diff` content → `diff` (unified, from old/new text); kind `read` →
 `file_content`; `search` → `file_list`; `fetch` → `web_content`; a sub-agent (`Task`) →
@@ -49,6 +50,7 @@ class AcpTurn:
         self.cost_so_far = cost_so_far
         self.cost_total = cost_so_far
         self.tool_count = 0
+        self.context: tuple[int, int] | None = None  # the last `usage_update` used/size
 
     async def set_state(self, state: str) -> None:
         if state == self.state:
@@ -82,6 +84,9 @@ class AcpTurn:
             cost = data.get("cost") or {}
             if isinstance(cost.get("amount"), int | float) and cost.get("currency", "USD") == "USD":
                 self.cost_total = float(cost["amount"])
+            used, size = data.get("used"), data.get("size")
+            if isinstance(used, int) and isinstance(size, int) and used >= 0 and size >= 0:
+                self.context = (used, size)
 
     async def _tool_call(self, data: dict[str, Any]) -> None:
         call_id = str(data.get("toolCallId"))
@@ -180,6 +185,8 @@ class AcpTurn:
             payload["cost_usd"] = round(max(0.0, self.cost_total - self.cost_so_far), 8)
         if not data:
             payload["estimated"] = True  # this agent reports no token counts
+        if self.context is not None:
+            payload["context_tokens"], payload["context_window"] = self.context
         await self.emit("session.usage", payload)
         await self.set_state("error" if stop == "error" else "idle")
 

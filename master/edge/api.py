@@ -66,6 +66,13 @@ async def node_metrics(node_id: str):
     return await edge().nodes.metrics(await user(), node_id, request.args.get("period"))
 
 
+@blueprint.get("/v1/edge/usage")
+async def usage_report():
+    """Issue 16 §4: the caller's usage per node (today, this month), and a session's."""
+    who = await user()
+    return await edge().reports.report(who, request.args.get("session_id") or None)
+
+
 @blueprint.get("/v1/edge/nodes/<node_id>/config")
 async def node_config(node_id: str):
     return await edge().nodes.config(await user(), node_id)

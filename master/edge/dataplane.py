@@ -18,7 +18,9 @@ Edge → client (`from_edge`):
   an agent-side event from an edge is refused with `EVENT_NOT_ALLOWED`; unknown types pass;
 * `control.*` frames are de-duplicated by `message_id` within the session (E-WS-11, A-25): a
   repeat is dropped silently, as its first copy already took effect;
-* `control.prompt.request` goes through the security policy (E-WS-09);
+* `control.prompt.request` goes through the security policy (E-WS-09), then the budgets
+  (master.edge.budgets): one used up refuses it with `BUDGET_EXCEEDED`, one at 80 % adds a
+  `BUDGET_WARNING` notice once per period;
 * the original text goes to the client link (E-WS-06); when none takes it the edge gets
   `session.error` `CLIENT_UNAVAILABLE`.
 """
@@ -31,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from master.edge.budgets import BudgetGuard
 from master.edge.edge_socket import EdgeSocket
 from master.edge.live import LiveSession
 from master.edge.policy import REJECTED, SecurityPolicy
@@ -72,9 +75,11 @@ class DataPlane:
         db: Database,
         clock: Clock,
         metrics: MasterMetrics | None = None,
+        budgets: BudgetGuard | None = None,
     ) -> None:
         self.metrics = metrics or MasterMetrics()
         self.relay = relay
+        self.budgets = budgets
         self.usage = usage
         self.policy = policy
         self.errors = errors
@@ -171,28 +176,46 @@ class DataPlane:
             if not verdict.allowed:
                 self._refuse(edge, live, REJECTED, verdict.reason, ref)
                 return
+            if self.budgets is not None and self.budgets.enabled:
+                spending = await self.budgets.check(live)
+                if spending.refusal is not None:
+                    # Not taken: the same frame may be sent again once the budget resets.
+                    await self._release(live, ref)
+                    self.metrics.frames_dropped.labels("budget_exceeded").inc()
+                    self._notify(edge, live, spending.refusal.payload(), ref)
+                    return
+                for warning in spending.warnings:
+                    self._notify(edge, live, warning.payload(), None)
         text = data if isinstance(data, str) else bytes(data).decode()
         if not await self.relay.to_client(live.id, text):
             if control:
-                try:
-                    await self.relay.release_control(live.id, ref)
-                except Exception:  # Redis away: at worst the id stays claimed an hour
-                    log.warning("session %s: could not release control frame %s", live.id, ref)
+                await self._release(live, ref)
             self._refuse(edge, live, "CLIENT_UNAVAILABLE", UNAVAILABLE, ref)
             return
         self.metrics.to_client.inc()
         await self._active(live)
 
+    async def _release(self, live: LiveSession, ref: str) -> None:
+        """A claimed control frame that did not go through may come again with the same id."""
+        try:
+            await self.relay.release_control(live.id, ref)
+        except Exception:  # Redis away: at worst the id stays claimed an hour
+            log.warning("session %s: could not release control frame %s", live.id, ref)
+
     def _refuse(
         self, edge: EdgeSocket, live: LiveSession, code: str, message: str, ref: str
     ) -> None:
         self.metrics.frames_dropped.labels(code.lower()).inc()  # session_mismatch, …
+        self._notify(edge, live, {"code": code, "message": message}, ref)
+
+    def _notify(
+        self, edge: EdgeSocket, live: LiveSession, payload: dict[str, Any], ref: str | None
+    ) -> None:
+        """A `session.error` for this edge socket only; `ref` None: a notice about no frame."""
+        if ref is not None:
+            payload = {**payload, "ref_message_id": ref}
         frame = make_frame(
-            "session.error",
-            {"code": code, "message": message, "ref_message_id": ref},
-            session_id=live.id,
-            parent_id=ref,
-            clock=self._clock,
+            "session.error", payload, session_id=live.id, parent_id=ref, clock=self._clock
         )
         edge.offer(dump_frame(frame))
 

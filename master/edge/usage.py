@@ -74,9 +74,14 @@ class UsageBook:
         since = period_start(period, self._clock.now())
         async with self._db.connect() as conn:
             total = await store.total(conn, node_id, since)
-        return {
-            "total_input_tokens": total.input_tokens,
-            "total_output_tokens": total.output_tokens,
-            "estimated_cost": round(total.cost_usd, 10),
-            "total_tool_invocations": total.tool_invocations,
-        }
+        return usage_body(total)
+
+
+def usage_body(total: store.UsageSum) -> dict[str, Any]:
+    """A sum as the Edge API shows it (§9.2.2 `aggregated_usage`)."""
+    return {
+        "total_input_tokens": total.input_tokens,
+        "total_output_tokens": total.output_tokens,
+        "estimated_cost": round(total.cost_usd, 10),
+        "total_tool_invocations": total.tool_invocations,
+    }

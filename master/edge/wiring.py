@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from master.client_calls import ClientCaller
 from master.edge.audit import AuditLog
 from master.edge.auth import EdgeAuth
+from master.edge.budgets import BudgetGuard
 from master.edge.dataplane import DataPlane, NodeErrors
 from master.edge.nodes import NodeDirectory
 from master.edge.policy import SecurityPolicy
@@ -14,6 +15,7 @@ from master.edge.relay import Relay
 from master.edge.sessions import EdgeSessions
 from master.edge.tickets import EdgeTickets
 from master.edge.usage import UsageBook
+from master.edge.usage_report import UsageReports
 from master.metrics import MasterMetrics
 from master.services.config_scopes import ConfigScopes
 from master.services.session_start import SessionStarter
@@ -34,6 +36,7 @@ class EdgeServices:
     sessions: EdgeSessions
     usage: UsageBook
     audit: AuditLog  # issue 15 §4: approval outcomes the gateway reports
+    reports: UsageReports  # issue 16 §4: GET /v1/edge/usage
 
     async def start(self) -> None:
         """When the server starts serving (never in one-shot commands such as pairing-url)."""
@@ -61,8 +64,10 @@ def build_edge(
     usage = UsageBook(db, clock, metrics)
     errors = NodeErrors()
     policy = SecurityPolicy(settings.deny_tools, settings.deny_commands)
-    plane = DataPlane(relay, usage, policy, errors, db, clock, metrics)
+    budgets = BudgetGuard(settings.budgets, db, clock)
+    plane = DataPlane(relay, usage, policy, errors, db, clock, metrics, budgets)
     nodes = NodeDirectory(db, clock, config, calls, usage, errors, settings)
+    reports = UsageReports(db, clock, usage, budgets)
     sessions = EdgeSessions(
         db=db,
         clock=clock,
@@ -85,4 +90,5 @@ def build_edge(
         sessions=sessions,
         usage=usage,
         audit=AuditLog(db, clock),
+        reports=reports,
     )

@@ -70,17 +70,15 @@ async def user_sessions(
     return list(rows)
 
 
-async def user_session(conn: AsyncConnection, user_id: str, session_id: str):
-    """The user's session unless it is TERMINATED (a terminated id is as good as unknown)."""
-    return (
-        await conn.execute(
-            select(sessions).where(
-                sessions.c.id == session_id,
-                sessions.c.user_id == user_id,
-                sessions.c.status != SessionState.TERMINATED.value,
-            )
-        )
-    ).first()
+async def user_session(
+    conn: AsyncConnection, user_id: str, session_id: str, *, ended: bool = False
+):
+    """The user's session unless it is TERMINATED (a terminated id is as good as unknown) —
+    or, with `ended`, in any state (what an ended session used, issue 16 §4)."""
+    where = [sessions.c.id == session_id, sessions.c.user_id == user_id]
+    if not ended:
+        where.append(sessions.c.status != SessionState.TERMINATED.value)
+    return (await conn.execute(select(sessions).where(*where))).first()
 
 
 async def live_session(conn: AsyncConnection, session_id: str):

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from master.storage import schema
 from master.storage.db import Database
 from master.storage.migration_audit import add_audit_table
+from master.storage.migration_budgets import add_budget_tables
 from master.storage.migration_edge import add_edge_tables
 
 log = logging.getLogger("rawp.master.storage")
@@ -39,6 +40,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     (1, "initial: users, nodes, pairing and refresh tokens, config scopes, sessions", _initial),
     (2, "edge: sessions.last_activity_at, usage_records, edge_tickets", add_edge_tables),
     (3, "approval_audit (issue 15 §4)", add_audit_table),
+    (4, "budget_warnings and usage indexes (issue 16 §4)", add_budget_tables),
 ]
 
 

@@ -185,3 +185,21 @@ approval_audit = Table(
 )
 Index("ix_audit_user_time", approval_audit.c.user_id, approval_audit.c.recorded_at)
 Index("ix_audit_node_time", approval_audit.c.node_id, approval_audit.c.recorded_at)
+
+# --- Budgets (issue 16 §4), migration 4 -------------------------------------------------------
+
+# Usage summed per user (today, this month: the edge usage endpoint and budgets) and per session
+# (tokens per session) — the node's index above serves the node sums.
+Index("ix_usage_user_time", usage_records.c.user_id, usage_records.c.recorded_at)
+Index("ix_usage_session", usage_records.c.session_id)
+
+# One row per budget warning sent (master.edge.budgets rule 4): the 80 % warning of a budget goes
+# out once per period, whichever replica sees the prompt — the primary key decides.
+budget_warnings = Table(
+    "budget_warnings",
+    metadata,
+    Column("scope", String(250), primary_key=True),  # `user:<subject>` / `node:<id>`
+    Column("budget", String(40), primary_key=True),  # master.services.budget_rules.KINDS
+    Column("period", String(40), primary_key=True),  # `2026-12-03`, `2026-12`, a session id
+    _time("sent_at", nullable=False),
+)

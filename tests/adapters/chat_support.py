@@ -29,6 +29,10 @@ class RecordingHooks(ConversationHooks):
         self.calls.append(("nodes", invocation))
         return "laptop · online"
 
+    async def usage(self, invocation: Invocation):
+        self.calls.append(("usage", invocation))
+        return "📊 usage for " + invocation.user_id
+
     async def suggest_nodes(self, invocation: Invocation, typed: str):
         return [Suggestion(f"node {n}", f"node-{n}") for n in range(30) if str(n).startswith(typed)]
 

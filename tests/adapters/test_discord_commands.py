@@ -38,7 +38,7 @@ async def test_the_command_tree_is_synced_with_every_verb(bot_with_hooks):
     [rawp] = sync.body
     verbs = {o["name"]: o for o in rawp["options"]}
     assert set(verbs) == {
-        "start", "prompt", "command", "stop", "end", "pair", "nodes", "sessions",
+        "start", "prompt", "command", "stop", "end", "pair", "nodes", "sessions", "usage",
     }  # fmt: skip
     prompt_options = {o["name"]: o for o in verbs["prompt"]["options"]}
     assert prompt_options["file"]["autocomplete"] is True
@@ -209,3 +209,16 @@ async def test_without_a_conversation_layer_commands_say_so_until_one_is_plugged
         second = await fake.inject_slash_command("rawp", sub("nodes"))
         reply = await fake.wait_for_call("POST", f"{webhook}/{second['token']}")
         assert reply.body["content"] == "laptop · online"
+
+
+async def test_usage_is_answered_privately(bot_with_hooks):
+    """Issue 16 §4: `/rawp usage` goes to the usage hook; the answer is ephemeral."""
+    fake, _, hooks = bot_with_hooks
+    interaction = await fake.inject_slash_command("rawp", sub("usage"))
+    deferred = await fake.wait_for_interaction_answer(interaction)
+    assert deferred.body["data"]["flags"] == EPHEMERAL
+    webhook = f"/webhooks/{fake.world.application_id}/{interaction['token']}"
+    reply = await fake.wait_for_call("POST", webhook)
+    assert reply.body["content"] == f"📊 usage for {fake.world.alice['id']}"
+    assert reply.body["flags"] == EPHEMERAL
+    assert [c[1].user_id for c in hooks.of("usage")] == [fake.world.alice["id"]]

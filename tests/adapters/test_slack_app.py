@@ -266,3 +266,17 @@ async def test_without_a_conversation_layer_commands_say_so_until_one_is_plugged
         await fake.post_slash_command_to(bot.http_url, fake.world.slash_command("/rawp", "nodes"))
         reply = await fake.log.wait_for_call("POST", "/response-url/*", count=2)
         assert reply.body["text"] == "laptop · online"
+
+
+async def test_usage_is_answered_only_to_the_asker():
+    """Issue 16 §4: `/rawp usage` goes to the usage hook; the answer is ephemeral."""
+    async with FakeSlack() as fake:
+        hooks = RecordingHooks()
+        async with running_app(fake, hooks) as bot:
+            command = fake.world.slash_command("/rawp", "usage")
+            await fake.post_slash_command_to(bot.http_url, command)
+            reply = await fake.log.wait_for_call("POST", "/response-url/*")
+            [(_, invocation)] = hooks.of("usage")
+            assert reply.body["text"] == f"📊 usage for {invocation.user_id}"
+            assert reply.body["response_type"] == "ephemeral"
+            assert invocation.user_id == command["user_id"]

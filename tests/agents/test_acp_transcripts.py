@@ -124,10 +124,13 @@ async def test_a_recorded_acp_session_maps_in_order(tmp_path):
         "cache_read_tokens": 30,
         "tool_invocations": 5,
         "cost_usd": 0.02,
+        "context_tokens": 1000,  # the usage_update's `used` and `size` (issue 16 §4)
+        "context_window": 200000,
     }
     error = of(second, "agent.error")[0]
     assert error["severity"] == "error" and "model overloaded" in error["message"]
     assert second[-1]["payload"]["stop_reason"] == "error"
     assert third[-1]["payload"]["stop_reason"] == "max_tokens"
     assert of(third, "session.usage")[0]["cost_usd"] == 0.005  # the running cost grew by this
+    assert of(third, "session.usage")[0]["context_tokens"] == 1200
     assert fourth[-1]["payload"]["stop_reason"] == "refusal"

@@ -140,9 +140,11 @@ def start_stack(
     subject: str,
     proxy_class: type = CuttableProxy,
     env: dict[str, str] | None = None,
+    master_extra: tuple[str, ...] = (),
 ) -> Stack:
     """Master and client processes, the client paired through the Edge API for `subject`
-    (through a `proxy_class` proxy: tests/faults uses one that cuts at a chosen byte)."""
+    (through a `proxy_class` proxy: tests/faults uses one that cuts at a chosen byte);
+    `master_extra` are more `rawp master` flags (a budgets file)."""
     master_port, client_port = free_port(), free_port()
     root = tmp / "root"
     workspace = root / "ws"
@@ -151,6 +153,7 @@ def start_stack(
     (workspace / "src" / "app.py").write_text("print('hi')\n")
     (workspace / "README.md").write_text("# demo\n")
     master_args = ["master", "--dev", "--port", str(master_port), "--state-dir", str(tmp / "m")]
+    master_args += master_extra
     # The master's output goes to a file: nothing drains a pipe, and tests read what it logged.
     master_log = tmp / "master.log"
     master = processes.rawp(
@@ -196,12 +199,17 @@ async def _pairing_url(master_url: str, subject: str) -> str:
 
 
 @contextlib.contextmanager
-def running_stack(tmp: Path, subject: str, env: dict[str, str] | None = None):
+def running_stack(
+    tmp: Path,
+    subject: str,
+    env: dict[str, str] | None = None,
+    master_extra: tuple[str, ...] = (),
+):
     """A started stack with its client running, every process and the proxy ended afterwards."""
     processes = Processes()
     made = None
     try:
-        made = start_stack(processes, tmp, subject, env=env)
+        made = start_stack(processes, tmp, subject, env=env, master_extra=master_extra)
         made.start_client()
         yield made
     finally:

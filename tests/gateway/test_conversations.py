@@ -295,3 +295,24 @@ async def test_a_stale_button_is_on_record_whoever_pressed_it(world, stack):
     assert (answered["outcome"], answered["actor"]) == ("answered", f"recording:{ALICE}")
     assert answered["interaction_id"] == refused["interaction_id"] == "perm-9"
     await svc.end(invocation(ALICE, thread))
+
+
+async def test_usage_names_the_conversations_session_for_its_owner_only(world):
+    """Issue 16 §4: in the thread, or typed in its channel (Slack), the session's line; for
+    anyone else, or with no session, only their own periods."""
+    svc = await world()
+    where = channel("c-usage")
+    thread = await start(svc, where)
+    session_id = (await svc.store.get(thread)).session_id
+    assert await svc.prompt(invocation(ALICE, thread, "u1"), text_prompt("count me")) is None
+    await said(svc, thread, 'You said: "count me"')
+    in_thread = await svc.usage(invocation(ALICE, thread))
+    assert f"This session (`{session_id}`, demo on test-box): " in in_thread
+    assert "  • test-box: " in in_thread and "This month: " in in_thread
+    in_channel = await svc.usage(invocation(ALICE, where))  # Slack: no thread in a command
+    assert f"This session (`{session_id}`" in in_channel
+    stranger = await svc.usage(invocation("mallory", thread))
+    assert "This session" not in stranger and "test-box" not in stranger
+    assert stranger.startswith("📊 **Usage**")
+    elsewhere = await svc.usage(invocation(ALICE, channel("c-nothing-here")))
+    assert "This session" not in elsewhere and "  • test-box: " in elsewhere
