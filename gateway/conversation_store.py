@@ -22,6 +22,10 @@ gap (issue 14 §4; gateway.live and gateway.posting use it):
 
 Older files get these tables on open (`CREATE TABLE IF NOT EXISTS`): nothing to migrate. All three
 are dropped for a session when its conversation is marked ended.
+
+`channel_settings` holds what a channel chose for every session thread under it (issue 16 §5:
+`busy_mode`, gateway.busy); a row outlives the sessions, and an older file gets the table on
+open like the others.
 """
 
 from __future__ import annotations
@@ -69,6 +73,13 @@ CREATE TABLE IF NOT EXISTS turn_origins (
     message_id TEXT,
     user_id TEXT,
     PRIMARY KEY (session_id, turn_id)
+);
+CREATE TABLE IF NOT EXISTS channel_settings (
+    platform TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    busy_mode TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (platform, channel_id)
 );
 """
 
@@ -174,6 +185,26 @@ class ConversationStore:
         await self._db.execute("DELETE FROM cursors WHERE session_id = ?", (session_id,))
         await self._db.execute("DELETE FROM posts WHERE session_id = ?", (session_id,))
         await self._db.execute("DELETE FROM turn_origins WHERE session_id = ?", (session_id,))
+        await self._db.commit()
+
+    # --- per-channel settings (issue 16 §5) ---------------------------------------------------
+
+    async def busy_mode(self, platform: str, channel_id: str) -> str | None:
+        """The channel's busy mode (gateway.busy); None when never set."""
+        async with self._db.execute(
+            "SELECT busy_mode FROM channel_settings WHERE platform = ? AND channel_id = ?",
+            (platform, channel_id),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return row["busy_mode"] if row else None
+
+    async def set_busy_mode(self, platform: str, channel_id: str, mode: str) -> None:
+        await self._db.execute(
+            "INSERT INTO channel_settings (platform, channel_id, busy_mode, updated_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (platform, channel_id) DO UPDATE"
+            " SET busy_mode = excluded.busy_mode, updated_at = excluded.updated_at",
+            (platform, channel_id, mode, iso(self._clock.now())),
+        )
         await self._db.commit()
 
     # --- the cursor and the posts of a session (issue 14 §4) ---------------------------------

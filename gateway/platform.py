@@ -293,6 +293,11 @@ class ConversationHooks:
     async def stale_choice(self, stale: StaleChoice) -> str | None:
         return "This question is no longer open."
 
+    async def set_busy(self, invocation: Invocation, mode: str | None) -> str | None:
+        """`busy queue|interrupt` for the invocation's channel; no mode: say which is set
+        (gateway.busy)."""
+        return NOT_CONNECTED
+
 
 HOOK_FAILED = "⚠️ Something went wrong on our side; the gateway logged it. Please try again."
 
@@ -353,3 +358,6 @@ class GuardedHooks(ConversationHooks):
 
     async def stale_choice(self, stale):
         return await self._text("stale_choice", stale)
+
+    async def set_busy(self, invocation, mode):
+        return await self._text("set_busy", invocation, mode)

@@ -1,0 +1,231 @@
+"""Busy is visible (issue 16 §5): prompts waiting behind a running turn, marked in the chat.
+
+The client runs one turn at a time and queues a prompt sent during a turn (client.session
+rule 3, dps-profile §6); the gateway only shows it. Rules:
+
+1. A prompt is *queued* when, the moment it is sent, a turn is running or an earlier prompt of
+   the session has not started yet. A prompt sent to an idle session is not marked.
+2. A queued prompt's chat message gets 🕒, and the conversation gets one line, "🕒 queued (n)",
+   n the number of prompts waiting, edited in place as n changes and deleted when it drops to
+   0: one line per session rather than one reply per message, because reactions and edits are
+   cheap and new messages are not (platform rate limits).
+3. When a queued prompt's turn starts, its 🕒 comes off (the renderer then puts ⏳ on, as for
+   any prompt) and the line counts one less. The client runs prompts in order, so prompts sent
+   before the one that started and never seen starting (frames lost in a gap) leave the queue
+   too. A prompt the session refused (a `session.error` naming it, such as `TURN_QUEUE_FULL`)
+   leaves it the same way (the renderer marks it ❌). When the session ends here, waiting
+   prompts will never run: their 🕒 and the line are taken off (`clear`).
+4. Busy mode is a per-channel setting, `queue` (the default) or `interrupt`, kept in the
+   conversation store (it survives a restart) and applied to every session thread under the
+   channel. In `interrupt` a new prompt first cancels the running turn
+   (`control.prompt.cancel`, DPS §6), which then ends ⏹, and is then sent; prompts already
+   waiting still run first, in order (DPS has no verb that withdraws a queued prompt).
+5. Decorations are best effort: a failed reaction or line is logged and never stops a prompt.
+   The marks live in memory: after a gateway restart a queued prompt's 🕒 and the line stay
+   as they were (docs/gateway.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gateway.platform import ChatPlatform, ConversationRef, MessageRef
+
+if TYPE_CHECKING:
+    from gateway.conversation_store import ConversationStore
+    from gateway.live import LiveSession
+
+log = logging.getLogger(__name__)
+
+QUEUED = "🕒"
+QUEUE, INTERRUPT = "queue", "interrupt"
+BUSY_MODES = (QUEUE, INTERRUPT)
+MODE_TEXT = {
+    QUEUE: "a message sent while a turn runs waits its turn (🕒) and then runs, in order.",
+    INTERRUPT: "a message sent while a turn runs stops that turn (⏹) and then runs.",
+}
+
+
+def queue_line(waiting: int) -> str:
+    """The conversation's one line about its waiting prompts (rule 2)."""
+    if waiting == 1:
+        return f"{QUEUED} queued (1) — runs when the current turn ends."
+    return f"{QUEUED} queued ({waiting}) — they run in order after the current turn."
+
+
+@dataclass
+class Waiting:
+    """A prompt sent and not yet started."""
+
+    prompt_id: str  # the `control.prompt.request` frame's message_id
+    message: MessageRef | None  # the user's chat message
+    queued: bool  # rule 1: sent behind a running turn or an unstarted prompt
+    marked: bool = False  # 🕒 is on its message (or would be, on a platform without reactions)
+
+
+class PromptQueue:
+    """The bookkeeping of rules 1 and 3: which sent prompts have not started, in order."""
+
+    def __init__(self) -> None:
+        self._unstarted: OrderedDict[str, Waiting] = OrderedDict()
+
+    def sent(self, prompt_id: str, message: MessageRef | None, turn_running: bool) -> bool:
+        """Record a prompt about to be sent; True when it is queued (rule 1)."""
+        queued = turn_running or bool(self._unstarted)
+        self._unstarted[prompt_id] = Waiting(prompt_id, message, queued)
+        return queued
+
+    def get(self, prompt_id: str) -> Waiting | None:
+        return self._unstarted.get(prompt_id)
+
+    def started(self, prompt_id: str) -> list[Waiting]:
+        """The prompt's turn started: it and every prompt sent before it leave (rule 3).
+        A prompt this queue never saw (sent by another edge) changes nothing."""
+        if prompt_id not in self._unstarted:
+            return []
+        gone = []
+        while self._unstarted:
+            key, waiting = self._unstarted.popitem(last=False)
+            gone.append(waiting)
+            if key == prompt_id:
+                break
+        return gone
+
+    def refused(self, prompt_id: str) -> list[Waiting]:
+        """The session refused the prompt: it alone leaves (rule 3)."""
+        waiting = self._unstarted.pop(prompt_id, None)
+        return [waiting] if waiting is not None else []
+
+    def clear(self) -> list[Waiting]:
+        gone = list(self._unstarted.values())
+        self._unstarted.clear()
+        return gone
+
+    @property
+    def waiting(self) -> int:
+        """How many prompts the line counts: queued ones, marked."""
+        return sum(1 for w in self._unstarted.values() if w.queued and w.marked)
+
+
+Decorate = Callable[[Awaitable[Any]], Awaitable[None]]
+
+
+class QueueMarker:
+    """Rules 2 and 3 on a platform: the 🕒 reactions and the one queue line of a session."""
+
+    def __init__(
+        self, platform: ChatPlatform, conversation: ConversationRef, best_effort: Decorate
+    ) -> None:
+        self.queue = PromptQueue()
+        self._platform = platform
+        self._conversation = conversation
+        self._best_effort = best_effort
+        self._line: MessageRef | None = None
+        self._line_count = 0
+        # The user's task marks a prompt while the pump may be starting its turn: one at a time.
+        self._lock = asyncio.Lock()
+
+    def expect(self, prompt_id: str, message: MessageRef | None, turn_running: bool) -> None:
+        """Before the prompt frame is sent (so its turn start always finds it)."""
+        self.queue.sent(prompt_id, message, turn_running)
+
+    async def mark(self, prompt_id: str) -> None:
+        """After the prompt frame is sent: 🕒 and the line, if it is queued and still waits."""
+        async with self._lock:
+            waiting = self.queue.get(prompt_id)
+            if waiting is None or not waiting.queued or waiting.marked:
+                return  # it started (or was refused) already, or runs at once
+            waiting.marked = True
+            await self._react(waiting.message, add=True)
+            await self._sync_line()
+
+    async def started(self, prompt_id: str) -> None:
+        async with self._lock:
+            await self._unmark(self.queue.started(prompt_id))
+
+    async def refused(self, prompt_id: str) -> None:
+        async with self._lock:
+            await self._unmark(self.queue.refused(prompt_id))
+
+    async def clear(self) -> None:
+        """The session ended here: nothing that waits will run (rule 3)."""
+        async with self._lock:
+            await self._unmark(self.queue.clear())
+
+    def forget(self, prompt_id: str) -> None:
+        """The prompt frame never left (the link was gone): nothing to show."""
+        self.queue.refused(prompt_id)
+
+    async def _unmark(self, gone: list[Waiting]) -> None:
+        marked = [w for w in gone if w.marked]
+        for waiting in marked:
+            await self._react(waiting.message, add=False)
+        if marked:
+            await self._sync_line()
+
+    async def _react(self, message: MessageRef | None, *, add: bool) -> None:
+        if message is None or not self._platform.limits.supports_reactions:
+            return
+        if add:
+            await self._best_effort(self._platform.add_reaction(message, QUEUED))
+        else:
+            await self._best_effort(self._platform.remove_reaction(message, QUEUED))
+
+    async def _sync_line(self) -> None:
+        """Post, edit or delete the line so that it counts what waits (rule 2)."""
+        count = self.queue.waiting
+        if count == self._line_count:
+            return
+        line, self._line_count = self._line, count
+        if count == 0:
+            self._line = None
+            if line is not None:
+                await self._best_effort(self._platform.delete_message(line))
+            return
+        if line is not None and self._platform.limits.supports_edit:
+            await self._best_effort(self._platform.edit_message(line, queue_line(count)))
+            return
+        if line is not None:
+            await self._best_effort(self._platform.delete_message(line))
+        try:
+            self._line = await self._platform.send_message(self._conversation, queue_line(count))
+        except Exception:
+            self._line = None
+            log.warning("could not post the queue line", exc_info=True)
+
+
+# --- busy mode (rule 4) -----------------------------------------------------------------------
+
+
+async def busy_mode(store: ConversationStore, conversation: ConversationRef) -> str:
+    """The channel's busy mode; `queue` unless someone chose otherwise."""
+    return await store.busy_mode(conversation.platform, conversation.channel_id) or QUEUE
+
+
+async def set_busy_mode(
+    store: ConversationStore, conversation: ConversationRef, mode: str | None
+) -> str:
+    """`/rawp busy [queue|interrupt]`: the answer for the user (no mode: the current one)."""
+    if not mode or not mode.strip():
+        current = await busy_mode(store, conversation)
+        return f"Busy mode in this channel is **{current}**: {MODE_TEXT[current]}"
+    chosen = mode.strip().casefold()
+    if chosen not in BUSY_MODES:
+        return f"❌ Busy mode is `{QUEUE}` or `{INTERRUPT}`, not “{mode.strip()}”."
+    await store.set_busy_mode(conversation.platform, conversation.channel_id, chosen)
+    return f"Busy mode in this channel is now **{chosen}**: {MODE_TEXT[chosen]}"
+
+
+async def interrupt_if_busy(store: ConversationStore, live: LiveSession) -> None:
+    """In `interrupt` mode, cancel the running turn before a new prompt goes out (rule 4).
+    Raises ConnectionError when the session's link is gone, as sending the prompt would."""
+    turn = live.renderer.turn
+    if turn is None:
+        return
+    if await busy_mode(store, live.renderer.conversation) == INTERRUPT:
+        await live.chat.cancel(turn.turn_id)
