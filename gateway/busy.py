@@ -213,12 +213,12 @@ async def set_busy_mode(
     """`/rawp busy [queue|interrupt]`: the answer for the user (no mode: the current one)."""
     if not mode or not mode.strip():
         current = await busy_mode(store, conversation)
-        return f"Busy mode in this channel is **{current}**: {MODE_TEXT[current]}"
+        return f"Busy mode in this channel is `{current}`: {MODE_TEXT[current]}"
     chosen = mode.strip().casefold()
     if chosen not in BUSY_MODES:
         return f"❌ Busy mode is `{QUEUE}` or `{INTERRUPT}`, not “{mode.strip()}”."
     await store.set_busy_mode(conversation.platform, conversation.channel_id, chosen)
-    return f"Busy mode in this channel is now **{chosen}**: {MODE_TEXT[chosen]}"
+    return f"Busy mode in this channel is now `{chosen}`: {MODE_TEXT[chosen]}"
 
 
 async def interrupt_if_busy(store: ConversationStore, live: LiveSession) -> None:

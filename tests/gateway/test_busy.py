@@ -224,7 +224,7 @@ async def test_the_busy_mode_survives_reopening_the_store(tmp_path):
     thread = ConversationRef("discord", "chan-1", "thread-1")
     assert await busy_mode(store, thread) == QUEUE  # the default
     answer = await set_busy_mode(store, thread, " Interrupt ")
-    assert answer.startswith("Busy mode in this channel is now **interrupt**")
+    assert answer.startswith("Busy mode in this channel is now `interrupt`")
     assert (await set_busy_mode(store, thread, "later")).startswith("❌")
     await store.close()
 
@@ -234,7 +234,7 @@ async def test_the_busy_mode_survives_reopening_the_store(tmp_path):
         assert await busy_mode(again, ConversationRef("discord", "chan-1", "other")) == INTERRUPT
         assert await busy_mode(again, ConversationRef("discord", "chan-1")) == INTERRUPT
         assert await busy_mode(again, ConversationRef("slack", "chan-1")) == QUEUE
-        assert "**interrupt**" in await set_busy_mode(again, thread, None)
+        assert "`interrupt`" in await set_busy_mode(again, thread, None)
         await set_busy_mode(again, thread, "queue")
         assert await busy_mode(again, thread) == QUEUE
     finally:
