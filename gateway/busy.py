@@ -18,8 +18,10 @@ rule 3, dps-profile §6); the gateway only shows it. Rules:
 4. Busy mode is a per-channel setting, `queue` (the default) or `interrupt`, kept in the
    conversation store (it survives a restart) and applied to every session thread under the
    channel. In `interrupt` a new prompt first cancels the running turn
-   (`control.prompt.cancel`, DPS §6), which then ends ⏹, and is then sent; prompts already
-   waiting still run first, in order (DPS has no verb that withdraws a queued prompt).
+   (`control.prompt.cancel`, DPS §6), which then ends ⏹, and is then sent. DPS has no verb
+   that withdraws a prompt the client holds, so a turn that starts while an interrupting
+   prompt waits behind it (a prompt sent just before, not started yet when the new one went
+   out) is cancelled as it starts: the newest prompt is the one that runs.
 5. Decorations are best effort: a failed reaction or line is logged and never stops a prompt.
    The marks live in memory: after a gateway restart a queued prompt's 🕒 and the line stay
    as they were (docs/gateway.md).
@@ -35,6 +37,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
+from rawp.events import PromptCancel, PromptRequest
+from rawp.frames import Frame, make_frame
 
 if TYPE_CHECKING:
     from gateway.conversation_store import ConversationStore
@@ -65,6 +69,7 @@ class Waiting:
     prompt_id: str  # the `control.prompt.request` frame's message_id
     message: MessageRef | None  # the user's chat message
     queued: bool  # rule 1: sent behind a running turn or an unstarted prompt
+    interrupts: bool = False  # sent in `interrupt` mode: turns started before it stop (rule 4)
     marked: bool = False  # 🕒 is on its message (or would be, on a platform without reactions)
 
 
@@ -74,11 +79,22 @@ class PromptQueue:
     def __init__(self) -> None:
         self._unstarted: OrderedDict[str, Waiting] = OrderedDict()
 
-    def sent(self, prompt_id: str, message: MessageRef | None, turn_running: bool) -> bool:
+    def sent(
+        self,
+        prompt_id: str,
+        message: MessageRef | None,
+        turn_running: bool,
+        interrupts: bool = False,
+    ) -> bool:
         """Record a prompt about to be sent; True when it is queued (rule 1)."""
         queued = turn_running or bool(self._unstarted)
-        self._unstarted[prompt_id] = Waiting(prompt_id, message, queued)
+        self._unstarted[prompt_id] = Waiting(prompt_id, message, queued, interrupts)
         return queued
+
+    @property
+    def interrupted(self) -> bool:
+        """A prompt that interrupts waits: the turn starting now is to stop (rule 4)."""
+        return any(w.interrupts for w in self._unstarted.values())
 
     def get(self, prompt_id: str) -> Waiting | None:
         return self._unstarted.get(prompt_id)
@@ -113,18 +129,29 @@ class PromptQueue:
 
 
 Decorate = Callable[[Awaitable[Any]], Awaitable[None]]
+SendFrame = Callable[[Frame], Awaitable[None]]
 
 
 class QueueMarker:
-    """Rules 2 and 3 on a platform: the 🕒 reactions and the one queue line of a session."""
+    """Rules 2 and 3 on a platform: the 🕒 reactions and the one queue line of a session;
+    and rule 4's cancel of a turn that starts in front of an interrupting prompt."""
 
     def __init__(
-        self, platform: ChatPlatform, conversation: ConversationRef, best_effort: Decorate
+        self,
+        platform: ChatPlatform,
+        conversation: ConversationRef,
+        best_effort: Decorate,
+        *,
+        session_id: str,
+        send_frame: SendFrame,
     ) -> None:
         self.queue = PromptQueue()
+        self.interrupt_next = False  # the next prompt expected is sent in `interrupt` mode
         self._platform = platform
         self._conversation = conversation
         self._best_effort = best_effort
+        self._session_id = session_id
+        self._send_frame = send_frame
         self._line: MessageRef | None = None
         self._line_count = 0
         # The user's task marks a prompt while the pump may be starting its turn: one at a time.
@@ -132,7 +159,8 @@ class QueueMarker:
 
     def expect(self, prompt_id: str, message: MessageRef | None, turn_running: bool) -> None:
         """Before the prompt frame is sent (so its turn start always finds it)."""
-        self.queue.sent(prompt_id, message, turn_running)
+        interrupts, self.interrupt_next = self.interrupt_next, False
+        self.queue.sent(prompt_id, message, turn_running, interrupts)
 
     async def mark(self, prompt_id: str) -> None:
         """After the prompt frame is sent: 🕒 and the line, if it is queued and still waits."""
@@ -144,9 +172,19 @@ class QueueMarker:
             await self._react(waiting.message, add=True)
             await self._sync_line()
 
-    async def started(self, prompt_id: str) -> None:
+    async def started(self, prompt_id: str, turn_id: str) -> None:
         async with self._lock:
             await self._unmark(self.queue.started(prompt_id))
+            if self.queue.interrupted:  # rule 4: a newer prompt said to interrupt
+                cancel = make_frame(
+                    "control.prompt.cancel",
+                    PromptCancel(turn_id=turn_id),
+                    session_id=self._session_id,
+                )
+                try:
+                    await self._send_frame(cancel)
+                except ConnectionError:
+                    log.info("the turn %s was not cancelled: the session's link is gone", turn_id)
 
     async def refused(self, prompt_id: str) -> None:
         async with self._lock:
@@ -221,11 +259,19 @@ async def set_busy_mode(
     return f"Busy mode in this channel is now `{chosen}`: {MODE_TEXT[chosen]}"
 
 
-async def interrupt_if_busy(store: ConversationStore, live: LiveSession) -> None:
-    """In `interrupt` mode, cancel the running turn before a new prompt goes out (rule 4).
-    Raises ConnectionError when the session's link is gone, as sending the prompt would."""
+async def send_prompt(
+    store: ConversationStore,
+    live: LiveSession,
+    request: PromptRequest,
+    message: MessageRef | None,
+    user_id: str,
+) -> None:
+    """Send a chat user's prompt as the channel's busy mode says (rule 4): in `interrupt`,
+    the running turn is cancelled first. Raises ConnectionError when the link is gone."""
+    interrupt = await busy_mode(store, live.renderer.conversation) == INTERRUPT
     turn = live.renderer.turn
-    if turn is None:
-        return
-    if await busy_mode(store, live.renderer.conversation) == INTERRUPT:
+    if interrupt and turn is not None:
         await live.chat.cancel(turn.turn_id)
+    # Read by the renderer's `expect_prompt`, at the start of `send_prompt`: no await between.
+    live.renderer.queue.interrupt_next = interrupt
+    await live.chat.send_prompt(request, message=message, user_id=user_id)

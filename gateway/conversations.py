@@ -361,9 +361,8 @@ class ConversationService(ConversationHooks):
         if isinstance(live, str):
             return live
         try:
-            await busy.interrupt_if_busy(self.store, live)
-            await live.chat.send_prompt(
-                request, message=invocation.message, user_id=invocation.user_id
+            await busy.send_prompt(
+                self.store, live, request, invocation.message, invocation.user_id
             )
         except ConnectionError:
             return SESSION_ENDED

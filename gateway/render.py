@@ -143,7 +143,9 @@ class SessionRenderer:
             platform = RedactingPlatform(platform, self.redactor)
         self.platform = platform
         self.conversation = conversation
-        self.queue = QueueMarker(platform, conversation, self._best_effort)  # gateway.busy
+        self.queue = QueueMarker(  # gateway.busy
+            platform, conversation, self._best_effort, session_id=session_id, send_frame=send_frame
+        )
         self.session_id = session_id
         self.commands = CommandCache()
         self.agent_state: str | None = None
@@ -260,7 +262,7 @@ class SessionRenderer:
     # --- turn life cycle --------------------------------------------------------------------
 
     async def _on_turn_start(self, frame: Frame, p: ev.TurnStart, _: Turn | None) -> None:
-        await self.queue.started(p.prompt_message_id)  # its 🕒 off before ⏳ goes on
+        await self.queue.started(p.prompt_message_id, p.turn_id)  # its 🕒 off before ⏳ goes on
         origin = self._origins.pop(p.prompt_message_id, None)
         if self._turn and self._turn.turn_id == p.turn_id:
             self._turn.prompt_message_id = p.prompt_message_id

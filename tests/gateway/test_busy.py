@@ -23,7 +23,7 @@ from gateway.render import SessionRenderer
 from gateway.session import ChatSession
 from gateway.turn import FAILED, WORKING
 from rawp.frames import Frame
-from tests.gateway.support import Recorder, RecordingPlatform, frame, settle
+from tests.gateway.support import RecordingPlatform, frame, settle
 
 CONV = ConversationRef("recording", "chan", "thread")
 
@@ -104,8 +104,8 @@ class Link:
 class Session:
     def __init__(self, platform: RecordingPlatform | None = None) -> None:
         self.platform = platform or RecordingPlatform()
-        self.renderer = SessionRenderer(self.platform, CONV, "sess-1", send_frame=Recorder())
         self.link = Link()
+        self.renderer = SessionRenderer(self.platform, CONV, "sess-1", send_frame=self.link.send)
         self.chat = ChatSession(self.renderer, self.link)
 
     async def prompt(self, name: str) -> str:
@@ -212,6 +212,30 @@ async def test_a_failing_reaction_never_stops_the_prompt():
     s = Session(RecordingPlatform(fail=frozenset({"react", "send"})))
     await s.start(await s.prompt("m1"), "t1")
     await s.prompt("m2")
+    assert [f.type for f in s.link.sent] == ["control.prompt.request"] * 2
+
+
+async def test_a_turn_starting_in_front_of_an_interrupting_prompt_is_cancelled_at_once():
+    s = Session()
+    p1 = await s.prompt("m1")  # not started yet when the next one goes out
+    s.renderer.queue.interrupt_next = True  # what busy.send_prompt sets in `interrupt` mode
+    p2 = await s.prompt("m2")
+    await s.start(p1, "t1")
+    cancel = s.link.sent[-1]
+    assert (cancel.type, cancel.payload.turn_id) == ("control.prompt.cancel", "t1")
+    await s.end("t1")
+    await s.start(p2, "t2")  # nothing waits behind it: it runs
+    assert s.link.sent[-1] is cancel
+    # The flag is the next prompt's only: a later one queues as before.
+    await s.prompt("m3")
+    assert not s.renderer.queue.queue.get(s.link.sent[-1].message_id).interrupts
+
+
+async def test_in_queue_mode_nothing_is_cancelled():
+    s = Session()
+    p1 = await s.prompt("m1")
+    await s.prompt("m2")
+    await s.start(p1, "t1")
     assert [f.type for f in s.link.sent] == ["control.prompt.request"] * 2
 
 
