@@ -23,8 +23,10 @@ rule 3, dps-profile §6); the gateway only shows it. Rules:
    prompt waits behind it (a prompt sent just before, not started yet when the new one went
    out) is cancelled as it starts: the newest prompt is the one that runs.
 5. Decorations are best effort: a failed reaction or line is logged and never stops a prompt.
-   The marks live in memory: after a gateway restart a queued prompt's 🕒 and the line stay
-   as they were (docs/gateway.md).
+6. The marks survive a gateway restart: each marked prompt (its chat message and user) and
+   the line's message are kept in the conversation store, in the order sent, and a renderer
+   made anew reads them before it first touches its queue. A queued prompt whose turn starts
+   after a restart still loses its 🕒 and gets ⏳, then ✅, the line still counts down.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from rawp.frames import Frame, make_frame
 if TYPE_CHECKING:
     from gateway.conversation_store import ConversationStore
     from gateway.live import LiveSession
+
+LINE_KEY = "busy/queue-line"  # the post key the queue line's message is recorded under (rule 6)
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +73,7 @@ class Waiting:
     prompt_id: str  # the `control.prompt.request` frame's message_id
     message: MessageRef | None  # the user's chat message
     queued: bool  # rule 1: sent behind a running turn or an unstarted prompt
+    user_id: str | None = None
     interrupts: bool = False  # sent in `interrupt` mode: turns started before it stop (rule 4)
     marked: bool = False  # 🕒 is on its message (or would be, on a platform without reactions)
 
@@ -85,11 +90,20 @@ class PromptQueue:
         message: MessageRef | None,
         turn_running: bool,
         interrupts: bool = False,
+        user_id: str | None = None,
     ) -> bool:
         """Record a prompt about to be sent; True when it is queued (rule 1)."""
         queued = turn_running or bool(self._unstarted)
-        self._unstarted[prompt_id] = Waiting(prompt_id, message, queued, interrupts)
+        self._unstarted[prompt_id] = Waiting(prompt_id, message, queued, user_id, interrupts)
         return queued
+
+    def restore(self, waiting: list[Waiting]) -> None:
+        """Prompts marked before a restart (rule 6): ahead of any sent since."""
+        since = list(self._unstarted.items())
+        self._unstarted.clear()
+        for w in waiting:
+            self._unstarted.setdefault(w.prompt_id, w)
+        self._unstarted.update(since)
 
     @property
     def interrupted(self) -> bool:
@@ -144,8 +158,11 @@ class QueueMarker:
         *,
         session_id: str,
         send_frame: SendFrame,
+        store: ConversationStore | None = None,
     ) -> None:
         self.queue = PromptQueue()
+        self._store = store
+        self._loaded = store is None
         self.interrupt_next = False  # the next prompt expected is sent in `interrupt` mode
         self._platform = platform
         self._conversation = conversation
@@ -157,24 +174,40 @@ class QueueMarker:
         # The user's task marks a prompt while the pump may be starting its turn: one at a time.
         self._lock = asyncio.Lock()
 
-    def expect(self, prompt_id: str, message: MessageRef | None, turn_running: bool) -> None:
+    def expect(
+        self,
+        prompt_id: str,
+        message: MessageRef | None,
+        turn_running: bool,
+        user_id: str | None = None,
+    ) -> None:
         """Before the prompt frame is sent (so its turn start always finds it)."""
         interrupts, self.interrupt_next = self.interrupt_next, False
-        self.queue.sent(prompt_id, message, turn_running, interrupts)
+        self.queue.sent(prompt_id, message, turn_running, interrupts, user_id)
 
     async def mark(self, prompt_id: str) -> None:
         """After the prompt frame is sent: 🕒 and the line, if it is queued and still waits."""
         async with self._lock:
+            await self._load()
             waiting = self.queue.get(prompt_id)
             if waiting is None or not waiting.queued or waiting.marked:
                 return  # it started (or was refused) already, or runs at once
             waiting.marked = True
+            if self._store is not None:  # rule 6
+                message_id = waiting.message.message_id if waiting.message else None
+                await self._store.record_queued(
+                    self._session_id, prompt_id, message_id, waiting.user_id
+                )
             await self._react(waiting.message, add=True)
             await self._sync_line()
 
-    async def started(self, prompt_id: str, turn_id: str) -> None:
+    async def started(self, prompt_id: str, turn_id: str) -> Waiting | None:
+        """The prompt's turn started; its `Waiting` when it was marked (after a restart, the
+        renderer learns from it which chat message and user the turn is for)."""
         async with self._lock:
-            await self._unmark(self.queue.started(prompt_id))
+            await self._load()
+            gone = self.queue.started(prompt_id)
+            await self._unmark(gone)
             if self.queue.interrupted:  # rule 4: a newer prompt said to interrupt
                 cancel = make_frame(
                     "control.prompt.cancel",
@@ -185,15 +218,42 @@ class QueueMarker:
                     await self._send_frame(cancel)
                 except ConnectionError:
                     log.info("the turn %s was not cancelled: the session's link is gone", turn_id)
+        started = gone[-1] if gone else None
+        return started if started is not None and started.marked else None
 
     async def refused(self, prompt_id: str) -> None:
         async with self._lock:
+            await self._load()
             await self._unmark(self.queue.refused(prompt_id))
 
     async def clear(self) -> None:
         """The session ended here: nothing that waits will run (rule 3)."""
         async with self._lock:
+            await self._load()
             await self._unmark(self.queue.clear())
+
+    async def _load(self) -> None:
+        """Rule 6: what a gateway before this one marked, read once."""
+        if self._loaded or self._store is None:
+            return
+        self._loaded = True
+        rows = await self._store.queued(self._session_id)
+        self.queue.restore(
+            [
+                Waiting(
+                    prompt_id,
+                    MessageRef(self._conversation, message_id) if message_id else None,
+                    queued=True,
+                    user_id=user_id,
+                    marked=True,
+                )
+                for prompt_id, message_id, user_id in rows
+            ]
+        )
+        line_id = await self._store.recorded(self._session_id, LINE_KEY)
+        if line_id:  # an INTENT ("") is a post whose message was never known: nothing to edit
+            self._line = MessageRef(self._conversation, line_id)
+            self._line_count = self.queue.waiting
 
     def forget(self, prompt_id: str) -> None:
         """The prompt frame never left (the link was gone): nothing to show."""
@@ -201,6 +261,8 @@ class QueueMarker:
 
     async def _unmark(self, gone: list[Waiting]) -> None:
         marked = [w for w in gone if w.marked]
+        if marked and self._store is not None:
+            await self._store.forget_queued(self._session_id, [w.prompt_id for w in marked])
         for waiting in marked:
             await self._react(waiting.message, add=False)
         if marked:
@@ -224,6 +286,7 @@ class QueueMarker:
             self._line = None
             if line is not None:
                 await self._best_effort(self._platform.delete_message(line))
+                await self._record_line(None)
             return
         if line is not None and self._platform.limits.supports_edit:
             await self._best_effort(self._platform.edit_message(line, queue_line(count)))
@@ -235,6 +298,15 @@ class QueueMarker:
         except Exception:
             self._line = None
             log.warning("could not post the queue line", exc_info=True)
+        await self._record_line(self._line)
+
+    async def _record_line(self, line: MessageRef | None) -> None:
+        if self._store is None:
+            return
+        if line is None:
+            await self._store.forget_post(self._session_id, LINE_KEY)
+        else:
+            await self._store.record_post(self._session_id, LINE_KEY, line.message_id)
 
 
 # --- busy mode (rule 4) -----------------------------------------------------------------------

@@ -18,9 +18,12 @@ gap (issue 14 §4; gateway.live and gateway.posting use it):
   post may or may not have reached the platform (the process died in between), so the
   platform is asked before posting again (gateway.posting);
 - `turn_origins`: which chat message (and user) started each turn, so the gateway after a
-  restart still marks that message ✅ at the turn's end and knows who may answer approvals.
+  restart still marks that message ✅ at the turn's end and knows who may answer approvals;
+- `queued_prompts`: the prompts marked 🕒 while a turn ran (gateway.busy), in the order sent,
+  so a restarted gateway still takes the 🕒 off, puts ⏳ on when their turns start and counts
+  down the queue line (its message is a post under the key `busy.LINE_KEY`).
 
-Older files get these tables on open (`CREATE TABLE IF NOT EXISTS`): nothing to migrate. All three
+Older files get these tables on open (`CREATE TABLE IF NOT EXISTS`): nothing to migrate. All four
 are dropped for a session when its conversation is marked ended.
 
 `channel_settings` holds what a channel chose for every session thread under it (issue 16 §5:
@@ -73,6 +76,13 @@ CREATE TABLE IF NOT EXISTS turn_origins (
     message_id TEXT,
     user_id TEXT,
     PRIMARY KEY (session_id, turn_id)
+);
+CREATE TABLE IF NOT EXISTS queued_prompts (
+    session_id TEXT NOT NULL,
+    prompt_id TEXT NOT NULL,
+    message_id TEXT,
+    user_id TEXT,
+    PRIMARY KEY (session_id, prompt_id)
 );
 CREATE TABLE IF NOT EXISTS channel_settings (
     platform TEXT NOT NULL,
@@ -185,6 +195,7 @@ class ConversationStore:
         await self._db.execute("DELETE FROM cursors WHERE session_id = ?", (session_id,))
         await self._db.execute("DELETE FROM posts WHERE session_id = ?", (session_id,))
         await self._db.execute("DELETE FROM turn_origins WHERE session_id = ?", (session_id,))
+        await self._db.execute("DELETE FROM queued_prompts WHERE session_id = ?", (session_id,))
         await self._db.commit()
 
     # --- per-channel settings (issue 16 §5) ---------------------------------------------------
@@ -204,6 +215,40 @@ class ConversationStore:
             " VALUES (?, ?, ?, ?) ON CONFLICT (platform, channel_id) DO UPDATE"
             " SET busy_mode = excluded.busy_mode, updated_at = excluded.updated_at",
             (platform, channel_id, mode, iso(self._clock.now())),
+        )
+        await self._db.commit()
+
+    # --- prompts waiting behind a turn (issue 16 §5) -----------------------------------------
+
+    async def record_queued(
+        self, session_id: str, prompt_id: str, message_id: str | None, user_id: str | None
+    ) -> None:
+        await self._db.execute(
+            "INSERT OR REPLACE INTO queued_prompts VALUES (?, ?, ?, ?)",
+            (session_id, prompt_id, message_id, user_id),
+        )
+        await self._db.commit()
+
+    async def forget_queued(self, session_id: str, prompt_ids: list[str]) -> None:
+        await self._db.executemany(
+            "DELETE FROM queued_prompts WHERE session_id = ? AND prompt_id = ?",
+            [(session_id, prompt_id) for prompt_id in prompt_ids],
+        )
+        await self._db.commit()
+
+    async def queued(self, session_id: str) -> list[tuple[str, str | None, str | None]]:
+        """(prompt id, chat message id, user id) of the session's queued prompts, in order."""
+        async with self._db.execute(
+            "SELECT prompt_id, message_id, user_id FROM queued_prompts WHERE session_id = ?"
+            " ORDER BY rowid",
+            (session_id,),
+        ) as cursor:
+            rows = await cursor.fetchall()
+        return [(row["prompt_id"], row["message_id"], row["user_id"]) for row in rows]
+
+    async def forget_post(self, session_id: str, key: str) -> None:
+        await self._db.execute(
+            "DELETE FROM posts WHERE session_id = ? AND post_key = ?", (session_id, key)
         )
         await self._db.commit()
 

@@ -144,7 +144,12 @@ class SessionRenderer:
         self.platform = platform
         self.conversation = conversation
         self.queue = QueueMarker(  # gateway.busy
-            platform, conversation, self._best_effort, session_id=session_id, send_frame=send_frame
+            platform,
+            conversation,
+            self._best_effort,
+            session_id=session_id,
+            send_frame=send_frame,
+            store=store,
         )
         self.session_id = session_id
         self.commands = CommandCache()
@@ -219,7 +224,7 @@ class SessionRenderer:
         when the renderer closed first): a console reads its next line only after it.
         """
         self._origins[prompt_message_id] = PromptOrigin(message, user_id)
-        self.queue.expect(prompt_message_id, message, turn_running=self._turn is not None)
+        self.queue.expect(prompt_message_id, message, self._turn is not None, user_id)
         future = asyncio.get_running_loop().create_future()
         self._finished[prompt_message_id] = future
         return future
@@ -262,8 +267,10 @@ class SessionRenderer:
     # --- turn life cycle --------------------------------------------------------------------
 
     async def _on_turn_start(self, frame: Frame, p: ev.TurnStart, _: Turn | None) -> None:
-        await self.queue.started(p.prompt_message_id, p.turn_id)  # its 🕒 off before ⏳ goes on
+        queued = await self.queue.started(p.prompt_message_id, p.turn_id)  # 🕒 off before ⏳ on
         origin = self._origins.pop(p.prompt_message_id, None)
+        if origin is None and queued is not None:  # queued before a gateway restart
+            origin = PromptOrigin(queued.message, queued.user_id)
         if self._turn and self._turn.turn_id == p.turn_id:
             self._turn.prompt_message_id = p.prompt_message_id
             if origin and self._turn.user_message is None:  # started early by a stray frame

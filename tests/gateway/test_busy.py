@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from gateway.busy import (
     INTERRUPT,
+    LINE_KEY,
     QUEUE,
     QUEUED,
     PromptQueue,
@@ -102,10 +103,14 @@ class Link:
 
 
 class Session:
-    def __init__(self, platform: RecordingPlatform | None = None) -> None:
+    def __init__(
+        self, platform: RecordingPlatform | None = None, store: ConversationStore | None = None
+    ) -> None:
         self.platform = platform or RecordingPlatform()
         self.link = Link()
-        self.renderer = SessionRenderer(self.platform, CONV, "sess-1", send_frame=self.link.send)
+        self.renderer = SessionRenderer(
+            self.platform, CONV, "sess-1", send_frame=self.link.send, store=store
+        )
         self.chat = ChatSession(self.renderer, self.link)
 
     async def prompt(self, name: str) -> str:
@@ -237,6 +242,36 @@ async def test_in_queue_mode_nothing_is_cancelled():
     await s.prompt("m2")
     await s.start(p1, "t1")
     assert [f.type for f in s.link.sent] == ["control.prompt.request"] * 2
+
+
+async def test_the_marks_outlive_a_gateway_restart(tmp_path):
+    """Rule 6: a renderer made anew on the same store still unmarks, counts down and reacts."""
+    store = await ConversationStore.open(tmp_path / "conversations.sqlite3")
+    try:
+        before = Session(store=store)
+        p1 = await before.prompt("m1")
+        await before.start(p1, "t1")
+        p2, p3 = await before.prompt("m2"), await before.prompt("m3")
+        line = before.platform.of("send")[0][2]
+        await before.renderer.close()
+
+        after = Session(RecordingPlatform(), store=store)  # the restarted gateway
+        await after.end("t1")  # joined midway: its ⏳/✅ come from the stored turn origin
+        del after.platform.calls[:]
+        await after.start(p2, "t2")
+        assert after.marks() == [
+            ("unreact", "m2", QUEUED),
+            ("edit", line, queue_line(1)),
+            ("react", "m2", WORKING),  # the turn knows its message again
+        ]
+        await after.end("t2")
+        assert ("react", "m2", "✅") in after.platform.calls
+        await after.start(p3, "t3")
+        assert ("delete", line) in after.platform.calls
+        assert await store.queued("sess-1") == []
+        assert await store.recorded("sess-1", LINE_KEY) is None
+    finally:
+        await store.close()
 
 
 # --- the busy mode ----------------------------------------------------------------------------
