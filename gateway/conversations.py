@@ -306,8 +306,8 @@ class ConversationService(ConversationHooks):
         """Rule 5: the link ended without us closing it."""
         if self.live.pop(live.session_id, None) is None:
             return
-        await self.store.mark_ended(live.session_id)
         await live.renderer.queue.clear()  # what waited will not run (gateway.busy)
+        await self.store.mark_ended(live.session_id)
         try:
             await self._platform.send_message(live.renderer.conversation, "⏹ " + SESSION_ENDED)
         except Exception:
