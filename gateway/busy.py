@@ -21,7 +21,9 @@ rule 3, dps-profile §6); the gateway only shows it. Rules:
    (`control.prompt.cancel`, DPS §6), which then ends ⏹, and is then sent. DPS has no verb
    that withdraws a prompt the client holds, so a turn that starts while an interrupting
    prompt waits behind it (a prompt sent just before, not started yet when the new one went
-   out) is cancelled as it starts: the newest prompt is the one that runs.
+   out) is cancelled as it starts: the newest prompt is the one that runs. A cancel that lost
+   the race with its turn's end (the client answers `NO_SUCH_TURN`; the renderer may still be
+   posting a turn the client has finished) is not shown: the turn ended all the same.
 5. Decorations are best effort: a failed reaction or line is logged and never stops a prompt.
 6. The marks survive a gateway restart: each marked prompt (its chat message and user) and
    the line's message are kept in the conversation store, in the order sent, and a renderer
@@ -33,13 +35,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
-from rawp.events import PromptCancel, PromptRequest
+from rawp.events import PromptCancel, PromptRequest, SessionError
 from rawp.frames import Frame, make_frame
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from gateway.live import LiveSession
 
 LINE_KEY = "busy/queue-line"  # the post key the queue line's message is recorded under (rule 6)
+CANCELS_KEPT = 64  # the interrupts' cancel frames whose NO_SUCH_TURN is not shown (rule 4)
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +172,7 @@ class QueueMarker:
         self._best_effort = best_effort
         self._session_id = session_id
         self._send_frame = send_frame
+        self._cancels: deque[str] = deque(maxlen=CANCELS_KEPT)  # their frames' message_ids
         self._line: MessageRef | None = None
         self._line_count = 0
         # The user's task marks a prompt while the pump may be starting its turn: one at a time.
@@ -209,17 +213,25 @@ class QueueMarker:
             gone = self.queue.started(prompt_id)
             await self._unmark(gone)
             if self.queue.interrupted:  # rule 4: a newer prompt said to interrupt
-                cancel = make_frame(
-                    "control.prompt.cancel",
-                    PromptCancel(turn_id=turn_id),
-                    session_id=self._session_id,
-                )
                 try:
-                    await self._send_frame(cancel)
+                    await self._send_frame(self.cancel_frame(turn_id))
                 except ConnectionError:
                     log.info("the turn %s was not cancelled: the session's link is gone", turn_id)
         started = gone[-1] if gone else None
         return started if started is not None and started.marked else None
+
+    def cancel_frame(self, turn_id: str) -> Frame:
+        """An interrupt's `control.prompt.cancel`, remembered so that losing the race with
+        the turn's end is not reported (rule 4)."""
+        cancel = make_frame(
+            "control.prompt.cancel", PromptCancel(turn_id=turn_id), session_id=self._session_id
+        )
+        self._cancels.append(cancel.message_id)
+        return cancel
+
+    def lost_race(self, error: SessionError) -> bool:
+        """True for the client's `NO_SUCH_TURN` answer to one of this session's interrupts."""
+        return error.code == "NO_SUCH_TURN" and error.ref_message_id in self._cancels
 
     async def refused(self, prompt_id: str) -> None:
         async with self._lock:
@@ -343,7 +355,7 @@ async def send_prompt(
     interrupt = await busy_mode(store, live.renderer.conversation) == INTERRUPT
     turn = live.renderer.turn
     if interrupt and turn is not None:
-        await live.chat.cancel(turn.turn_id)
+        await live.chat.link.send(live.renderer.queue.cancel_frame(turn.turn_id))
     # Read by the renderer's `expect_prompt`, at the start of `send_prompt`: no await between.
     live.renderer.queue.interrupt_next = interrupt
     await live.chat.send_prompt(request, message=message, user_id=user_id)

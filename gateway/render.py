@@ -535,6 +535,8 @@ class SessionRenderer:
             )
 
     async def _on_session_error(self, frame: Frame, p: ev.SessionError, _: Turn | None) -> None:
+        if self.queue.lost_race(p):  # an interrupt's cancel after its turn ended (gateway.busy)
+            return
         await self._send_text(f"❌ **{p.code}**: {p.message}")
         origin = self._origins.pop(p.ref_message_id or "", None)
         if origin is not None:  # the refused frame was a prompt: mark its message

@@ -236,6 +236,20 @@ async def test_a_turn_starting_in_front_of_an_interrupting_prompt_is_cancelled_a
     assert not s.renderer.queue.queue.get(s.link.sent[-1].message_id).interrupts
 
 
+async def test_an_interrupt_that_lost_the_race_with_the_turns_end_is_not_shown():
+    s = Session()
+    await s.start(await s.prompt("m1"), "t1")
+    ours = s.renderer.queue.cancel_frame("t1")  # what busy.send_prompt sends
+    await s.end("t1")
+    lost = {"code": "NO_SUCH_TURN", "message": "no running turn", "ref_message_id": ours.message_id}
+    await s.renderer.feed(frame("session.error", lost, None))
+    assert not [c for c in s.platform.of("send") if "NO_SUCH_TURN" in c[1]]
+    # A stop the user asked for by hand is still answered.
+    by_hand = {**lost, "ref_message_id": "someone-elses-cancel"}
+    await s.renderer.feed(frame("session.error", by_hand, None))
+    assert [c for c in s.platform.of("send") if "NO_SUCH_TURN" in c[1]]
+
+
 async def test_in_queue_mode_nothing_is_cancelled():
     s = Session()
     p1 = await s.prompt("m1")
