@@ -18,13 +18,20 @@ gap (issue 14 §4; gateway.live and gateway.posting use it):
   post may or may not have reached the platform (the process died in between), so the
   platform is asked before posting again (gateway.posting);
 - `turn_origins`: which chat message (and user) started each turn, so the gateway after a
-  restart still marks that message ✅ at the turn's end and knows who may answer approvals.
+  restart still marks that message ✅ at the turn's end and knows who may answer approvals;
+- `queued_prompts`: the prompts marked 🕒 while a turn ran (gateway.busy), in the order sent,
+  so a restarted gateway still takes the 🕒 off, puts ⏳ on when their turns start and counts
+  down the queue line (its message is a post under the key `busy.LINE_KEY`).
 
-Older files get these tables on open (`CREATE TABLE IF NOT EXISTS`): nothing to migrate. All three
+Older files get these tables on open (`CREATE TABLE IF NOT EXISTS`): nothing to migrate. All four
 are dropped for a session when its conversation is marked ended.
 
 `start_defaults` keeps, per master subject, the machine and agent of the user's last successful
 start: a mention or a direct message that names no machine starts there (gateway.starting).
+
+`channel_settings` holds what a channel chose for every session thread under it (issue 16 §5:
+`busy_mode`, gateway.busy); a row outlives the sessions, and an older file gets the table on
+open like the others.
 """
 
 from __future__ import annotations
@@ -78,6 +85,20 @@ CREATE TABLE IF NOT EXISTS start_defaults (
     node_id TEXT NOT NULL,
     agent_name TEXT NOT NULL,
     updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS queued_prompts (
+    session_id TEXT NOT NULL,
+    prompt_id TEXT NOT NULL,
+    message_id TEXT,
+    user_id TEXT,
+    PRIMARY KEY (session_id, prompt_id)
+);
+CREATE TABLE IF NOT EXISTS channel_settings (
+    platform TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    busy_mode TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (platform, channel_id)
 );
 """
 
@@ -183,6 +204,61 @@ class ConversationStore:
         await self._db.execute("DELETE FROM cursors WHERE session_id = ?", (session_id,))
         await self._db.execute("DELETE FROM posts WHERE session_id = ?", (session_id,))
         await self._db.execute("DELETE FROM turn_origins WHERE session_id = ?", (session_id,))
+        await self._db.execute("DELETE FROM queued_prompts WHERE session_id = ?", (session_id,))
+        await self._db.commit()
+
+    # --- per-channel settings (issue 16 §5) ---------------------------------------------------
+
+    async def busy_mode(self, platform: str, channel_id: str) -> str | None:
+        """The channel's busy mode (gateway.busy); None when never set."""
+        async with self._db.execute(
+            "SELECT busy_mode FROM channel_settings WHERE platform = ? AND channel_id = ?",
+            (platform, channel_id),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return row["busy_mode"] if row else None
+
+    async def set_busy_mode(self, platform: str, channel_id: str, mode: str) -> None:
+        await self._db.execute(
+            "INSERT INTO channel_settings (platform, channel_id, busy_mode, updated_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (platform, channel_id) DO UPDATE"
+            " SET busy_mode = excluded.busy_mode, updated_at = excluded.updated_at",
+            (platform, channel_id, mode, iso(self._clock.now())),
+        )
+        await self._db.commit()
+
+    # --- prompts waiting behind a turn (issue 16 §5) -----------------------------------------
+
+    async def record_queued(
+        self, session_id: str, prompt_id: str, message_id: str | None, user_id: str | None
+    ) -> None:
+        await self._db.execute(
+            "INSERT OR REPLACE INTO queued_prompts VALUES (?, ?, ?, ?)",
+            (session_id, prompt_id, message_id, user_id),
+        )
+        await self._db.commit()
+
+    async def forget_queued(self, session_id: str, prompt_ids: list[str]) -> None:
+        await self._db.executemany(
+            "DELETE FROM queued_prompts WHERE session_id = ? AND prompt_id = ?",
+            [(session_id, prompt_id) for prompt_id in prompt_ids],
+        )
+        await self._db.commit()
+
+    async def queued(self, session_id: str) -> list[tuple[str, str | None, str | None]]:
+        """(prompt id, chat message id, user id) of the session's queued prompts, in order."""
+        async with self._db.execute(
+            "SELECT prompt_id, message_id, user_id FROM queued_prompts WHERE session_id = ?"
+            " ORDER BY rowid",
+            (session_id,),
+        ) as cursor:
+            rows = await cursor.fetchall()
+        return [(row["prompt_id"], row["message_id"], row["user_id"]) for row in rows]
+
+    async def forget_post(self, session_id: str, key: str) -> None:
+        await self._db.execute(
+            "DELETE FROM posts WHERE session_id = ? AND post_key = ?", (session_id, key)
+        )
         await self._db.commit()
 
     async def remember_start(self, subject: str, node_id: str, agent_name: str) -> None:

@@ -25,7 +25,9 @@
    conversation: the binding is marked ended and the thread is told.
 6. Stop sends `control.prompt.cancel` for the running turn; end deletes the session on the
    master, closes the link and marks the binding ended. A slash command typed in the channel
-   instead of the thread acts on the user's newest open session under that channel.
+   instead of the thread acts on the user's newest open session under that channel. A prompt
+   sent during a turn waits, marked 🕒, or stops that turn first: the channel's busy mode
+   (gateway.busy).
 7. Every answer is text for the user; a refusal from the master is shown with its error code,
    never a stack trace.
 8. Every live session's pump is a task of this service's `TaskOwner` (started with the first
@@ -43,6 +45,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gateway import busy
 from gateway.audit import ANSWERED, REFUSED, ApprovalRecord, EdgeAuditSink
 from gateway.conversation_store import Binding, ConversationStore
 from gateway.edge_client import EdgeApiError, EdgeClient
@@ -309,6 +312,7 @@ class ConversationService(ConversationHooks):
         """Rule 5: the link ended without us closing it."""
         if self.live.pop(live.session_id, None) is None:
             return
+        await live.renderer.queue.clear()  # what waited will not run (gateway.busy)
         await self.store.mark_ended(live.session_id)
         try:
             await self._platform.send_message(live.renderer.conversation, "⏹ " + SESSION_ENDED)
@@ -375,8 +379,8 @@ class ConversationService(ConversationHooks):
         if isinstance(live, str):
             return live
         try:
-            await live.chat.send_prompt(
-                request, message=invocation.message, user_id=invocation.user_id
+            await busy.send_prompt(
+                self.store, live, request, invocation.message, invocation.user_id
             )
         except ConnectionError:
             return SESSION_ENDED
@@ -402,6 +406,7 @@ class ConversationService(ConversationHooks):
         live = self.live.pop(binding.session_id, None)
         if live is not None:
             await live.close()
+            await live.renderer.queue.clear()  # what waited will not run (gateway.busy)
         try:
             await self.edge.end_session(binding.subject, binding.session_id)
         except EdgeApiError as exc:
@@ -409,6 +414,9 @@ class ConversationService(ConversationHooks):
                 return refusal(exc)
         await self.store.mark_ended(binding.session_id)
         return f"Session `{binding.session_id}` ended."
+
+    async def set_busy(self, invocation: Invocation, mode: str | None) -> str | None:
+        return await busy.set_busy_mode(self.store, invocation.conversation, mode)
 
     async def pair(self, invocation: Invocation) -> str | None:
         try:

@@ -308,6 +308,10 @@ class ConversationHooks:
     async def usage(self, invocation: Invocation) -> str | None:
         """Tokens and cost of the invocation's session, today and this month, per node (issue
         16 §4); adapters show the answer to the invoking user only."""
+
+    async def set_busy(self, invocation: Invocation, mode: str | None) -> str | None:
+        """`busy queue|interrupt` for the invocation's channel; no mode: say which is set
+        (gateway.busy)."""
         return NOT_CONNECTED
 
 
@@ -376,3 +380,6 @@ class GuardedHooks(ConversationHooks):
 
     async def usage(self, invocation):
         return await self._text("usage", invocation)
+
+    async def set_busy(self, invocation, mode):
+        return await self._text("set_busy", invocation, mode)

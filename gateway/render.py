@@ -17,7 +17,8 @@ Feed it every frame of the session, in order; it keeps one `Turn` at a time. Rul
 6. `agent.state.changed` and running tools only ever change the status line (A-41), never the
    chat; after `interim_after_s` (30 s, G-NS-11/12) an interim status message names the
    running tool, is edited as it changes, and is deleted when the turn ends.
-7. The user's message gets ⏳ at turn start and ✅, ❌ (error) or ⏹ (cancelled) at the end.
+7. The user's message gets ⏳ at turn start and ✅, ❌ (error) or ⏹ (cancelled) at the end;
+   a prompt sent while another turn runs gets 🕒 until its own turn starts (gateway.busy).
 8. `agent.interaction.request` becomes buttons (gateway.interactions), told which of the turn's
    tools it is about (its `invocation_id`) and where to report its outcome (`audit`).
 9. Credentials never reach the chat (issue 15 §3): unless the session's node is exempt, the
@@ -49,6 +50,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.audit import AuditSink, no_audit
+from gateway.busy import QueueMarker
 from gateway.chunker import split_markdown
 from gateway.conversation_store import ConversationStore
 from gateway.interactions import DEFAULT_TIMEOUT_S, InteractionFlow, SendFrame
@@ -143,6 +145,14 @@ class SessionRenderer:
             platform = RedactingPlatform(platform, self.redactor)
         self.platform = platform
         self.conversation = conversation
+        self.queue = QueueMarker(  # gateway.busy
+            platform,
+            conversation,
+            self._best_effort,
+            session_id=session_id,
+            send_frame=send_frame,
+            store=store,
+        )
         self.session_id = session_id
         self.commands = CommandCache()
         self.agent_state: str | None = None
@@ -217,6 +227,7 @@ class SessionRenderer:
         when the renderer closed first): a console reads its next line only after it.
         """
         self._origins[prompt_message_id] = PromptOrigin(message, user_id)
+        self.queue.expect(prompt_message_id, message, self._turn is not None, user_id)
         future = asyncio.get_running_loop().create_future()
         self._finished[prompt_message_id] = future
         return future
@@ -259,7 +270,10 @@ class SessionRenderer:
     # --- turn life cycle --------------------------------------------------------------------
 
     async def _on_turn_start(self, frame: Frame, p: ev.TurnStart, _: Turn | None) -> None:
+        queued = await self.queue.started(p.prompt_message_id, p.turn_id)  # 🕒 off before ⏳ on
         origin = self._origins.pop(p.prompt_message_id, None)
+        if origin is None and queued is not None:  # queued before a gateway restart
+            origin = PromptOrigin(queued.message, queued.user_id)
         if self._turn and self._turn.turn_id == p.turn_id:
             self._turn.prompt_message_id = p.prompt_message_id
             if origin and self._turn.user_message is None:  # started early by a stray frame
@@ -526,9 +540,12 @@ class SessionRenderer:
             )
 
     async def _on_session_error(self, frame: Frame, p: ev.SessionError, _: Turn | None) -> None:
+        if self.queue.lost_race(p):  # an interrupt's cancel after its turn ended (gateway.busy)
+            return
         await self._send_text(error_line(p))  # budget notices read as such (gateway.usage)
         origin = self._origins.pop(p.ref_message_id or "", None)
         if origin is not None:  # the refused frame was a prompt: mark its message
+            await self.queue.refused(p.ref_message_id or "")
             await self._react(origin.message, FAILED)
             self._resolve(p.ref_message_id, "rejected")
 

@@ -47,7 +47,12 @@ class ChatSession:
         frame = make_frame("control.prompt.request", request, session_id=self.session_id)
         # Registered before sending, so a fast `session.turn.start` always finds its message.
         finished = self.renderer.expect_prompt(frame.message_id, message, user_id)
-        await self.link.send(frame)
+        try:
+            await self.link.send(frame)
+        except BaseException:
+            self.renderer.queue.forget(frame.message_id)
+            raise
+        await self.renderer.queue.mark(frame.message_id)  # 🕒 if it waits (gateway.busy)
         return finished
 
     async def cancel(self, turn_id: str | None = None) -> None:

@@ -28,7 +28,13 @@ from gateway.platform import (
 
 # Console messages are split like Discord's so the demo shows the same shapes.
 CONSOLE_LIMITS = PlatformLimits(max_message_length=2000, typing_expiry_s=10.0, max_buttons=25)
-REACTION_WORDS = {"⏳": "working…", "✅": "done", "❌": "failed", "⏹": "stopped"}
+REACTION_WORDS = {
+    "⏳": "working…",
+    "✅": "done",
+    "❌": "failed",
+    "⏹": "stopped",
+    "🕒": "queued",
+}
 
 
 @dataclass

@@ -12,6 +12,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp command name [args]` | `prompt` with `input_type: slash_command` (`agent_commands`) |
 | `/rawp stop`, `/rawp end`, `/rawp pair`, `/rawp nodes`, `/rawp sessions` | the same names |
 | `/rawp usage` | `usage` (issue 16 §4) |
+| `/rawp busy [mode]` | `set_busy` (mode: queue or interrupt; none: show the channel's) |
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
+from typing import Literal
 
 import discord
 from discord import app_commands
@@ -108,6 +110,13 @@ class RawpCommands(app_commands.Group):
     @app_commands.command(name="end", description="End this thread's session")
     async def end(self, interaction: discord.Interaction) -> None:
         await self._answer(interaction, self.hooks.end)
+
+    @app_commands.command(name="busy", description="What a message sent during a turn does here")
+    @app_commands.describe(mode="queue: it waits for the turn; interrupt: it stops the turn")
+    async def busy(
+        self, interaction: discord.Interaction, mode: Literal["queue", "interrupt"] | None = None
+    ) -> None:
+        await self._answer(interaction, lambda inv: self.hooks.set_busy(inv, mode))
 
     @app_commands.command(name="pair", description="Pair a machine: get a pairing URL")
     async def pair(self, interaction: discord.Interaction) -> None:

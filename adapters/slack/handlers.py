@@ -6,8 +6,8 @@ groups get an ephemeral refusal and nothing else happens.
 
 - a human's `message` in a thread → `hooks.prompt` (text escaped, shared files attached);
 - a top-level `app_mention` and every direct message → `hooks.start_here` (adapters.slack.starts);
-- `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions / usage hooks; `/rawp prompt`
-  opens the composer modal;
+- `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions / usage / busy hooks;
+  `/rawp prompt` opens the composer modal;
 - `block_actions` on a prompt button → the waiting approval gets the `Choice` (nobody waiting:
   `hooks.stale_choice`);
 - `block_suggestion` in the composer → files from `hooks.search_files`, commands from
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 HELP = (
     "Usage: `{c} start <node> <agent>` · `{c} prompt` · `{c} stop` · `{c} end` · "
-    "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage`"
+    "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage` · `{c} busy [queue|interrupt]`"
 )
 SIMPLE_VERBS = {
     "stop": "stop",
@@ -124,6 +124,8 @@ def register(app, bot: SlackBot) -> None:
             reply = await platform.hooks.start_session(invocation, words[0], words[1])
         elif verb in SIMPLE_VERBS and not words:
             reply = await getattr(platform.hooks, SIMPLE_VERBS[verb])(invocation)
+        elif verb == "busy" and len(words) <= 1:  # issue 16 §5: this channel's busy mode
+            reply = await platform.hooks.set_busy(invocation, words[0] if words else None)
         else:
             reply = HELP.format(c=bot.settings.command)
         await respond(text=reply or "Done.", response_type="ephemeral")

@@ -60,6 +60,7 @@ REACTIONS = {
     "✅": "white_check_mark",
     "❌": "x",
     "⏹": "black_square_for_stop",
+    "🕒": "clock3",  # queued behind a running turn (gateway.busy)
 }
 
 

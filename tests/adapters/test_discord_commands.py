@@ -39,7 +39,13 @@ async def test_the_command_tree_is_synced_with_every_verb(bot_with_hooks):
     verbs = {o["name"]: o for o in rawp["options"]}
     assert set(verbs) == {
         "start", "prompt", "command", "stop", "end", "pair", "nodes", "sessions", "usage",
+        "busy",
     }  # fmt: skip
+    [mode] = verbs["busy"]["options"]
+    assert not mode.get("required") and [c["value"] for c in mode["choices"]] == [
+        "queue",
+        "interrupt",
+    ]
     prompt_options = {o["name"]: o for o in verbs["prompt"]["options"]}
     assert prompt_options["file"]["autocomplete"] is True
     assert {o["name"] for o in verbs["start"]["options"] if o.get("autocomplete")} == {

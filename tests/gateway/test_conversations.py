@@ -316,3 +316,17 @@ async def test_usage_names_the_conversations_session_for_its_owner_only(world):
     assert stranger.startswith("📊 **Usage**")
     elsewhere = await svc.usage(invocation(ALICE, channel("c-nothing-here")))
     assert "This session" not in elsewhere and "  • test-box: " in elsewhere
+
+
+async def test_ending_a_session_takes_the_queued_marks_off(world):
+    """gateway.busy rule 3: what waited will not run once the session ends."""
+    svc = await world()
+    thread = await start(svc, channel("c-busy-end"))
+    await svc.prompt(invocation(ALICE, thread, "b1"), text_prompt("please approve this"))
+    await eventually(lambda: svc.platform.of("interaction"), "the approval prompt")
+    await svc.prompt(invocation(ALICE, thread, "b2"), text_prompt("queued behind it"))
+    assert ("react", "b2", "🕒") in svc.platform.calls
+    [(_, _, line_id)] = [c for c in svc.platform.of("send") if "queued (1)" in c[1]]
+    await svc.end(invocation(ALICE, thread))
+    assert ("unreact", "b2", "🕒") in svc.platform.calls
+    assert ("delete", line_id) in svc.platform.calls

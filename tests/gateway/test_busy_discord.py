@@ -1,0 +1,120 @@
+"""Busy is visible through Discord (issue 16 §5): a real master and client (the demo agent), the
+real `rawp gateway` process against the fake Discord. A first prompt waits on an approval, so
+its turn runs for as long as the test needs; messages sent meanwhile are marked 🕒 with one
+"queued (n)" line, and after `/rawp busy interrupt` a message stops the turn instead."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.busy import queue_line
+from tests.edge.stack import EDGE_SECRET, running_stack
+from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.fakes.discord_server import FakeDiscord
+
+WORLD = DiscordWorld()
+OWNER = f"discord:{WORLD.alice['id']}"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    with running_stack(tmp_path_factory.mktemp("busy-discord"), OWNER) as made:
+        yield made
+
+
+def sub(name: str, *options: dict) -> list[dict]:
+    return [{"type": 1, "name": name, "options": list(options)}]
+
+
+def content(call) -> str:
+    return str((call.body or {}).get("content") or "")
+
+
+def buttons(call) -> list[dict]:
+    return [c for row in (call.body or {}).get("components") or [] for c in row["components"]]
+
+
+async def test_queued_messages_are_marked_and_interrupt_stops_the_turn(stack, processes, tmp_path):
+    async with FakeDiscord(WORLD) as fake:
+        env = {
+            "RAWP_EDGE_SECRET": EDGE_SECRET,
+            "DISCORD_BOT_TOKEN": WORLD.bot_token,
+            "DISCORD_API_BASE_URL": fake.api_base_url,
+            "DISCORD_GATEWAY_URL": fake.gateway_url,
+            "SLACK_BOT_TOKEN": "",
+            "RAWP_PLATFORM": "",
+        }
+        processes.rawp(
+            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
+            "--workspace", str(stack.root), env=env,
+        )  # fmt: skip
+        await fake.wait_for_ready_client(timeout=60)
+        await fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
+        await fake.inject_slash_command(
+            "rawp",
+            sub("start", command_option("node", "test-box"), command_option("agent", "demo")),
+        )
+        thread = (await fake.wait_for_call("POST", "/channels/*/threads", timeout=60)).response
+        posts = f"/channels/{thread['id']}/messages"
+
+        def reaction(message: dict, emoji: str) -> str:
+            return f"{posts}/{message['id']}/reactions/{emoji}/@me"
+
+        async def said(text: str):
+            return await fake.wait_for_call(
+                "POST", posts, where=lambda c: f'You said: "{text}"' in content(c), timeout=60
+            )
+
+        # The first turn waits on its approval; two more messages wait behind it.
+        first = await fake.inject_message("please approve this", channel_id=thread["id"])
+        question = await fake.wait_for_call(
+            "POST", posts, where=lambda c: "Apply the change" in content(c), timeout=60
+        )
+        second = await fake.inject_message("second", channel_id=thread["id"])
+        await fake.wait_for_call("PUT", reaction(second, "🕒"), timeout=30)
+        line = await fake.wait_for_call(
+            "POST", posts, where=lambda c: "🕒 queued (1)" in content(c), timeout=30
+        )
+        third = await fake.inject_message("third", channel_id=thread["id"])
+        await fake.wait_for_call("PUT", reaction(third, "🕒"), timeout=30)
+        line_path = f"{posts}/{line.response['id']}"
+        await fake.wait_for_call(
+            "PATCH", line_path, where=lambda c: "🕒 queued (2)" in content(c), timeout=30
+        )
+        assert not fake.calls("PUT", reaction(second, "⏳"))  # still waiting
+
+        # Approving ends the first turn; the others run in order, their 🕒 and the line go.
+        allow = next(b for b in buttons(question) if b.get("label") == "Allow once")
+        await fake.inject_button(allow["custom_id"], message=question.response)
+        for message in (first, second, third):
+            await fake.wait_for_call("PUT", reaction(message, "✅"), timeout=60)
+        for message in (second, third):
+            await fake.wait_for_call("DELETE", reaction(message, "🕒"), timeout=10)
+        await fake.wait_for_call("DELETE", line_path, timeout=10)
+        answers = [await said(t) for t in ("please approve this", "second", "third")]
+        assert [a.response["id"] for a in answers] == sorted(
+            (a.response["id"] for a in answers), key=int
+        )
+        # The line counted down as the second one started, before the third did.
+        edits = [content(c) for c in fake.calls("PATCH", line_path)]
+        assert edits == [queue_line(2), queue_line(1)]
+
+        # /rawp busy interrupt in the channel applies to its threads: a message stops the turn.
+        command = await fake.inject_slash_command(
+            "rawp", sub("busy", command_option("mode", "interrupt"))
+        )
+        webhook = f"/webhooks/{WORLD.application_id}/{command['token']}"
+        answer = await fake.wait_for_call("POST", webhook, timeout=30)
+        assert "now `interrupt`" in content(answer)
+        waiting = await fake.inject_message("please approve again", channel_id=thread["id"])
+        await fake.wait_for_call(
+            "POST",
+            posts,
+            where=lambda c: "Apply the change" in content(c) and c.response != question.response,
+            timeout=60,
+        )
+        instead = await fake.inject_message("do this instead", channel_id=thread["id"])
+        await fake.wait_for_call("PUT", reaction(waiting, "⏹"), timeout=60)
+        await said("do this instead")
+        await fake.wait_for_call("PUT", reaction(instead, "✅"), timeout=60)
+        assert not fake.calls("PUT", reaction(waiting, "✅"))
