@@ -308,6 +308,7 @@ class ConversationHooks:
     async def usage(self, invocation: Invocation) -> str | None:
         """Tokens and cost of the invocation's session, today and this month, per node (issue
         16 §4); adapters show the answer to the invoking user only."""
+        return NOT_CONNECTED
 
     async def set_busy(self, invocation: Invocation, mode: str | None) -> str | None:
         """`busy queue|interrupt` for the invocation's channel; no mode: say which is set
