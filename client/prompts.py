@@ -80,7 +80,7 @@ def build_prompt(
         parts, references = _with_attachments(parts, references, saved)
     prompt = agent.convert(message_id, parts, references, request.input_type)
     images = tuple(
-        ImageAttachment(r.name, r.image_type, r.encoded, r.data) for r in received if r.image_type
+        ImageAttachment(r.name, r.image_type, r.encoded) for r in received if r.image_type
     )
     return replace(prompt, context_files=tuple(context), images=images, attachments=tuple(saved))
 

@@ -32,6 +32,7 @@ command only from its `AgentSpec`, which comes from the agents file.
 
 from __future__ import annotations
 
+import base64
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -67,8 +68,7 @@ class ImageAttachment:
 
     name: str
     mime_type: str  # the type its bytes really are (rawp.attachments.image_type)
-    data: str  # base64
-    raw: bytes = field(repr=False, default=b"")
+    data: str  # base64, checked by the client (client.attachments.receive)
 
 
 @dataclass(frozen=True)
@@ -173,12 +173,11 @@ class Agent(ABC):
             return prompt
         saved: list[SavedAttachment] = []
         for image in prompt.images:
-            if image in kept:
+            if image.mime_type in taken:
                 continue
             try:
-                path = save_attachment(
-                    self.workspace, self.spec.attachments_dir, image.name, image.raw
-                )
+                raw = base64.b64decode(image.data)
+                path = save_attachment(self.workspace, self.spec.attachments_dir, image.name, raw)
             except AttachmentRefused as exc:
                 await self.not_delivered(image.name, exc.message)
                 continue
