@@ -122,6 +122,12 @@ base_url = "{base}"
 model = "text-model"
 images = false
 attachments_dir = "inbox"
+
+[agents.inline]
+kind = "openai"
+base_url = "{base}"
+model = "text-model"
+files = "inline"
 """
 
 
@@ -165,6 +171,31 @@ async def test_the_openai_kind_sends_image_url_parts_and_reports_what_it_cannot_
                 "inbox/a.png instead"
             ]
             assert (client.workspace / "inbox" / "a.png").read_bytes() == PNG
+
+
+async def test_with_files_inline_a_text_attachment_is_inlined_and_a_binary_one_reported(
+    tmp_path,
+):
+    async with FakeOpenAI() as fake:
+        path = write_agents_file(tmp_path, AGENTS.format(base=fake.base_url))
+        async with running_client(tmp_path, agents_file=path) as client:
+            fake.script.append(Reply(answer()))
+            sid, ws = await open_session(client, "inline")
+            frames = await prompt_with(
+                ws,
+                sid,
+                "why?",
+                attachment("trace.log", "Traceback: KeyError ✗\n".encode(), "text/plain"),
+                attachment("core.bin", b"\xff\xfe\x00binary"),
+            )
+            message = fake.requests[0]["messages"][-1]["content"]
+            log, binary = ".rawp/attachments/trace.log", ".rawp/attachments/core.bin"
+            assert f"[File: {log}]\n```\nTraceback: KeyError ✗\n" in message
+            assert f"[File: {binary}]\n```" not in message  # named, not inlined
+            assert warnings(frames) == [
+                f"core.bin was not delivered: this model cannot open files; it was saved as "
+                f"{binary} and the model got only that path"
+            ]
 
 
 @pytest.mark.parametrize("bad", ["huge", "not-base64"], ids=["huge", "not-base64"])

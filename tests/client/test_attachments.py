@@ -3,6 +3,8 @@ overwriting; and end to end through a script agent, which takes files but no ima
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import sys
@@ -21,6 +23,7 @@ from client.attachments import (
     save_attachment,
 )
 from client.paths import PathGuard
+from gateway.prompt import PromptDraft, PromptError
 from rawp.events import Attachment
 from tests.agents.wire import of, open_session, send_prompt, write_agents_file
 from tests.client.harness import recv_until, running_client
@@ -96,6 +99,22 @@ def test_the_client_checks_the_count_again():
     with pytest.raises(AttachmentRefused, match="at most 10 attachments"):
         receive(items)
     assert [r.data for r in receive(items[:10])] == [b"x"] * 10
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(0, 600 * 1024), max_size=12))
+def test_what_the_gateway_sends_the_client_accepts(sizes):
+    """One set of limits: every prompt the gateway builds passes the client's own check."""
+    draft = PromptDraft()
+    draft.add_text("look")
+    for n, size in enumerate(sizes):
+        with contextlib.suppress(PromptError):
+            draft.add_attachment(f"{n}.bin", "application/octet-stream", b"x" * size)
+    request = draft.build()
+    accepted = receive(request.attachments)
+    assert [len(r.data) for r in accepted] == [
+        len(base64.b64decode(a.data)) for a in request.attachments or []
+    ]
 
 
 ECHO = "import os, sys; print(json.dumps([sys.argv[1:], os.environ['RAWP_PROMPT']]))"
