@@ -10,6 +10,11 @@
    agent kind with `session.error` `INVALID_PROMPT`, and nothing runs: no process can take
    it in an argument or an environment variable (the script kind's `RAWP_PROMPT`), and one
    rule for all kinds is clearer than a kind-dependent one (docs/protocol.md, Decisions).
+5. Attachments (client.attachments) are checked last, once nothing else can refuse the
+   prompt: an oversize or undecodable one refuses it (nothing runs); images go on to the
+   kind in `Prompt.images`; every other file is saved into the workspace and referenced by
+   a file token appended to the text ("Attached: …"), which each kind converts as it converts
+   a file the user picked (DPS §16.3).
 """
 
 from __future__ import annotations
@@ -17,11 +22,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from client.agents.base import Agent, Prompt, Reference
+from client.agents.base import Agent, ImageAttachment, Prompt, Reference, SavedAttachment
+from client.attachments import AttachmentRefused, Received, receive, save_attachment
 from client.paths import PathGuard
 from rawp.errors import BadRequest, Forbidden
 from rawp.events import PromptRequest
-from rawp.fileref import FileToken, parse
+from rawp.fileref import FileToken, Part, parse, to_literal
 
 
 class PromptRefused(Exception):
@@ -49,8 +55,7 @@ def build_prompt(
             ) from None
         path = str(real.relative_to(workspace)) if real.is_file() else None
         references.append(Reference(ref.ref_id, display, path))
-    prompt = agent.convert(message_id, parts, references, request.input_type)
-    if "\x00" in prompt.text:  # rule 4
+    if "\x00" in to_literal(parts):  # rule 4 (paths from the guard never hold one)
         raise PromptRefused(
             "INVALID_PROMPT", "the prompt contains a NUL character, which no agent can be given"
         )
@@ -66,4 +71,43 @@ def build_prompt(
             ) from None
         if real.is_file() and (rel := str(real.relative_to(workspace))) not in context:
             context.append(rel)
-    return replace(prompt, context_files=tuple(context))
+    try:
+        received = receive(request.attachments)  # rule 5
+        saved = _save_files(received, agent.spec.attachments_dir, workspace)
+    except AttachmentRefused as exc:
+        raise PromptRefused(exc.code, exc.message) from None
+    if saved:
+        parts, references = _with_attachments(parts, references, saved)
+    prompt = agent.convert(message_id, parts, references, request.input_type)
+    images = tuple(
+        ImageAttachment(r.name, r.image_type, r.encoded) for r in received if r.image_type
+    )
+    return replace(prompt, context_files=tuple(context), images=images, attachments=tuple(saved))
+
+
+def _save_files(received: list[Received], folder: str, workspace: Path) -> list[SavedAttachment]:
+    return [
+        SavedAttachment(r.name, save_attachment(workspace, folder, r.name, r.data), r.mime_type)
+        for r in received
+        if r.image_type is None
+    ]
+
+
+def _with_attachments(
+    parts: list[Part], references: list[Reference], saved: list[SavedAttachment]
+) -> tuple[list[Part], list[Reference]]:
+    """Rule 5: "…\n\nAttached: <token>, <token>", with ref_ids no request reference uses."""
+    taken = {ref.ref_id for ref in references}
+    said = "".join(p for p in parts if isinstance(p, str)).strip() or any(
+        isinstance(p, FileToken) for p in parts
+    )
+    tail: list[Part] = ["\n\nAttached: " if said else "Attached: "]
+    references = list(references)
+    for n, item in enumerate(saved):
+        ref_id = f"attachment_{n}"
+        while ref_id in taken:
+            ref_id += "_"
+        references.append(Reference(ref_id, item.path, item.path))
+        tail += [", "] if n else []
+        tail.append(FileToken(ref_id, item.path))
+    return [*parts, *tail], references

@@ -6,8 +6,9 @@
 - A message whose first word is `/name` of a command the agent published
   (`agent.commands.publish`, cached per session: G-CMD-07/34) is sent with
   `input_type: slash_command`; `prompt_text` keeps the leading `/` as typed.
-- Attachments are checked against `AttachmentLimits` before anything is sent, so a too-large
-  file is refused with a message the user can act on rather than a frame the master refuses.
+- Attachments are checked against `AttachmentLimits` (rawp.attachments, the one place the
+  limits are stated) before anything is sent, so a too-large file is refused with a message
+  the user can act on rather than a frame the master or the client refuses.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import base64
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from rawp.attachments import AttachmentLimits
 from rawp.events import (
     Attachment,
     Command,
@@ -52,16 +54,6 @@ class PickedFile:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class AttachmentLimits:
-    """Decision (docs/gateway.md): the whole prompt frame must fit the default 1 MiB
-    `max_frame_size`, base64 included, with room left for the envelope and the text."""
-
-    max_count: int = 10
-    max_bytes_each: int = 512 * 1024
-    max_encoded_total: int = 1024 * 1024 - 64 * 1024
-
-
 @dataclass
 class PromptDraft:
     """A prompt being put together: text, picked files and attachments, in the user's order."""
@@ -70,6 +62,7 @@ class PromptDraft:
     parts: list[Part] = field(default_factory=list)
     references: list[FileReference] = field(default_factory=list)
     attachments: list[Attachment] = field(default_factory=list)
+    _sizes: list[tuple[str, int]] = field(default_factory=list, repr=False)
 
     def add_text(self, text: str) -> None:
         self.parts.append(text)
@@ -95,18 +88,11 @@ class PromptDraft:
         return token
 
     def add_attachment(self, name: str, mime_type: str, data: bytes) -> None:
-        limits = self.attachment_limits
-        if len(self.attachments) >= limits.max_count:
-            raise PromptError(f"at most {limits.max_count} attachments fit in one prompt")
-        if len(data) > limits.max_bytes_each:
-            raise PromptError(
-                f"{name} is {len(data):,} bytes; an attachment may be at most "
-                f"{limits.max_bytes_each:,} bytes"
-            )
+        self._sizes.append((name, len(data)))
+        if problem := self.attachment_limits.refusal(self._sizes):
+            self._sizes.pop()
+            raise PromptError(problem)
         encoded = base64.b64encode(data).decode()
-        total = sum(len(a.data) for a in self.attachments) + len(encoded)
-        if total > limits.max_encoded_total:
-            raise PromptError(f"{name} does not fit: the attachments together are too large")
         self.attachments.append(Attachment(name=name, mime_type=mime_type, data=encoded))
 
     def build(self, input_type: str = "text") -> PromptRequest:

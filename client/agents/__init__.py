@@ -7,6 +7,7 @@ Only agents named in the agents file can run (RAWP §7.2, X-SEC-02). The file lo
     mode = "jsonl"
     command = ["rawp", "demo-agent"]
     description = "the deterministic demo agent"
+    attachments_dir = ".rawp/attachments"   # where prompt attachments are saved (any kind)
 
     [[agents.demo.tools]]
     name = "Edit"
@@ -28,6 +29,7 @@ from pydantic import ValidationError
 
 from client.agents.base import Agent, AgentSpec
 from client.agents.script import script_command
+from client.attachments import DEFAULT_ATTACHMENTS_DIR, check_attachments_dir
 from rawp.events import CatalogTool
 
 # kind → "module:class". Imported only when a configured agent uses the kind: the ACP client
@@ -89,10 +91,12 @@ def _spec(path: Path, name: str, entry: Any) -> AgentSpec:
     kind = entry.get("kind")
     if kind not in KINDS:
         raise AgentsFileError(f"{where}: kind must be one of {sorted(KINDS)}, not {kind!r}")
-    settings = {
-        k: v for k, v in entry.items() if k not in ("kind", "description", "active", "tools")
-    }
+    common = ("kind", "description", "active", "tools", "attachments_dir")
+    settings = {k: v for k, v in entry.items() if k not in common}
     try:
+        attachments_dir = check_attachments_dir(
+            entry.get("attachments_dir", DEFAULT_ATTACHMENTS_DIR)
+        )
         if kind == "script":
             script_command(settings)
         elif check := getattr(kind_class(kind), "check_settings", None):
@@ -111,6 +115,7 @@ def _spec(path: Path, name: str, entry: Any) -> AgentSpec:
         description=str(entry.get("description", "")),
         is_active=bool(entry.get("active", True)),
         tools=tools,
+        attachments_dir=attachments_dir,
     )
 
 

@@ -8,7 +8,9 @@ when the command is missing. The `agent-client-protocol` package is the client s
   (we offer `fs.readTextFile`/`fs.writeTextFile`, no terminal), then `session/new` with the
   workspace as `cwd`;
 * each prompt: `session/prompt` with a text block and one `resource_link` per referenced file
-  (DPS §16.3; the token's place keeps its `display_path`, A-32); `session/update`
+  (DPS §16.3; the token's place keeps its `display_path`, A-32), plus one `image` block per
+  prompt image when the agent advertised `promptCapabilities.image` in its `initialize`
+  answer (otherwise the image is saved as a file, linked, and the user told); `session/update`
   notifications become DPS events (`acp_updates`); the answer's `stopReason` ends the turn;
 * `session/request_permission` → `agent.interaction.request` with the agent's own options;
   the user's choice goes back as `selected`, a cancel as `cancelled`;
@@ -32,7 +34,7 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.client.connection import ClientSideConnection
-from acp.helpers import resource_link_block
+from acp.helpers import image_block, resource_link_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -46,6 +48,7 @@ from acp.schema import (
 
 from client.agents.acp_updates import AcpTurn
 from client.agents.base import Agent, Prompt, Reference
+from rawp.attachments import IMAGE_TYPES
 from rawp.clock import new_id
 from rawp.events import InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
@@ -135,6 +138,7 @@ class AcpAgent(Agent):
         self._turn_over = asyncio.Event()
         self._turn_over.set()
         self.cost_total = 0.0
+        self._takes_images = False  # promptCapabilities.image of the running agent
 
     def convert(
         self,
@@ -145,6 +149,9 @@ class AcpAgent(Agent):
     ) -> Prompt:
         files = extract_paths(parts, references).paths
         return Prompt(message_id, to_literal(parts), tuple(files), input_type)
+
+    def image_types(self) -> frozenset[str]:
+        return IMAGE_TYPES if self._takes_images else frozenset()
 
     def confined(self, path: str) -> Path:
         """A path the agent named, if it is inside the workspace (RAWP §7.2)."""
@@ -180,7 +187,7 @@ class AcpAgent(Agent):
         self._readers.spawn(self._read_stderr(proc.stderr), name="stderr")
         self._conn = ClientSideConnection(_Client(self), proc.stdin, proc.stdout)
         try:
-            await self._until_exit(
+            initialized = await self._until_exit(
                 self._conn.initialize(
                     protocol_version=PROTOCOL_VERSION,
                     client_capabilities=ClientCapabilities(
@@ -199,6 +206,9 @@ class AcpAgent(Agent):
             await self._stop()
             return f"the ACP agent did not start ({type(exc).__name__} {exc}): {self._tail()}"
         self._acp_session = session.session_id
+        capabilities = initialized.agent_capabilities
+        prompts = capabilities.prompt_capabilities if capabilities else None
+        self._takes_images = bool(prompts and prompts.image)
         return None
 
     async def _until_exit(self, work: Any, limit: float | None = None) -> Any:
@@ -246,8 +256,10 @@ class AcpAgent(Agent):
             for update in self.early_updates:
                 await turn.update(update)
             self.early_updates = []
+            prompt = await self.images_as_files(prompt)
             await turn.set_state("thinking")
             blocks: list[Any] = [text_block(prompt.text)]
+            blocks += [image_block(image.data, image.mime_type) for image in prompt.images]
             for path in prompt.files:
                 target = self.workspace / path
                 blocks.append(resource_link_block(target.name, target.resolve().as_uri()))

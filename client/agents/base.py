@@ -16,6 +16,12 @@ its agent only through these methods:
   `invoke_tool(request)` runs one of them when it is published with `direct: true`;
 * `close()` ends everything the agent runs, SIGTERM then SIGKILL after the grace period.
 
+Attachments (client.attachments): files other than images arrive already saved in the
+workspace and referenced like any file token. Images arrive in `Prompt.images`; a kind sends
+those whose type `image_types()` names as image content and calls `images_as_files` for the
+rest, which saves them under the agent's `attachments_dir`, names them in the prompt and
+tells the user (`agent.error` warning `ATTACHMENT_NOT_DELIVERED`) — never silence.
+
 A kind starts its processes with `self.processes.spawn` and ends them with
 `self.processes.terminate` (or `reap` for one that ends by itself), so no agent outlives the
 client and none is left unrecorded (client.process).
@@ -26,13 +32,16 @@ command only from its `AgentSpec`, which comes from the agents file.
 
 from __future__ import annotations
 
+import base64
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from client.attachments import DEFAULT_ATTACHMENTS_DIR, AttachmentRefused, save_attachment
 from client.process import AgentProcesses
+from rawp.attachments import NOT_DELIVERED
 from rawp.events import CatalogTool, InteractionResponse, StopReason, ToolInvokeRequest
 from rawp.fileref import Part
 
@@ -49,6 +58,26 @@ class AgentSpec:
     description: str = ""
     is_active: bool = True
     tools: tuple[CatalogTool, ...] = ()
+    # Where prompt attachments are saved, relative to the workspace (every kind, docs/agents.md).
+    attachments_dir: str = DEFAULT_ATTACHMENTS_DIR
+
+
+@dataclass(frozen=True)
+class ImageAttachment:
+    """An image of the prompt, for kinds that take images as content."""
+
+    name: str
+    mime_type: str  # the type its bytes really are (rawp.attachments.image_type)
+    data: str  # base64, checked by the client (client.attachments.receive)
+
+
+@dataclass(frozen=True)
+class SavedAttachment:
+    """An attachment saved in the workspace; its `path` is among the prompt's `files`."""
+
+    name: str
+    path: str  # workspace-relative
+    mime_type: str
 
 
 @dataclass(frozen=True)
@@ -60,6 +89,8 @@ class Prompt:
     files: tuple[str, ...]  # workspace-relative paths, confined and existing
     input_type: str = "text"
     context_files: tuple[str, ...] = ()  # `context_files` of the request, confined, existing
+    images: tuple[ImageAttachment, ...] = ()
+    attachments: tuple[SavedAttachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +146,54 @@ class Agent(ABC):
 
     def catalog(self) -> list[CatalogTool]:
         return list(self.spec.tools)
+
+    # --- attachments ---------------------------------------------------------------------------
+
+    def image_types(self) -> frozenset[str]:
+        """The image types this agent takes as image content (ACP: known once it started)."""
+        return frozenset()
+
+    async def not_delivered(self, name: str, why: str) -> None:
+        """Tell the user an attachment did not reach the agent as sent (never silence)."""
+        await self.emit(
+            "agent.error",
+            {
+                "code": NOT_DELIVERED,
+                "message": f"{name} was not delivered: {why}",
+                "severity": "warning",
+            },
+        )
+
+    async def images_as_files(self, prompt: Prompt) -> Prompt:
+        """`prompt` with the images this agent cannot take saved as files in the workspace,
+        their paths among its `files` and named at the end of its text, each one reported."""
+        taken = self.image_types()
+        kept = tuple(image for image in prompt.images if image.mime_type in taken)
+        if len(kept) == len(prompt.images):
+            return prompt
+        saved: list[SavedAttachment] = []
+        for image in prompt.images:
+            if image.mime_type in taken:
+                continue
+            try:
+                raw = base64.b64decode(image.data)
+                path = save_attachment(self.workspace, self.spec.attachments_dir, image.name, raw)
+            except AttachmentRefused as exc:
+                await self.not_delivered(image.name, exc.message)
+                continue
+            saved.append(SavedAttachment(image.name, path, image.mime_type))
+            await self.not_delivered(
+                image.name, f"this agent takes no images; it was saved as {path} instead"
+            )
+        paths = tuple(s.path for s in saved)
+        named = "Attached: " + ", ".join(paths)
+        return replace(
+            prompt,
+            text=f"{prompt.text}\n\n{named}" if prompt.text.strip() else named,
+            files=prompt.files + paths,
+            images=kept,
+            attachments=prompt.attachments + tuple(saved),
+        )
 
     async def invoke_tool(self, request: ToolInvokeRequest) -> dict[str, Any]:
         """Run a direct tool; the base kind has none (the session refuses before this)."""

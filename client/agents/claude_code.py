@@ -12,6 +12,7 @@ mapping in `claude_stream`):
 * `control_request {subtype: initialize}` once after start; its answer lists the slash
   commands → `agent.commands.publish` (re-sent when the list changes);
 * each prompt is a `{"type": "user", …}` line; the turn ends with the CLI's `result` line;
+  prompt images go in it as Anthropic `image` content blocks (base64), before the text;
 * `control_request {subtype: can_use_tool}` from the CLI is an approval →
   `agent.interaction.request`; the user's `control.interaction.response` goes back as a
   `control_response` (`allow`, with `updatedPermissions` for "always", or `deny`);
@@ -48,6 +49,7 @@ from typing import Any
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.claude_stream import ClaudeTurn
 from client.agents.claude_tools import CATEGORIES, DESCRIPTIONS, catalog
+from rawp.attachments import IMAGE_TYPES
 from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
 from rawp.tasks import TaskOwner
@@ -109,6 +111,24 @@ def mention(path: str) -> str:
     return f'@"{path}"' if any(c.isspace() for c in path) else f"@{path}"
 
 
+def user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
+    """The `content` of the stream-json user message: the text alone, or with images, the
+    Anthropic Messages content blocks — each image as a base64 `image` block, then the text."""
+    text = prompt.text if prompt.input_type != "slash_command" else prompt.text.strip()
+    if not prompt.images:
+        return text
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+        }
+        for image in prompt.images
+    ]
+    if text:
+        blocks.append({"type": "text", "text": text})
+    return blocks
+
+
 class ClaudeCodeAgent(Agent):
     kind = "claude-code"
     check_settings = staticmethod(check_settings)
@@ -137,6 +157,9 @@ class ClaudeCodeAgent(Agent):
 
     def catalog(self) -> list[CatalogTool]:
         return list(self.spec.tools) or catalog()
+
+    def image_types(self) -> frozenset[str]:
+        return IMAGE_TYPES  # the CLI passes content blocks on to the Messages API
 
     def convert(
         self,
@@ -313,11 +336,10 @@ class ClaudeCodeAgent(Agent):
             try:
                 await self._publish_commands()
                 await turn.set_state("thinking")
-                text = prompt.text if prompt.input_type != "slash_command" else prompt.text.strip()
                 await self._write(
                     {
                         "type": "user",
-                        "message": {"role": "user", "content": text},
+                        "message": {"role": "user", "content": user_content(prompt)},
                         "parent_tool_use_id": None,
                         "session_id": "default",
                     }

@@ -10,6 +10,9 @@ Works with OpenAI, vLLM, Ollama, llama.cpp server and anything else that speaks
 * `system_prompt`, `temperature`, `max_tokens`, `timeout` (seconds, default 300);
 * `files` — `reference` (default: `[File: path]` in place of each file token, F-ADPT-03) or
   `inline` (the same, plus the file's text appended to the message, up to `inline_max_bytes`);
+* `images` — `true` (default): prompt images go to the model as `image_url` parts with
+  `data:` URLs (OpenAI vision format); `false` for a text-only model: they are saved as
+  files instead and the user is told;
 * `prices` — USD per million tokens: `{input = 2.5, output = 10, cached_input = 1.25}`; with
   it `session.usage.cost_usd` is computed, without it left out.
 
@@ -19,6 +22,11 @@ R1 distills) → thinking; the usage of the final chunk (`stream_options.include
 `session.usage`; `finish_reason` → the stop reason. A stream cut before its end is an
 `agent.error` and the turn ends `error`, with an estimated usage. No tools are sent: the model
 only talks. The conversation (user and assistant text) is kept per session in memory.
+
+Attachments other than images cannot be opened by a model that only talks: with `files =
+"inline"` one that is UTF-8 text is inlined like a referenced file; any other is saved in the
+workspace as usual, but the user is told (`ATTACHMENT_NOT_DELIVERED`) that the model got only
+its path.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -35,6 +44,7 @@ import orjson
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.blocks import Blocks
 from client.agents.sse import ThinkSplitter, sse_events
+from rawp.attachments import IMAGE_TYPES
 from rawp.events import InteractionResponse, StopReason
 from rawp.fileref import FileToken, Part, extract_paths, to_generic_llm
 
@@ -60,6 +70,8 @@ def check_settings(settings: dict[str, Any]) -> None:
         raise ValueError("write the key in an environment variable and name it in `api_key_env`")
     if "api_key_env" in settings and not isinstance(settings["api_key_env"], str):
         raise ValueError("`api_key_env` must be the name of an environment variable")
+    if not isinstance(settings.get("images", True), bool):
+        raise ValueError("`images` must be true or false")
     if settings.get("files", "reference") not in FILE_MODES:
         raise ValueError(f"`files` must be one of {', '.join(FILE_MODES)}")
     prices = settings.get("prices", {})
@@ -67,6 +79,21 @@ def check_settings(settings: dict[str, Any]) -> None:
         k in PRICE_KEYS and isinstance(v, int | float) and v >= 0 for k, v in prices.items()
     ):
         raise ValueError(f"`prices` must be a table of {', '.join(PRICE_KEYS)} (USD per 1M tokens)")
+
+
+def _is_text(path: Path) -> bool:
+    try:
+        path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return True
+
+
+def _text_of(content: str | list[dict[str, Any]]) -> str:
+    """The text of a message's content, its parts' text joined (images count as nothing)."""
+    if isinstance(content, str):
+        return content
+    return "".join(str(part.get("text", "")) for part in content)
 
 
 async def _events_until_cut(resp: aiohttp.ClientResponse):
@@ -84,7 +111,7 @@ class OpenAIAgent(Agent):
         super().__init__(*args, **kwargs)
         check_settings(self.spec.settings)
         self.settings = self.spec.settings
-        self.history: list[dict[str, str]] = []
+        self.history: list[dict[str, Any]] = []
         if self.settings.get("system_prompt"):
             self.history.append({"role": "system", "content": str(self.settings["system_prompt"])})
         self._http: aiohttp.ClientSession | None = None
@@ -112,12 +139,42 @@ class OpenAIAgent(Agent):
         ]
         return Prompt(message_id, to_generic_llm(usable), tuple(files), input_type)
 
-    def _user_message(self, prompt: Prompt) -> str:
-        if self.settings.get("files", "reference") != "inline" or not prompt.files:
-            return prompt.text
+    def image_types(self) -> frozenset[str]:
+        return IMAGE_TYPES if self.settings.get("images", True) else frozenset()
+
+    def _inlined(self, prompt: Prompt) -> list[str]:
+        """The files whose text goes into the message: none unless `files = "inline"`; of the
+        attachments, only those that are UTF-8 text."""
+        if self.settings.get("files", "reference") != "inline":
+            return []
+        attached = {a.path for a in prompt.attachments}
+        return [p for p in prompt.files if p not in attached or _is_text(self.workspace / p)]
+
+    async def _report_unread(self, prompt: Prompt, inlined: list[str]) -> None:
+        for item in prompt.attachments:
+            if item.path not in inlined:
+                await self.not_delivered(
+                    item.name,
+                    f"this model cannot open files; it was saved as {item.path} and the model "
+                    "got only that path",
+                )
+
+    def _user_message(self, prompt: Prompt, inlined: list[str]) -> str | list[dict[str, Any]]:
+        text = self._with_files(prompt.text, inlined)
+        if not prompt.images:
+            return text
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        for image in prompt.images:
+            url = f"data:{image.mime_type};base64,{image.data}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        return parts
+
+    def _with_files(self, text: str, inlined: list[str]) -> str:
+        if not inlined:
+            return text
         budget = int(self.settings.get("inline_max_bytes", 64 * 1024))
-        sections = [prompt.text]
-        for path in prompt.files:
+        sections = [text]
+        for path in inlined:
             raw = (self.workspace / path).read_bytes()[: budget + 1]
             body = raw[:budget].decode("utf-8", errors="replace")
             cut = "\n[… cut]" if len(raw) > budget else ""
@@ -127,7 +184,10 @@ class OpenAIAgent(Agent):
     # --- one turn -----------------------------------------------------------------------------
 
     async def prompt(self, prompt: Prompt) -> StopReason:
-        user = {"role": "user", "content": self._user_message(prompt)}
+        inlined = self._inlined(prompt)
+        await self._report_unread(prompt, inlined)
+        prompt = await self.images_as_files(prompt)  # reported there; never inlined
+        user = {"role": "user", "content": self._user_message(prompt, inlined)}
         blocks = Blocks(self.emit)
         await self._state(None, "thinking")
         # A session that ends cancels this task: that CancelledError passes through. cancel()
@@ -147,7 +207,7 @@ class OpenAIAgent(Agent):
         await self._state("thinking", "error" if stop == "error" else "idle")
         return stop
 
-    async def _stream(self, messages: list[dict[str, str]], blocks: Blocks) -> StopReason:
+    async def _stream(self, messages: list[dict[str, Any]], blocks: Blocks) -> StopReason:
         body: dict[str, Any] = {
             "model": self.settings["model"],
             "messages": messages,
@@ -173,7 +233,7 @@ class OpenAIAgent(Agent):
             return "error"
 
     async def _read(
-        self, resp: aiohttp.ClientResponse, blocks: Blocks, messages: list[dict[str, str]]
+        self, resp: aiohttp.ClientResponse, blocks: Blocks, messages: list[dict[str, Any]]
     ) -> StopReason:
         splitter = ThinkSplitter()
         finish: str | None = None
@@ -218,11 +278,11 @@ class OpenAIAgent(Agent):
     # --- usage and cost (dps-profile §7) -----------------------------------------------------
 
     async def _usage(
-        self, usage: dict[str, Any] | None, messages: list[dict[str, str]], blocks: Blocks
+        self, usage: dict[str, Any] | None, messages: list[dict[str, Any]], blocks: Blocks
     ) -> None:
         if usage is None:
             # No usage chunk (an old server, a cut stream): about four characters a token.
-            prompt_chars = sum(len(m["content"]) for m in messages)
+            prompt_chars = sum(len(_text_of(m["content"])) for m in messages)
             payload: dict[str, Any] = {
                 "input_tokens": prompt_chars // 4,
                 "output_tokens": len(blocks.answer) // 4,

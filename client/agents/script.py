@@ -10,7 +10,9 @@ For every prompt the script is started in the workspace with the referenced file
 prompt's `context_files`, appended to `command` as workspace-relative paths (F-ADPT-04; a path
 starting with `-` gets `./` so it can never read as an option). The prompt text, tokens
 written as their `display_path`, is in `RAWP_PROMPT`; plain mode also writes it on stdin and
-closes stdin.
+closes stdin. Prompt attachments arrive as files: a script takes no images, so an image is
+saved under `attachments_dir` like any other attachment, passed as a file argument, and the
+user is told it was not delivered as an image (`ATTACHMENT_NOT_DELIVERED`).
 
 * plain: each stdout line becomes `agent.text.delta`; stderr lines become a `tool.invoke.stream`
   (`stream: "stderr"`) of one pseudo tool call named `stderr`;
@@ -99,6 +101,9 @@ class ScriptAgent(Agent):
         self._cancelled = False
         self._in_turn = True
         try:
+            # A script takes files, not images: each becomes a file argument, and the user is
+            # told it was not delivered as an image.
+            prompt = await self.images_as_files(prompt)
             return await self._run(prompt)
         finally:
             self._in_turn = False

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.prompt import (
-    AttachmentLimits,
     CommandCache,
     PickedFile,
     PromptDraft,
@@ -17,6 +16,7 @@ from gateway.prompt import (
     slash_prompt,
     text_prompt,
 )
+from rawp.attachments import AttachmentLimits
 from rawp.events import Command, CommandsPublish
 from rawp.fileref import FileToken, normalize, parse
 
@@ -83,7 +83,7 @@ def test_attachments_within_limits_and_refused_beyond():
     draft.add_attachment("a.png", "image/png", b"12345")
     with pytest.raises(PromptError, match="at most 10 bytes"):
         draft.add_attachment("big.bin", "application/octet-stream", b"x" * 11)
-    with pytest.raises(PromptError, match="too large"):
+    with pytest.raises(PromptError, match=r"b\.png does not fit"):
         draft.add_attachment("b.png", "image/png", b"1234567890")  # 16 base64 chars: 8 + 16 > 20
     draft.add_attachment("c.png", "image/png", b"12")
     with pytest.raises(PromptError, match="at most 2 attachments"):
