@@ -69,7 +69,9 @@ class DiscordBot:
         policy = AccessPolicy(
             settings.allowed_guilds, settings.allowed_channels, settings.allowed_roles
         )
-        self.platform = DiscordPlatform(self.client, hooks, policy, settings.approver_roles)
+        self.platform = DiscordPlatform(
+            self.client, hooks, policy, settings.approver_roles, settings.max_upload_bytes
+        )
         self.tree.add_command(RawpCommands(self.platform))
         self.ready = asyncio.Event()
         self.client.setup_hook = self._setup
