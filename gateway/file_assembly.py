@@ -60,10 +60,7 @@ class _Pending:
     size_bytes: int
     pieces: dict[int, bytes] = field(default_factory=dict)
     final_index: int | None = None
-
-    @property
-    def held(self) -> int:
-        return sum(len(piece) for piece in self.pieces.values())
+    held: int = 0  # bytes in `pieces`
 
 
 class FileAssembler:
@@ -130,6 +127,7 @@ class FileAssembler:
             announced = f"it is larger than the {pending.size_bytes} bytes it announced"
             return self._fail(chunk, pending, announced)
         pending.pieces[chunk.chunk_index] = piece
+        pending.held += len(piece)
         self._held += len(piece)
         if pending.final_index is None or len(pending.pieces) <= pending.final_index:
             return None

@@ -207,9 +207,11 @@ class SessionRenderer:
     @property
     def settled(self) -> bool:
         """Nothing rendered so far waits for a later frame (see the module docstring)."""
+        if self._files.pending:  # a file's pieces are held in memory only
+            return False
         turn = self._turn
-        if turn is None or self._files.pending:  # a file's pieces are held in memory only
-            return not self._files.pending
+        if turn is None:
+            return True
         return not (turn.unsent_text() or turn.thinking or turn.running or turn.group_results)
 
     def expect_prompt(
