@@ -17,7 +17,8 @@ The renderer hands every `agent.file` frame to a session's `FileUploads`. Rules:
    `tool.invoke.result` (dps-profile §4), so an agent that wants a picture shown sends it as
    an `agent.file` (docs/gateway.md).
 
-6. An upload the platform refuses (an error other than a rate limit, which the adapter waits
+6. An empty file is not uploaded (Slack refuses a length of 0): one line says it was empty.
+7. An upload the platform refuses (an error other than a rate limit, which the adapter waits
    out) becomes one line saying so; the session goes on.
 
 Every line goes through the renderer's text path (keyed posts, redaction, chunking).
@@ -102,6 +103,9 @@ class FileUploads:
 
     async def _upload(self, file: AssembledFile) -> None:
         name = safe_name(file.name)
+        if not file.data:  # Slack refuses a length of 0; an empty attachment says nothing
+            await self._send_text(problem_line(name, "it is empty"))
+            return
         try:
             await self._poster.upload(name, file.mime_type, file.data)
         except Exception:  # the platform refused it (a 413, a missing scope): say so, go on

@@ -73,6 +73,8 @@ class SlackFileUploads:
         filename, length = args.get("filename"), str(args.get("length", ""))
         if not isinstance(filename, str) or not filename or not length.isdigit():
             raise SlackRefusal("invalid_arguments")
+        if int(length) == 0:  # Slack: "Typically only occurs when the `length` provided is 0."
+            raise SlackRefusal("missing_argument")
         if int(length) > MAX_FILE_BYTES:
             raise SlackRefusal("file_too_large")
         file_id = "F" + secrets.token_hex(5).upper()

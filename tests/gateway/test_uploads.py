@@ -156,6 +156,28 @@ async def test_a_refused_upload_is_a_line_and_the_turn_goes_on():
     ]
 
 
+async def test_an_empty_file_is_a_line_not_an_upload():
+    platform = UploadingPlatform()
+    shown = renderer(platform)
+    empty = frame(
+        "agent.file",
+        {
+            "file_id": "f-0",
+            "name": "empty.log",
+            "mime_type": "text/plain",
+            "size_bytes": 0,
+            "data": "",
+            "chunk_index": 0,
+            "final": True,
+        },
+    )
+    for each in turn(empty):
+        await shown.feed(each)
+    await shown.close()
+    assert platform.of("upload") == []
+    assert texts(platform) == ["📎 empty.log was not posted: it is empty."]
+
+
 async def test_a_text_file_is_redacted_and_its_name_cut_to_a_safe_one():
     platform = UploadingPlatform()
     shown = renderer(platform, redact=True)
