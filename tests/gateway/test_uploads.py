@@ -10,9 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.conversation_store import ConversationStore
+from gateway.live import CursorKeeper
 from gateway.platform import ConversationRef, PlatformLimits
 from gateway.render import RenderOptions, SessionRenderer
 from gateway.uploads import MAX_NAME, safe_name
+from rawp.clock import FakeClock
 from tests.gateway.support import RecordingPlatform, frame
 
 THREAD = ConversationRef("recording", "chan", "thread")
@@ -225,3 +227,41 @@ def test_a_safe_name_is_one_short_plain_path_component(name):
 )
 def test_safe_names(name, safe):
     assert safe_name(name) == safe
+
+
+class Died(BaseException):
+    """The gateway process dies here (nothing after it runs, no handler catches it)."""
+
+
+class DyingUploader(UploadingPlatform):
+    async def upload_file(self, conversation, name, mime_type, data):
+        raise Died
+
+
+async def test_a_gateway_killed_before_the_upload_uploads_it_after_its_restart(tmp_path):
+    store = await ConversationStore.open(tmp_path / "c.sqlite3")
+    try:
+        before = frame("agent.text.done", {"content_index": 0, "text": "here it comes"})
+        pieces = file_frames(b"0123456789abcdef", 5)
+        frames = turn(before, *pieces)
+        clock = FakeClock()  # a second between frames: the cursor is written at every chance
+        first, cursor = DyingUploader(), CursorKeeper(store, "s-1", clock)
+        shown = renderer(first, store)
+        with pytest.raises(Died):
+            for each in frames:
+                await shown.feed(each)
+                clock.advance(1.0)
+                await cursor.rendered(each, shown.settled)
+        # The cursor never passed a piece of the unfinished file: a restart replays them all.
+        at = [f.message_id for f in frames].index(await store.cursor("s-1")) + 1
+        assert at <= frames.index(pieces[0])
+
+        second = UploadingPlatform()  # the restarted gateway, replayed what follows the cursor
+        shown = renderer(second, store)
+        for each in frames[at:]:
+            await shown.feed(each)
+        await shown.close()
+        assert [c[3] for c in second.of("upload")] == [b"0123456789abcdef"]
+        assert texts(first) + texts(second) == ["here it comes"]
+    finally:
+        await store.close()
