@@ -60,7 +60,13 @@ async def test_files_the_agent_sends_are_uploaded_into_the_thread(stack, process
         made = await discord_fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
         thread_id = made.response["id"]
         messages = f"/channels/{thread_id}/messages"
-        # One 429 on the thread's messages: the upload (or a post before it) waits, never drops.
+        await discord_fake.wait_for_call(
+            "POST",
+            messages,
+            where=lambda c: "Every message in this thread" in content(c),
+            timeout=30,
+        )
+        # One 429 on the thread's next post (a reply of the turn): it waits, it is not dropped.
         discord_fake.rate_limit("POST", messages, times=1, retry_after=0.2)
 
         prompt = "sendfile and bigfile please"
@@ -73,7 +79,11 @@ async def test_files_the_agent_sends_are_uploaded_into_the_thread(stack, process
             ("report.txt", report_text(prompt))
         ]
         assert uploads[0]["size"] == len(report_text(prompt))
-        lines = [content(c) for c in discord_fake.log.successful("POST", messages)]
+        # Messages by id: a post repeated under its nonce is the same message (Discord's de-dup).
+        posted = {
+            c.response["id"]: content(c) for c in discord_fake.log.successful("POST", messages)
+        }
+        lines = list(posted.values())
         too_large = [line for line in lines if line.startswith("📎 plot.png")]
         assert too_large == [
             f"📎 plot.png ({len(demo_png()) / 1024:.1f} KB) is larger than Discord allows "

@@ -52,6 +52,11 @@ async def test_files_the_agent_sends_are_uploaded_into_the_thread(stack, process
             timeout=60,
         )
         thread_ts = parent.response["ts"]
+        await slack.wait_for_call(
+            "chat.postMessage",
+            where=lambda c: "Every message in this thread" in str(c.body.get("text") or ""),
+            timeout=30,
+        )
         # A 429 on the upload URL: the upload waits it out, it is neither dropped nor repeated.
         slack.rate_limit("/upload/v1/*", times=1, retry_after=0)
 
