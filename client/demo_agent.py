@@ -8,16 +8,22 @@ answers with text that quotes the prompt and lists the files, and reports usage.
 containing `long` gets an answer of more than 5,000 characters with several fenced code
 blocks; one containing `approve` asks for an approval of its `Edit` call (the request names
 the call's `invocation_id`, as a real agent's permission request does) and reports the choice.
+One containing `sendfile` sends a small text report as an `agent.file` (one frame); one
+containing `bigfile` sends a deterministic PNG of about 100 KB in pieces of 32 KiB (four
+frames), as an agent splits a file below `max_frame_size`.
 `RAWP_DEMO_PAUSE` (seconds, default 0.05) is how long each step "thinks".
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
+import struct
 import sys
 import time
+import zlib
 from typing import Any
 
 COMMANDS = [
@@ -44,6 +50,56 @@ def emit(type: str, payload: dict[str, Any]) -> None:
 
 def pause() -> None:
     time.sleep(float(os.environ.get("RAWP_DEMO_PAUSE", "0.05")))
+
+
+FILE_CHUNK_BYTES = 32 * 1024  # raw bytes per agent.file frame (base64 makes it 4/3 larger)
+
+
+def report_text(prompt: str) -> bytes:
+    lines = ["Demo report", "===========", "", f"Prompt: {prompt}", ""]
+    lines += [f"- finding {n}: everything checked out" for n in range(1, 6)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def demo_png(width: int = 200, height: int = 170) -> bytes:
+    """A PNG of deterministic noise (it does not compress, so it stays about 100 KB)."""
+    state, rows = 12345, []
+    for _ in range(height):
+        row = bytearray([0])  # filter type 0 for each scanline
+        for _ in range(width * 3):
+            state = (state * 1103515245 + 12345) & 0x7FFFFFFF
+            row.append(state >> 23)
+        rows.append(bytes(row))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"".join(rows), 1))
+        + chunk(b"IEND", b"")
+    )
+
+
+def send_file(file_id: str, name: str, mime_type: str, data: bytes) -> None:
+    """One `agent.file` per FILE_CHUNK_BYTES of `data`, the last one `final` (DPS §4)."""
+    pieces = [data[i : i + FILE_CHUNK_BYTES] for i in range(0, len(data), FILE_CHUNK_BYTES)]
+    for index, piece in enumerate(pieces or [b""]):
+        emit(
+            "agent.file",
+            {
+                "file_id": file_id,
+                "name": name,
+                "mime_type": mime_type,
+                "size_bytes": len(data),
+                "data": base64.b64encode(piece).decode(),
+                "chunk_index": index,
+                "final": index == max(len(pieces), 1) - 1,
+            },
+        )
 
 
 def unified_diff(path: str) -> str:
@@ -169,6 +225,10 @@ def run(args: argparse.Namespace) -> int:
         emit("agent.text.delta", {"content_index": 1, "text": text[start : start + 400]})
         pause()
     emit("agent.text.done", {"content_index": 1, "text": text})
+    if "sendfile" in prompt:
+        send_file("demo-report", "report.txt", "text/plain", report_text(prompt))
+    if "bigfile" in prompt:
+        send_file("demo-plot", "plot.png", "image/png", demo_png())
     used = {"input_tokens": len(prompt) // 4 + 1, "output_tokens": len(text) // 4 + 1}
     # A made-up price (a dollar per 10,000 tokens) so usage and budgets show a cost in demos.
     cost = round((used["input_tokens"] + used["output_tokens"]) / 10_000, 6)

@@ -216,7 +216,12 @@ class ConversationService(ConversationHooks):
                 node_id=chosen["node_id"],
                 agent_name=agent,
             )
-            live = await self._go_live(binding, ticket=created.get("edge_ws_ticket"))
+            # A prompt that found the binding already stored revives under this lock: one of
+            # us makes the session live, the other finds it (never two renderers on it).
+            async with self._reviving.setdefault(session_id, asyncio.Lock()):
+                live = self.live.get(session_id) or await self._go_live(
+                    binding, ticket=created.get("edge_ws_ticket")
+                )
             await self.store.remember_start(subject, chosen["node_id"], agent)
         finally:
             self._starting[where] -= 1

@@ -18,6 +18,9 @@ Rules an implementation keeps:
    platform that can do so makes a repeated keyed post a no-op (Discord: `nonce` with
    `enforce_nonce`) or finds a keyed post again (Slack: message metadata); the defaults post
    plainly and find nothing, which leaves only the gap between a post and its record open.
+5. `upload_file` is handed a whole file no larger than `limits.max_upload_bytes` (the core
+   checks; gateway.uploads). A platform without uploads keeps the default, which posts one
+   line naming the file instead.
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ class PlatformLimits:
     supports_reactions: bool = True
     supports_edit: bool = True
     max_buttons: int = 5
+    # The largest file one upload may carry, in bytes; 0: the platform takes no files.
+    max_upload_bytes: int = 0
 
     @property
     def typing_refresh_s(self) -> float:
@@ -79,11 +84,22 @@ class PlatformLimits:
 
 
 # Keyed by platform name: a constant spelled like an environment variable would read as one.
+# Uploads: Discord takes 10 MiB per file from a bot in a server without boosts (more in boosted
+# servers: DISCORD_MAX_UPLOAD_BYTES); Slack takes up to 1 GB per file (files.getUploadURLExternal).
 PLATFORM_LIMITS = {
-    "discord": PlatformLimits(max_message_length=2000, typing_expiry_s=10.0, max_buttons=25),
+    "discord": PlatformLimits(
+        max_message_length=2000,
+        typing_expiry_s=10.0,
+        max_buttons=25,
+        max_upload_bytes=10 * 1024 * 1024,
+    ),
     # Slack: `text` may hold 40,000 characters, a section block 3,000 (A-35; docs/gateway.md).
     "slack": PlatformLimits(
-        max_message_length=40_000, max_block_length=3_000, typing_expiry_s=120.0, max_buttons=25
+        max_message_length=40_000,
+        max_block_length=3_000,
+        typing_expiry_s=120.0,
+        max_buttons=25,
+        max_upload_bytes=1_000_000_000,
     ),
 }
 
@@ -119,6 +135,26 @@ class Choice:
     text: str | None = None
 
 
+def size_text(size: int) -> str:
+    """A byte count as chat apps show it: `512 bytes`, `4.2 KB`, `10.0 MB` (powers of 1,024, as
+    Discord's "10 MB" limit is 10 × 1,024² bytes)."""
+    if size < 1024:
+        return f"{size} bytes"
+    scaled = float(size)
+    for unit in ("KB", "MB", "GB"):
+        scaled /= 1024
+        if scaled < 1024 or unit == "GB":
+            break
+    return f"{scaled:.1f} {unit}"
+
+
+def no_uploads_line(platform: str, name: str, size: int) -> str:
+    return (
+        f"📎 The agent sent {name} ({size_text(size)}); the {platform} here cannot show "
+        "files, so it was not posted."
+    )
+
+
 class ChatPlatform(abc.ABC):
     """A chat platform as the gateway sees it. See the module docstring for the rules."""
 
@@ -138,6 +174,19 @@ class ChatPlatform(abc.ABC):
     async def find_keyed(self, conversation: ConversationRef, key: str) -> MessageRef | None:
         """The message posted under `key` if the platform can tell (rule 4), else None."""
         return None
+
+    async def upload_file(
+        self, conversation: ConversationRef, name: str, mime_type: str, data: bytes
+    ) -> MessageRef | None:
+        """Post `data` as a file named `name` (rule 5). Platforms without uploads (the
+        console) keep this default: one line that names the file and says it stayed behind."""
+        return await self.send_message(conversation, no_uploads_line(self.name, name, len(data)))
+
+    async def upload_keyed(
+        self, conversation: ConversationRef, name: str, mime_type: str, data: bytes, key: str
+    ) -> MessageRef | None:
+        """`upload_file` under a post key (rule 4)."""
+        return await self.upload_file(conversation, name, mime_type, data)
 
     @abc.abstractmethod
     async def edit_message(self, message: MessageRef, text: str) -> None:

@@ -16,12 +16,17 @@ message). Rules:
    de-duplicates), so the window between posting and recording is closed where the platform
    allows it.
 4. Without a store (tests, a renderer on its own) posts go straight to the platform.
+5. Uploads (files the agent sends) are posts like any other: keyed, recorded, not repeated.
+   Discord de-duplicates a repeated upload by its nonce as it does a message; Slack's upload
+   flow carries no metadata, so an upload whose record was lost to a crash may repeat there.
 
 Frames render one at a time, so the per-frame counter is never shared by two frames; timer
 posts never use it (they run beside a frame's rendering).
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 from gateway.conversation_store import ConversationStore
 from gateway.platform import ChatPlatform, ConversationRef, InteractionPrompt, MessageRef
@@ -61,7 +66,10 @@ class Poster:
 
     async def send(self, text: str, key: str | None = None) -> MessageRef:
         """Post `text` once under `key` (default: the frame's next key)."""
-        ref, _ = await self._once(key or self.next_key(), text, None)
+        key = key or self.next_key()
+        ref, _ = await self._once(
+            key, lambda: self.platform.send_keyed(self.conversation, text, key)
+        )
         return ref
 
     async def send_hidden(self, title: str, text: str) -> None:
@@ -81,10 +89,25 @@ class Poster:
     async def send_interaction(self, prompt: InteractionPrompt) -> tuple[MessageRef, bool]:
         """Post an interaction prompt once; True when it was posted now (not before a
         restart), so only then does anyone wait for its answer here."""
-        return await self._once(self.next_key(), None, prompt)
+        key = self.next_key()
+        return await self._once(
+            key, lambda: self.platform.send_interaction_keyed(self.conversation, prompt, key)
+        )
+
+    async def upload(self, name: str, mime_type: str, data: bytes) -> MessageRef | None:
+        """Upload a file once under the frame's next key (gateway.uploads). A platform that
+        returns no message for it is recorded like a hidden post."""
+        key = self.next_key()
+
+        async def post() -> MessageRef:
+            ref = await self.platform.upload_keyed(self.conversation, name, mime_type, data, key)
+            return ref or MessageRef(self.conversation, HIDDEN)
+
+        ref, _ = await self._once(key, post)
+        return None if ref.message_id == HIDDEN else ref
 
     async def _once(
-        self, key: str, text: str | None, prompt: InteractionPrompt | None
+        self, key: str, post: Callable[[], Awaitable[MessageRef]]
     ) -> tuple[MessageRef, bool]:
         store = self._store
         if store is not None:
@@ -98,10 +121,7 @@ class Poster:
                 if found is not None:
                     await store.record_post(self.session_id, key, found.message_id)
                     return found, False
-        if prompt is not None:
-            ref = await self.platform.send_interaction_keyed(self.conversation, prompt, key)
-        else:
-            ref = await self.platform.send_keyed(self.conversation, text or "", key)
+        ref = await post()
         if store is not None:
             await store.record_post(self.session_id, key, ref.message_id)
         return ref, True

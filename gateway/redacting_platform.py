@@ -2,7 +2,8 @@
 
 `RedactingPlatform` wraps the session's `ChatPlatform`: every text it is handed — messages,
 edits, hidden thinking, ephemeral notes, the status line, approval prompts and their button
-labels, an approval's outcome — passes `gateway.redact.Redactor` first. The renderer builds
+labels, an approval's outcome, the name and (for text types) the content of an uploaded file —
+passes `gateway.redact.Redactor` first. The renderer builds
 one per session when redaction is on for the session's node (RenderOptions), so nothing the
 renderer, its `Poster` or its `InteractionFlow` posts can get past it.
 
@@ -28,6 +29,20 @@ from gateway.platform import (
 from gateway.redact import Redactor
 
 _CLEAN_MEMORY = 256  # chunks redacted before the cut and not yet posted
+_TEXT_TYPES = {
+    "application/json",
+    "application/xml",
+    "application/yaml",
+    "application/x-yaml",
+    "application/toml",
+    "application/javascript",
+    "application/x-sh",
+}
+
+
+def is_text_type(mime_type: str) -> bool:
+    kind = mime_type.split(";")[0].strip().lower()
+    return kind.startswith("text/") or kind in _TEXT_TYPES or kind.endswith(("+json", "+xml"))
 
 
 class RedactingPlatform(ChatPlatform):
@@ -98,6 +113,33 @@ class RedactingPlatform(ChatPlatform):
 
     async def open_thread_on(self, message: MessageRef, title: str) -> ConversationRef:
         return await self.inner.open_thread_on(message, self.redactor.redact(title))
+
+    # --- files: the name redacted, a text file's content too --------------------------------
+
+    async def upload_file(
+        self, conversation: ConversationRef, name: str, mime_type: str, data: bytes
+    ) -> MessageRef | None:
+        shown = self.redactor.redact(name)
+        return await self.inner.upload_file(
+            conversation, shown, mime_type, self._file(mime_type, data)
+        )
+
+    async def upload_keyed(
+        self, conversation: ConversationRef, name: str, mime_type: str, data: bytes, key: str
+    ) -> MessageRef | None:
+        shown, content = self.redactor.redact(name), self._file(mime_type, data)
+        return await self.inner.upload_keyed(conversation, shown, mime_type, content, key)
+
+    def _file(self, mime_type: str, data: bytes) -> bytes:
+        """A text file (by its type, and only if it is UTF-8) redacted like any text; other
+        files pass unchanged: a credential inside an image or an archive is not looked for."""
+        if not is_text_type(mime_type):
+            return data
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+        return self.redactor.redact(text).encode("utf-8")
 
     # --- no text: passed through ------------------------------------------------------------
 

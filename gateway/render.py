@@ -26,6 +26,8 @@ Feed it every frame of the session, in order; it keeps one `Turn` at a time. Rul
    every text leaves, and long text is redacted before it is chunked. The `.env` values are
    known by the fingerprints of the session's `session.capabilities` (rawp.fingerprints).
    The frames themselves — what the agent and the master see — are never changed.
+10. Files the agent sends (`agent.file`) are put together and uploaded by gateway.uploads;
+    one whose pieces are still coming keeps the renderer unsettled.
 
 A frame whose `turn_id` names no known turn starts one (the gateway may have reconnected in
 the middle of a turn); a frame of a turn that already ended is dropped.
@@ -61,6 +63,7 @@ from gateway.redact import Redactor
 from gateway.redacting_platform import RedactingPlatform
 from gateway.turn import DONE, FAILED, STOPPED, WORKING, Turn
 from gateway.typing import Sleep, TypingHeartbeat
+from gateway.uploads import FileUploads
 from gateway.usage import error_line, footer_line
 from gateway.views import (
     render_plan,
@@ -104,6 +107,7 @@ class RenderOptions:
     redact: bool = True
     unredacted_nodes: frozenset[str] = frozenset()
     usage_footer: bool = False  # a usage line after each turn (gateway.usage rule 3)
+    max_file_bytes: int = 32 * 1024 * 1024  # agent.file bytes held per session (gateway.uploads)
 
     def for_node(self, node_id: str) -> RenderOptions:
         """These options for a session on `node_id`."""
@@ -169,6 +173,9 @@ class SessionRenderer:
         self._store = store
         self.audit = audit  # where approval outcomes are reported (gateway.audit)
         self._poster = Poster(platform, conversation, session_id, store)
+        self._files = FileUploads(
+            platform, self._poster, self._send_text, self.options.max_file_bytes
+        )
         self._tasks = TaskOwner(f"session {session_id} renderer", log)
         self._closed = False
         self._interactions = InteractionFlow(
@@ -192,6 +199,7 @@ class SessionRenderer:
             "agent.thinking.done": self._on_thinking_done,
             "agent.state.changed": self._on_state,
             "agent.error": self._on_error,
+            "agent.file": lambda frame, p, turn: self._files.on_chunk(p),
             "agent.interaction.request": self._on_interaction,
             "agent.plan.updated": self._on_plan,
             "agent.commands.publish": self._on_commands,
@@ -212,6 +220,8 @@ class SessionRenderer:
     @property
     def settled(self) -> bool:
         """Nothing rendered so far waits for a later frame (see the module docstring)."""
+        if self._files.pending:  # a file's pieces are held in memory only
+            return False
         turn = self._turn
         if turn is None:
             return True
@@ -335,6 +345,7 @@ class SessionRenderer:
         self._ended.append(turn.turn_id)
         for text in turn.unsent_text():  # rule 3: the deltas stand in for a missing done
             await self._send_text(text)
+        await self._files.turn_ended()
         for group_id in list(turn.group_results):
             await self._flush_group(turn, group_id)
         if turn.heartbeat:

@@ -84,7 +84,9 @@ class DiscordBot:
             settings.allowed_roles,
             settings.allow_dms,
         )
-        self.platform = DiscordPlatform(self.client, hooks, policy, settings.approver_roles)
+        self.platform = DiscordPlatform(
+            self.client, hooks, policy, settings.approver_roles, settings.max_upload_bytes
+        )
         self.tree.add_command(RawpCommands(self.platform))
         self.ready = asyncio.Event()
         self.client.setup_hook = self._setup

@@ -14,6 +14,9 @@ text channel (`channel_id`), or the channel itself.
   be answered ephemerally); without one the note is posted with a mention of the user.
 - REST 429s are waited out by discord.py itself (it sleeps `retry_after` and retries the same
   request), so nothing is lost, duplicated or reordered.
+- Files the agent sends are message attachments (a multipart POST, `discord.File`), at most
+  `limits.max_upload_bytes` (10 MiB, Discord's limit for a server without boosts; set
+  DISCORD_MAX_UPLOAD_BYTES for a boosted one). An upload is keyed like a message (below).
 - A keyed post (the renderer's post key, gateway.posting) carries a `nonce` derived from the key;
   discord.py sends it with `enforce_nonce: true`, so Discord answers a repeat within minutes
   with the message already made instead of a second one (a gateway killed between posting and
@@ -25,7 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import io
 import logging
+from dataclasses import replace
 
 import discord
 
@@ -78,8 +83,11 @@ class DiscordPlatform(ChatPlatform):
         hooks: ConversationHooks | None = None,
         policy: AccessPolicy | None = None,
         approver_roles: frozenset[str] = frozenset(),
+        max_upload_bytes: int | None = None,
     ) -> None:
         self.client = client
+        if max_upload_bytes is not None:  # a boosted server takes more (DISCORD_MAX_UPLOAD_BYTES)
+            self.limits = replace(self.limits, max_upload_bytes=max_upload_bytes)
         self.hooks = GuardedHooks(hooks or ConversationHooks())
         self.policy = policy or AccessPolicy()
         self.approver_roles = approver_roles
@@ -122,6 +130,30 @@ class DiscordPlatform(ChatPlatform):
         await self.online.wait()
         sent = await self._channel(conversation).send(
             text, allowed_mentions=NO_MENTIONS, nonce=nonce_of(conversation, key)
+        )
+        return MessageRef(conversation, str(sent.id))
+
+    async def upload_file(
+        self, conversation: ConversationRef, name: str, mime_type: str, data: bytes
+    ) -> MessageRef:
+        return await self._upload(conversation, name, data, None)
+
+    async def upload_keyed(
+        self, conversation: ConversationRef, name: str, mime_type: str, data: bytes, key: str
+    ) -> MessageRef:
+        return await self._upload(conversation, name, data, nonce_of(conversation, key))
+
+    async def _upload(
+        self, conversation: ConversationRef, name: str, data: bytes, nonce: str | None
+    ) -> MessageRef:
+        """One message with the file attached (multipart `files[0]`); Discord takes the type
+        from the name, so `mime_type` is not sent."""
+        await self.online.wait()
+        extra = {"nonce": nonce} if nonce is not None else {}
+        sent = await self._channel(conversation).send(
+            file=discord.File(io.BytesIO(data), filename=name),
+            allowed_mentions=NO_MENTIONS,
+            **extra,
         )
         return MessageRef(conversation, str(sent.id))
 

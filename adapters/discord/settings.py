@@ -22,6 +22,16 @@ def id_set(raw: str | None) -> frozenset[str]:
     return frozenset(part.strip() for part in (raw or "").split(",") if part.strip())
 
 
+def byte_count(env: Mapping[str, str], name: str) -> int | None:
+    """A positive whole number of bytes from `name`, or None when it is unset."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ValueError(f"{name} must be a positive number of bytes, not {raw!r}")
+    return int(raw)
+
+
 @dataclass(frozen=True)
 class DiscordSettings:
     bot_token: str = field(repr=False)  # never logged
@@ -34,6 +44,8 @@ class DiscordSettings:
     approver_roles: frozenset[str] = frozenset()
     # Direct messages: None allows them only when nothing above is restricted (access.py).
     allow_dms: bool | None = None
+    # The largest file the bot uploads; None: Discord's limit without boosts (PLATFORM_LIMITS).
+    max_upload_bytes: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DiscordSettings:
@@ -50,4 +62,5 @@ class DiscordSettings:
             allowed_roles=id_set(env.get("DISCORD_ALLOWED_ROLES")),
             approver_roles=id_set(env.get("DISCORD_APPROVER_ROLES")),
             allow_dms=switch(env.get("DISCORD_ALLOW_DMS"), "DISCORD_ALLOW_DMS"),
+            max_upload_bytes=byte_count(env, "DISCORD_MAX_UPLOAD_BYTES"),
         )

@@ -15,6 +15,10 @@ the thread's parent `ts`), a message reference holds the message `ts`.
 - 429s: the client carries slack_sdk's `AsyncRateLimitErrorRetryHandler`, which sleeps
   Retry-After and sends the same request again; calls are awaited one by one, so nothing is
   lost, duplicated or reordered.
+- Files the agent sends go up through Slack's external upload flow (`files_upload_v2`, scope
+  `files:write`) into the thread. The flow carries no metadata, so `find_keyed` cannot find an
+  upload: one whose record a crash lost may be uploaded again (gateway.posting rule 5).
+  Its 429s are waited out like any call's (the same retry handler covers the upload URL).
 - A keyed post (the renderer's post key, gateway.posting) carries the key in the message's
   metadata (`event_type` `rawp_post`); after a gateway died between posting and recording a
   post, `find_keyed` looks for it in the thread (`conversations.replies` with
@@ -163,6 +167,23 @@ class SlackPlatform(ChatPlatform):
         """The user's prompt as the thread shows it (sent from a modal, so not their message)."""
         shown = f"<@{user_id}>: {mrkdwn.to_mrkdwn(text)}"[:3000]
         return await self._post(conversation, shown, [mrkdwn.section(shown)])
+
+    async def upload_file(
+        self, conversation: ConversationRef, name: str, mime_type: str, data: bytes
+    ) -> MessageRef:
+        """Slack's external upload flow (files_upload_v2): files.getUploadURLExternal, the
+        bytes POSTed to the upload URL it returns, files.completeUploadExternal sharing the file
+        into the thread. Slack shares asynchronously: the reference holds the message `ts` when
+        the answer names it, else the file id (an upload is never edited)."""
+        answer = await self.client.files_upload_v2(
+            content=data,
+            filename=name,
+            title=name,
+            channel=conversation.channel_id,
+            thread_ts=conversation.thread_id,
+        )
+        file = answer.get("file") or {}
+        return MessageRef(conversation, shared_ts(file, conversation.channel_id) or file["id"])
 
     async def edit_message(self, message: MessageRef, text: str) -> None:
         blocks = mrkdwn.messages_of(text)[0]  # edited texts are short (task lists, status)
@@ -354,6 +375,16 @@ class SlackPlatform(ChatPlatform):
 
 
 POST_EVENT = "rawp_post"  # the metadata event type of a keyed post
+
+
+def shared_ts(file: dict, channel_id: str) -> str | None:
+    """The `ts` of the message that shares `file` in `channel_id`, if Slack said it yet."""
+    shares = file.get("shares") or {}
+    for where in ("public", "private"):
+        for share in (shares.get(where) or {}).get(channel_id) or []:
+            if share.get("ts"):
+                return str(share["ts"])
+    return None
 
 
 def post_metadata(key: str, part: int) -> dict:

@@ -238,6 +238,7 @@ def test_the_manifest_asks_for_what_the_adapter_uses():
     default_command = SlackSettings(bot_token="x", app_token="y").command
     assert f"command: {default_command}" in listed
     scopes = {"chat:write", "commands", "reactions:write", "channels:history", "files:read"}
+    scopes |= {"files:write"}  # agent.file uploads (files.getUploadURLExternal)
     assert scopes | {"usergroups:read", "assistant:write"} <= listed
     assert {"message.channels", "app_mention", "socket_mode_enabled: true"} <= listed
     # Mentions and direct messages start sessions (issue 16 §1).

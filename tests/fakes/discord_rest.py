@@ -7,6 +7,10 @@ real `Message`, `Thread`, `AppCommand` and `InteractionCallbackResponse` objects
 A message created with `nonce` and `enforce_nonce: true` is de-duplicated as Discord does: a
 second one by the same author with the same nonce within `NONCE_WINDOW_S` gets the first
 message back and creates nothing (no second MESSAGE_CREATE either).
+
+A multipart message (discord.py's `send(file=…)`) gets its files as `attachments` and each is
+recorded in `uploads` with its name, size and bytes; a file over `max_upload_bytes` (Discord's
+10 MiB without boosts) is refused with 413 (40005) as Discord does.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from .discord_payloads import DiscordWorld, now_iso
 
 API_PREFIX = "/api/v10"
 BODY = web.RequestKey("body", object)  # the request body the middleware parsed and recorded
+FILES = web.RequestKey("files", list)  # (file name, bytes) of a multipart upload
+# Discord's upload limit for a bot in a server without boosts; more answers 413 (40005).
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 Dispatch = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 EPHEMERAL = 1 << 6  # message flag: only the invoking user sees it
@@ -84,7 +91,8 @@ def _json(raw: bytes | str) -> Any:
 
 
 async def read_body(request: web.Request) -> tuple[Any, tuple[str, ...], bytes]:
-    """JSON body, or the `payload_json` part plus file names of a multipart upload.
+    """JSON body, or the `payload_json` part plus file names of a multipart upload (the files'
+    bytes are kept on the request under `FILES`, for the route that stores them).
 
     Returns (parsed body, file names, raw bytes); raises DiscordRefusal on invalid JSON, after
     the raw bytes were read, so the refused request is still recorded.
@@ -95,9 +103,10 @@ async def read_body(request: web.Request) -> tuple[Any, tuple[str, ...], bytes]:
             if part.name == "payload_json":
                 payload_json = await part.text()
             elif part.filename:
-                files.append(part.filename)
-                await part.read()
-        return (_json(payload_json) if payload_json else None), tuple(files), b""
+                files.append((part.filename, bytes(await part.read())))
+        request[FILES] = files
+        names = tuple(name for name, _ in files)
+        return (_json(payload_json) if payload_json else None), names, b""
     raw = await request.read()
     return (_json(raw) if raw else None), (), raw
 
@@ -161,6 +170,8 @@ class DiscordRest:
         self.answered: dict[str, dict[str, Any]] = {}  # token → callback body
         self.original: dict[str, str] = {}  # token → message id of the original response
         self._tasks: set[asyncio.Future] = set()
+        self.max_upload_bytes = MAX_UPLOAD_BYTES
+        self.uploads: list[dict[str, Any]] = []  # {channel_id, message_id, filename, size, data}
         # (author id, nonce) → (monotonic time, message) for enforce_nonce
         self._nonces: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
 
@@ -296,23 +307,51 @@ class DiscordRest:
             seen = self._nonces.get((self.world.bot_user["id"], str(nonce)))
             if seen is not None and time.monotonic() - seen[0] < NONCE_WINDOW_S:
                 return json_response(seen[1])  # the message already made, nothing new
-        message = self._store_message(channel["id"], body)
+        files = request.get(FILES) or []
+        if any(len(data) > self.max_upload_bytes for _, data in files):
+            return discord_error(413, "Request entity too large", 40005)
+        message = self._store_message(channel["id"], body, files)
         if nonce is not None:
             message["nonce"] = str(nonce)
             self._nonces[(self.world.bot_user["id"], str(nonce))] = (time.monotonic(), message)
         return json_response(message)
 
-    def _store_message(self, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _store_message(
+        self, channel_id: str, body: dict[str, Any], files: list[tuple[str, bytes]] = ()
+    ) -> dict[str, Any]:
         content = check_message_body(body)
         extra = {k: body[k] for k in ("embeds", "components", "flags") if body.get(k) is not None}
+        if files:  # message attachments, as Discord answers an upload
+            extra["attachments"] = [self._attachment(channel_id, *file) for file in files]
         if body.get("message_reference"):
             extra["message_reference"] = {**body["message_reference"], "type": 0}
         message = self.world.message(channel_id, content, extra=extra)
         self.messages[message["id"]] = message
+        for attachment, (_, data) in zip(message["attachments"], files, strict=False):
+            self.uploads.append(
+                {
+                    "channel_id": channel_id,
+                    "message_id": message["id"],
+                    "filename": attachment["filename"],
+                    "size": attachment["size"],
+                    "data": data,
+                }
+            )
         # Discord dispatches MESSAGE_CREATE for the bot's own messages, but never for ephemerals.
         if self.echo_own_messages and not (message["flags"] & EPHEMERAL):
             self._later(self.dispatch("MESSAGE_CREATE", message))
         return message
+
+    def _attachment(self, channel_id: str, filename: str, data: bytes) -> dict[str, Any]:
+        attachment_id = self.world.ids.next()
+        url = f"https://cdn.discordapp.com/attachments/{channel_id}/{attachment_id}/{filename}"
+        return {
+            "id": attachment_id,
+            "filename": filename,
+            "size": len(data),
+            "url": url,
+            "proxy_url": url,
+        }
 
     def _later(self, coroutine: Awaitable[None]) -> None:
         # The echo goes out after the HTTP answer, as on Discord; keep a reference to the task.

@@ -19,6 +19,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from .calls import Call, CallLog, RateLimitPlan
+from .slack_files import UPLOAD_PATH, SlackFileUploads
 from .slack_payloads import SlackWorld
 from .slack_signing import BoltAnswer, post_signed
 from .slack_socket_mode import SlackSocketMode
@@ -44,6 +45,10 @@ class FakeSlack:
             self.log, self.web_api.tickets, lambda: self.world.app_id
         )
         self.files: dict[str, bytes] = {}  # file id → bytes served at url_private_download
+        # files.getUploadURLExternal → upload URL → files.completeUploadExternal (files_upload_v2)
+        self.file_uploads = SlackFileUploads(
+            self.world, self.web_api, self.log, self.rate_limits, self.files, self._base_url
+        )
         self._runner: web.AppRunner | None = None
 
     async def __aenter__(self) -> FakeSlack:
@@ -51,6 +56,7 @@ class FakeSlack:
         root.router.add_get(SOCKET_MODE_PATH, self.socket_mode.handle)
         root.router.add_get("/files-pri/{file_id}/{name}", self._file)
         root.router.add_post("/response-url/{hook}", self._response_url)
+        root.router.add_post(UPLOAD_PATH, self.file_uploads.receive)
         root.add_subapp(API_PREFIX, self.web_api.application())
         self._runner = web.AppRunner(root, handle_signals=False)
         await self._runner.setup()
@@ -102,6 +108,9 @@ class FakeSlack:
             "mode": "hosted",
             "is_external": False,
         }
+
+    def _base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
 
     @property
     def api_base_url(self) -> str:

@@ -274,6 +274,37 @@ async def test_a_message_in_a_thread_still_being_opened_waits_for_its_session(wo
     await svc.end(invocation(ALICE, thread))
 
 
+class PromptAfterBind(ConversationStore):
+    """The store, plus a user who types in the new thread the instant its binding is stored,
+    before the start has made the session live (the window between `bind` and going live)."""
+
+    service: ConversationService | None = None
+    early: list
+
+    async def bind(self, conversation, **fields):
+        binding = await super().bind(conversation, **fields)
+        prompt = self.service.prompt(invocation(ALICE, conversation, "fast"), text_prompt("quick"))
+        self.early.append(asyncio.create_task(prompt))
+        await asyncio.sleep(0)  # let it find the binding and try to revive the session
+        return binding
+
+
+async def test_a_prompt_racing_the_start_shares_its_one_live_session(world, tmp_path):
+    svc = await world()
+    store = await PromptAfterBind.open(tmp_path / "racing.sqlite3")
+    store.service, store.early = svc, []
+    await svc.store.close()
+    svc.store = store
+    reply = await svc.start_session(invocation(ALICE, channel("c-race")), "test-box", "demo")
+    thread = svc.live[reply.split("`")[1]].renderer.conversation
+    assert await store.early[0] is None
+    await said(svc, thread, 'You said: "quick"')
+    await eventually(lambda: ("react", "fast", "✅") in svc.platform.calls, "✅ on the message")
+    # One renderer: the answer once, not once per live session made for it.
+    assert sum('You said: "quick"' in t for t in svc.platform.texts_in(thread)) == 1
+    await svc.end(invocation(ALICE, thread))
+
+
 async def test_a_stale_button_is_on_record_whoever_pressed_it(world, stack):
     """Issue 15 §4: a press on a prompt from before a restart is recorded like any other —
     refused for a stranger, answered for the owner — in the owner's audit log on the master."""
