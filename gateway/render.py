@@ -48,19 +48,25 @@ import asyncio
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.audit import AuditSink, no_audit
 from gateway.busy import QueueMarker
 from gateway.chunker import split_markdown
 from gateway.conversation_store import ConversationStore
-from gateway.interactions import DEFAULT_TIMEOUT_S, InteractionFlow, SendFrame
+from gateway.interactions import InteractionFlow, SendFrame
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
 from gateway.posting import Poster
 from gateway.prompt import CommandCache
 from gateway.redact import Redactor
 from gateway.redacting_platform import RedactingPlatform
+from gateway.render_options import (
+    REDACTED_THINKING,
+    STATE_LINES,
+    STOP_NOTES,
+    PromptOrigin,
+    RenderOptions,
+)
 from gateway.turn import DONE, FAILED, STOPPED, WORKING, Turn
 from gateway.typing import Sleep, TypingHeartbeat
 from gateway.uploads import FileUploads
@@ -79,47 +85,6 @@ from rawp.frames import Frame
 from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
-
-REDACTED_THINKING = "💭 _The model's thinking here is redacted._"
-STATE_LINES = {
-    "thinking": "💭 Thinking…",
-    "tool_calling": "🔧 Using tools…",
-    "awaiting_input": "⏸ Waiting for your answer…",
-    "error": "❌ Error",
-}
-STOP_NOTES = {
-    "max_tokens": "⚠️ The answer was cut off: the model reached its output limit.",
-    "max_turn_requests": "⚠️ The agent stopped: too many steps in one turn.",
-    "refusal": "⚠️ The model declined to answer.",
-}
-
-
-@dataclass(frozen=True)
-class RenderOptions:
-    show_thinking: bool = False
-    interim_after_s: float = 30.0
-    approver_ids: frozenset[str] = frozenset()  # may answer any approval (a configured role)
-    # An approval whose agent names no timeout is denied after this long (issue 15 §4).
-    approval_timeout_s: float = DEFAULT_TIMEOUT_S
-    dedupe_window: int = 10_000  # message_ids remembered for replay de-duplication
-    # Rule 9 (issue 15 §3): credentials are redacted before chat, unless the gateway's
-    # operator named the session's node in `unredacted_nodes` (docs/gateway.md).
-    redact: bool = True
-    unredacted_nodes: frozenset[str] = frozenset()
-    usage_footer: bool = False  # a usage line after each turn (gateway.usage rule 3)
-    max_file_bytes: int = 32 * 1024 * 1024  # agent.file bytes held per session (gateway.uploads)
-
-    def for_node(self, node_id: str) -> RenderOptions:
-        """These options for a session on `node_id`."""
-        return replace(self, redact=self.redact and node_id not in self.unredacted_nodes)
-
-
-@dataclass(frozen=True)
-class PromptOrigin:
-    """The chat message a prompt came from, so its turn can react on it."""
-
-    message: MessageRef | None
-    user_id: str | None
 
 
 class SessionRenderer:
