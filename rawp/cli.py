@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rawp import __version__
+from rawp.settings import SettingError
 
 # name → (module, one-line summary). The order is the order of `rawp --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -64,12 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_dotenv() -> None:
-    """Read `.env` from the working directory; real environment variables win."""
-    try:
-        from dotenv import load_dotenv
-    except ImportError:  # pragma: no cover - python-dotenv is a declared dependency
-        return
-    load_dotenv(override=False)
+    """Read `.env` from the WORKING DIRECTORY (not searched for upward, nor next to the
+    installed package) into the environment; real environment variables win (rawp.settings
+    rule 1). Agents started by the client inherit the environment, so an API key kept in
+    `.env` reaches them as before."""
+    from dotenv import load_dotenv
+
+    load_dotenv(Path.cwd() / ".env", override=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except CommandError as exc:
+    except (CommandError, SettingError) as exc:
         # A mistake the user can fix: say what it is, without a stack trace.
         print(f"rawp {args.command}: {exc}", file=sys.stderr)
         return 2

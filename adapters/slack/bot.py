@@ -38,7 +38,9 @@ T = TypeVar("T")
 class SlackBot:
     def __init__(self, settings: SlackSettings, hooks: ConversationHooks | None = None) -> None:
         self.settings = settings
-        self.client = web_client(settings.bot_token, settings.api_base_url, settings.max_retries)
+        self.client = web_client(
+            settings.bot_token.get_secret_value(), settings.api_base_url, settings.max_retries
+        )
         self.platform = SlackPlatform(self.client, hooks, approver_ids=self.approver_ids)
         self.access = SlackAccess(
             members_from(self.client),
@@ -48,7 +50,8 @@ class SlackBot:
         )
         self.app = AsyncApp(
             client=self.client,
-            signing_secret=settings.signing_secret or "socket-mode-has-no-signatures",
+            signing_secret=settings.signing_secret.get_secret_value()
+            or "socket-mode-has-no-signatures",
             request_verification_enabled=settings.mode == "http",
         )
         handlers.register(self.app, self)
@@ -64,7 +67,7 @@ class SlackBot:
             # apps.connections.open uses the app-level token, at the same API base.
             opener = AsyncWebClient(base_url=self.settings.api_base_url)
             self._socket = AsyncSocketModeHandler(
-                self.app, self.settings.app_token, web_client=opener
+                self.app, self.settings.app_token.get_secret_value(), web_client=opener
             )
             await self._socket.connect_async()
             return
@@ -127,7 +130,7 @@ class SlackBot:
         return draft.build()
 
     async def _download(self, url: str) -> bytes:
-        headers = {"Authorization": f"Bearer {self.settings.bot_token}"}
+        headers = {"Authorization": f"Bearer {self.settings.bot_token.get_secret_value()}"}
         timeout = aiohttp.ClientTimeout(total=30)
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
