@@ -143,7 +143,7 @@ class ClientOptions(CommandSettings):
     def _consistent(self) -> ClientOptions:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError(
-                "RAWP_CLIENT_TLS_CERT and RAWP_CLIENT_TLS_KEY (--tls-cert, --tls-key) go together"
+                "--tls-cert and --tls-key go together (RAWP_CLIENT_TLS_CERT, RAWP_CLIENT_TLS_KEY)"
             )
         if self.max_buffer_size < self.max_frame_size:
             raise ValueError(

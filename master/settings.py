@@ -180,7 +180,7 @@ class MasterOptions(CommandSettings):
     def _together(self) -> MasterOptions:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError(
-                "RAWP_MASTER_TLS_CERT and RAWP_MASTER_TLS_KEY (--tls-cert, --tls-key) go together"
+                "--tls-cert and --tls-key go together (RAWP_MASTER_TLS_CERT, RAWP_MASTER_TLS_KEY)"
             )
         oidc = (self.edge_oidc_issuer, self.edge_oidc_jwks_url, self.edge_oidc_audience)
         if any(oidc) and not all(oidc):

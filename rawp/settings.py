@@ -173,6 +173,9 @@ def _one_line(model: type[BaseSettings], exc: ValidationError, flags: Mapping[st
         return f"{where} is not set: expected {doc.accepts}"
     if doc.secret:
         return f"{where}: expected {doc.accepts}"
+    if error["type"] == "value_error":  # our own validator: its words say what it accepts
+        reason = error.get("ctx", {}).get("error") or error["msg"]
+        return f"{where}: {reason}"
     value = error.get("input")
     shown = (
         value
