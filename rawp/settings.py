@@ -234,6 +234,8 @@ def _written(value: Any) -> str:
         return ",".join(sorted(value) if isinstance(value, frozenset) else value)
     if isinstance(value, SecretStr):
         return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return str(value)
 
 

@@ -91,7 +91,9 @@ HEADER = """\
 
 def _wrap(text: str) -> list[str]:
     sentence = text[0].upper() + text[1:]
-    return textwrap.wrap(sentence, width=98, initial_indent="# ", subsequent_indent="# ")
+    return textwrap.wrap(
+        sentence, width=98, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False
+    )
 
 
 def env_example() -> str:
@@ -127,7 +129,9 @@ def end(key: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    if text.startswith("`"):  # code: shown as written
+        return text.replace("|", "\\|")
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def table(tier: Tier) -> str:

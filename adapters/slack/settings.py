@@ -28,7 +28,8 @@ class SlackSettings(CommandSettings):
     mode: Literal["socket", "http"] = setting(
         "socket",
         env="SLACK_MODE",
-        help="socket needs SLACK_APP_TOKEN; http needs SLACK_SIGNING_SECRET",
+        help="how Slack reaches the bot: socket (Socket Mode, needs SLACK_APP_TOKEN) or http "
+        "(needs SLACK_SIGNING_SECRET)",
     )
     app_token: SecretStr = setting(
         SecretStr(""),
