@@ -322,10 +322,13 @@ def add_flags(
                 help=help_text,
             )  # fmt: skip
         else:
-            choices = _args(kind) if typing.get_origin(kind) is Literal else None
+            # Choices are shown, not enforced by argparse: the model checks them, so a bad
+            # value is the same one line from a flag as from a variable (rule 3).
+            choices = _args(kind) if typing.get_origin(kind) is Literal else ()
+            metavar = "{" + ",".join(choices) + "}" if choices else doc.name.upper()
             parser.add_argument(
-                doc.flag, dest=doc.name, default=argparse.SUPPRESS, choices=choices,
-                metavar=None if choices else doc.name.upper(), help=help_text,
+                doc.flag, dest=doc.name, default=argparse.SUPPRESS, metavar=metavar,
+                help=help_text,
             )  # fmt: skip
 
 
