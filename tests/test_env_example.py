@@ -5,9 +5,11 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rawp import settings_docs
-from rawp.settings import settings_of
+from rawp.settings import comma_list, settings_of
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIABLE = re.compile(r"\b((?:RAWP|DISCORD|SLACK)_[A-Z0-9_]+)\b")
@@ -100,3 +102,39 @@ def test_settings_of_skips_fields_without_a_variable():
 
     names = {doc.name for doc in settings_of(SlackSettings)}
     assert "max_retries" not in names and "bot_token" in names
+
+
+def _model(tier: settings_docs.Tier):
+    import importlib
+
+    module, _, name = tier.model.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+REQUIRED = {"DISCORD_BOT_TOKEN": "t", "SLACK_BOT_TOKEN": "t", "SLACK_APP_TOKEN": "t"}
+
+
+@pytest.mark.parametrize("tier", settings_docs.TIERS, ids=lambda tier: tier.key)
+def test_uncommenting_a_line_of_the_example_keeps_its_default(tier):
+    """Every `# NAME=value` line, uncommented as it is, means the model's default (or its
+    example, which must be valid too)."""
+    model = _model(tier)
+    for doc in tier.settings():
+        for shown in {doc.default, doc.example} - {None, ""}:
+            loaded = model.from_environment(environ={**REQUIRED, doc.env: shown})
+            value = getattr(loaded, doc.name)
+            if shown == doc.default:
+                assert value == model.model_fields[doc.name].default, doc.env
+            assert value is not None, doc.env
+
+
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(blacklist_characters=",", blacklist_categories=("Cs",)))
+        .map(str.strip)
+        .filter(bool)
+    )
+)
+def test_comma_lists_split_as_written(items):
+    assert comma_list(",".join(items)) == tuple(items)
+    assert comma_list(" , ".join(items) + ",") == tuple(items)
