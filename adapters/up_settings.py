@@ -61,10 +61,16 @@ class UpSettings(CommandSettings):
         "discord:<your user id> or slack:<team id>:<user id> (the console needs none)",
     )
     master_port: LoopbackPort = setting(
-        0, env="RAWP_UP_MASTER_PORT", flag="--master-port", help="loopback port of the master"
+        0,
+        env="RAWP_UP_MASTER_PORT",
+        flag="--master-port",
+        help="loopback port of the master; 0: last run's while free, else a free one",
     )
     client_port: LoopbackPort = setting(
-        0, env="RAWP_UP_CLIENT_PORT", flag="--client-port", help="loopback port of the client"
+        0,
+        env="RAWP_UP_CLIENT_PORT",
+        flag="--client-port",
+        help="loopback port of the client; 0: last run's while free, else a free one",
     )
     show_thinking: Flag = setting(
         False,

@@ -177,13 +177,7 @@ def _one_line(model: type[BaseSettings], exc: ValidationError, flags: Mapping[st
         reason = error.get("ctx", {}).get("error") or error["msg"]
         return f"{where}: {reason}"
     value = error.get("input")
-    shown = (
-        value
-        if isinstance(value, str)
-        else ",".join(map(str, value))
-        if isinstance(value, list | tuple)
-        else str(value)
-    )
+    shown = value if isinstance(value, str) else str(value)
     return f"{where}: expected {doc.accepts}, got {shown!r}"
 
 
@@ -307,10 +301,13 @@ def add_flags(
     for doc in settings_of(model):
         if doc.flag is None or (only is not None and doc.name not in only):
             continue
-        default = f"default {doc.default}" if doc.default else "default: none"
-        help_text = f"{doc.help} ({doc.env}; {default})".replace("%", "%%")
         field = model.model_fields[doc.name]
         kind = _without_none(field.annotation)
+        if kind is bool:
+            default = "default on" if field.default else "default off"
+        else:
+            default = f"default {doc.default}" if doc.default else "default: none"
+        help_text = f"{doc.help} ({doc.env}; {default})".replace("%", "%%")
         if field.json_schema_extra.get("repeat"):  # type: ignore[union-attr]
             parser.add_argument(
                 doc.flag, dest=doc.name, action="append", default=argparse.SUPPRESS,
