@@ -13,7 +13,7 @@ import argparse
 import importlib
 
 from rawp.cli import CommandError, writable_directory
-from rawp.settings import add_flags, load
+from rawp.settings import add_flags, environment_only, load
 
 WIRING_MODULE = "adapters.launch"
 
@@ -21,6 +21,7 @@ WIRING_MODULE = "adapters.launch"
 def configure(parser: argparse.ArgumentParser) -> None:
     from gateway.settings import CONSOLE_OPTIONS, GatewayOptions
 
+    parser.epilog = environment_only(GatewayOptions)
     names = tuple(GatewayOptions.model_fields)
     add_flags(parser, GatewayOptions, only=tuple(n for n in names if n not in CONSOLE_OPTIONS))
     add_flags(parser.add_argument_group("console platform"), GatewayOptions, only=CONSOLE_OPTIONS)

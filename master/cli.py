@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from rawp.cli import CommandError, writable_directory
-from rawp.settings import add_flags, load
+from rawp.settings import add_flags, environment_only, load
 
 # The fields of MasterOptions shown under "Edge API" in --help; the others come first.
 EDGE_OPTIONS = (
@@ -28,6 +28,7 @@ EDGE_OPTIONS = (
 def configure(parser: argparse.ArgumentParser) -> None:
     from master.settings import MasterOptions
 
+    parser.epilog = environment_only(MasterOptions)
     names = tuple(MasterOptions.model_fields)
     add_flags(parser, MasterOptions, only=tuple(n for n in names if n not in EDGE_OPTIONS))
     # The edge secret has no flag (RAWP_EDGE_SECRET only), so it never shows in a process list.

@@ -329,6 +329,12 @@ def add_flags(
             )  # fmt: skip
 
 
+def environment_only(model: type[BaseSettings]) -> str:
+    """A --help epilog naming the settings that have no flag (secrets), so help lists them."""
+    names = [doc.env for doc in settings_of(model) if doc.flag is None]
+    return "Environment only (never a flag): " + ", ".join(names) + "." if names else ""
+
+
 def flags_given(args: argparse.Namespace, model: type[BaseSettings]) -> dict[str, Any]:
     """The fields of `model` set by a flag on this command line (field name → value)."""
     given = vars(args)
