@@ -6,12 +6,13 @@ import argparse
 import socket
 
 from rawp.cli import CommandError, writable_directory
-from rawp.settings import add_flags, load
+from rawp.settings import add_flags, environment_only, load
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from client.settings import COMMON, ClientOptions
 
+    parser.epilog = environment_only(ClientOptions)  # RAWP_METRICS_TOKEN
     add_flags(parser, ClientOptions)
     sub = parser.add_subparsers(dest="client_command", metavar="SUBCOMMAND")
     pair = sub.add_parser("pair", help="pair this machine with a master using a pairing URL")

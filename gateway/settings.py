@@ -67,13 +67,16 @@ class GatewayOptions(CommandSettings):
         Path(".rawp/gateway"),
         env="RAWP_GATEWAY_STATE_DIR",
         flag="--state-dir",
-        help="where the conversation ↔ session database (conversations.sqlite3) lives",
+        help="where the conversation ↔ session database (conversations.sqlite3) lives; it "
+        "also keeps each user's last machine and agent, the default of a mention or DM start",
     )
     agents: Names = setting(
         ("demo",),
         env="RAWP_GATEWAY_AGENTS",
         flag="--agents",
-        help="agent names offered when starting a session (any other name may still be typed)",
+        help="agent names offered when starting a session (any other name may still be "
+        "typed); a mention or DM may name one of these (on <machine> <agent>), and when only "
+        "one is listed it is the default",
     )
     workspace: str | None = setting(
         None,
