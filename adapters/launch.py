@@ -35,17 +35,18 @@ from gateway import redact
 from gateway.conversation_store import ConversationStore
 from gateway.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.edge_client import EdgeApiError, EdgeClient
-from gateway.interactions import DEFAULT_TIMEOUT_S
 from gateway.live import LiveSession
 from gateway.metrics import GatewayMetrics, MetricsServer
 from gateway.platform import Invocation
 from gateway.render import RenderOptions
+from gateway.settings import GatewayOptions
 from rawp.tasks import race
 
 log = logging.getLogger(__name__)
 
 PLATFORMS = ("discord", "slack", "console")
 CONSOLE_WAIT_FOR_NODE_S = 30.0
+DEFAULTS = GatewayOptions()
 
 
 class LaunchError(Exception):
@@ -58,16 +59,17 @@ class GatewayConfig:
     edge_secret: str = field(repr=False)
     database: Path
     platforms: tuple[str, ...]
-    agents: tuple[str, ...] = ("demo",)
-    workspace: str | None = None
-    show_thinking: bool = False
-    approval_timeout_s: float = DEFAULT_TIMEOUT_S  # issue 15 §4: then the approval is denied
-    unredacted_nodes: tuple[str, ...] = ()  # node ids shown without redaction (issue 15 §3)
-    usage_footer: bool = False  # a usage line after every turn (issue 16 §4)
+    # Defaults: `rawp gateway`'s own (gateway.settings.GatewayOptions).
+    agents: tuple[str, ...] = DEFAULTS.agents
+    workspace: str | None = DEFAULTS.workspace
+    show_thinking: bool = DEFAULTS.show_thinking
+    approval_timeout_s: float = DEFAULTS.approval_timeout  # issue 15 §4: then it is denied
+    unredacted_nodes: tuple[str, ...] = DEFAULTS.unredacted_nodes  # shown unredacted (§3)
     # the console conversation
-    console_user: str = "local"
-    node: str | None = None
-    agent: str = "demo"
+    console_user: str = DEFAULTS.console_user
+    node: str | None = DEFAULTS.node
+    agent: str = DEFAULTS.agent
+    usage_footer: bool = DEFAULTS.usage_footer  # a usage line after every turn (issue 16 §4)
     # GET /metrics and /health on this host:port (gateway.metrics); None: not served.
     metrics_address: tuple[str, int] | None = None
     metrics_token: str | None = field(default=None, repr=False)

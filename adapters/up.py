@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import signal
 import socket
 import sys
@@ -36,105 +35,50 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rawp.cli import CommandError
+from rawp.settings import add_flags, load
 from rawp.tasks import TaskOwner
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    env = os.environ.get
-    parser.add_argument(
-        "--workspace",
-        default=env("RAWP_WORKSPACE", "."),
-        help="directory the agent works in (RAWP_WORKSPACE; default: the current directory)",
-    )
-    parser.add_argument(
-        "--agent",
-        default=env("RAWP_AGENT", "demo"),
-        help="agent to start, by name from the agents file (RAWP_AGENT; default: demo)",
-    )
-    parser.add_argument(
-        "--agents-file",
-        default=env("RAWP_AGENTS_FILE") or None,
-        help="TOML file naming the agents (RAWP_AGENTS_FILE); default: the demo agent only",
-    )
-    parser.add_argument(
-        "--state-dir",
-        default=env("RAWP_STATE_DIR", ".rawp"),
-        help="where the SQLite databases and keys live (RAWP_STATE_DIR; default: .rawp)",
-    )
-    parser.add_argument(
-        "--platform",
-        choices=("discord", "slack", "console"),
-        default=env("RAWP_PLATFORM") or None,
-        help="chat platform (RAWP_PLATFORM); default: Discord and/or Slack when their tokens "
-        "are configured, else the console",
-    )
-    parser.add_argument(
-        "--owner",
-        default=env("RAWP_UP_OWNER") or None,
-        help="the chat user this machine is paired for, e.g. discord:<your user id> or "
-        "slack:<team id>:<user id> (RAWP_UP_OWNER; the console needs none)",
-    )
-    parser.add_argument(
-        "--master-port",
-        type=int,
-        default=int(env("RAWP_UP_MASTER_PORT") or 0),
-        help="loopback port of the master (RAWP_UP_MASTER_PORT; default: last run's or a free one)",
-    )
-    parser.add_argument(
-        "--client-port",
-        type=int,
-        default=int(env("RAWP_UP_CLIENT_PORT") or 0),
-        help="loopback port of the client (RAWP_UP_CLIENT_PORT; default: last run's or a free one)",
-    )
-    parser.add_argument(
-        "--show-thinking",
-        action="store_true",
-        default=env("RAWP_GATEWAY_SHOW_THINKING") == "1",
-        help="show the model's thinking as hidden (spoiler) messages",
-    )
-    parser.add_argument(
-        "--approval-timeout",
-        type=float,
-        default=float(env("RAWP_GATEWAY_APPROVAL_TIMEOUT") or 600),
-        help="seconds an approval waits when the agent names no timeout; then it is denied "
-        "(RAWP_GATEWAY_APPROVAL_TIMEOUT, default 600)",
-    )
+    from adapters.up_settings import UpSettings
+
+    add_flags(parser, UpSettings)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from adapters.launch import LaunchError, choose_platforms
+    from adapters.up_settings import UpSettings
     from rawp.cli import writable_directory
 
-    workspace = Path(args.workspace).expanduser().resolve()
+    settings = load(UpSettings, args)
+    workspace = settings.workspace.expanduser().resolve()
     if not workspace.is_dir():
-        raise CommandError(f"--workspace {args.workspace}: no such directory")
-    if not 0 < args.approval_timeout <= 7 * 24 * 3600:
-        raise CommandError("--approval-timeout must be a number of seconds from 0 to a week")
-    agents_file = Path(args.agents_file).expanduser().resolve() if args.agents_file else None
+        raise CommandError(f"--workspace {settings.workspace}: no such directory")
+    agents_file = settings.agents_file.expanduser().resolve() if settings.agents_file else None
     if agents_file is not None and not agents_file.is_file():
-        raise CommandError(f"--agents-file {args.agents_file}: no such file")
+        raise CommandError(f"--agents-file {settings.agents_file}: no such file")
     try:
-        platforms = choose_platforms(args.platform)
+        platforms = choose_platforms(settings.platform)
     except LaunchError as exc:
         raise CommandError(str(exc)) from None
-    owner = args.owner or "console:local"
-    if platforms != ("console",) and not args.owner:
+    owner = settings.owner or "console:local"
+    if platforms != ("console",) and not settings.owner:
         raise CommandError(
             "set RAWP_UP_OWNER (or --owner) to your chat identity, e.g. discord:<your user id> "
             "or slack:<team id>:<user id>, so this machine is yours in chat"
         )
     options = UpOptions(
-        state_dir=writable_directory(Path(args.state_dir).expanduser().resolve()),
+        state_dir=writable_directory(settings.state_dir.expanduser().resolve()),
         workspace=workspace,
-        agent=args.agent,
+        agent=settings.agent,
         agents_file=agents_file,
         platforms=platforms,
         owner=owner,
-        master_port=args.master_port,
-        client_port=args.client_port,
-        show_thinking=args.show_thinking,
-        approval_timeout_s=args.approval_timeout,
+        master_port=settings.master_port,
+        client_port=settings.client_port,
+        show_thinking=settings.show_thinking,
+        approval_timeout_s=settings.approval_timeout,
     )
     try:
         return asyncio.run(run_up(options))
@@ -157,16 +101,18 @@ SERVER_STOP_S = 15.0  # how long each server gets to stop before it is cancelled
 
 @dataclass(frozen=True)
 class UpOptions:
+    """One run's options: `UpSettings` resolved (paths, platforms, owner)."""
+
     state_dir: Path
     workspace: Path
     agent: str
     agents_file: Path | None
     platforms: tuple[str, ...]
     owner: str
-    master_port: int = 0
-    client_port: int = 0
-    show_thinking: bool = False
-    approval_timeout_s: float = 600.0  # gateway.interactions rule 5
+    master_port: int
+    client_port: int
+    show_thinking: bool
+    approval_timeout_s: float
 
 
 def say(text: str) -> None:

@@ -1,23 +1,200 @@
-"""Everything `rawp client` is configured with, read once from flags and the environment.
+"""Everything `rawp client` is configured with: what the operator sets, and the runtime object.
 
-The limits (RAWP §4.1.5) and capabilities (§4.1.6) here are the two config scopes the client
-reports to its master; a session pins the snapshot current at its `session/init` (A-09).
+`ClientOptions` is the one place a `rawp client` setting is written — variable, flag, default,
+range, help (rawp.settings explains how to add one); `client.cli` loads it and turns it into
+`ClientSettings` with `runtime()`. The limits (RAWP §4.1.5) and capabilities (§4.1.6) are the
+two config scopes the client reports to its master; a session pins the snapshot current at its
+`session/init` (A-09). The limits' ranges are the protocol model's own (rawp.config.Limits).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field, SecretStr, model_validator
+from pydantic_settings import NoDecode
 
 from rawp.config import DEFAULT_LIMITS, Limits
+from rawp.settings import Accepts, CommandSettings, Flag, Port, setting
+
+
+def _paths(value: object) -> object:
+    """RAWP_ALLOWED_ROOTS is split at ':' (os.pathsep); repeated flags arrive as a list."""
+    if isinstance(value, str):
+        return tuple(Path(part) for part in value.split(os.pathsep) if part)
+    return value
+
+
+def _limit(name: str):
+    """A limit's range as the protocol model states it (rawp.config.Limits)."""
+    return Limits.model_fields[name].metadata
+
+
+Paths = Annotated[
+    tuple[Path, ...],
+    NoDecode,
+    BeforeValidator(_paths),
+    Accepts(f"directories separated by '{os.pathsep}'"),
+]
+
+
+class ClientOptions(CommandSettings):
+    """`rawp client`'s settings (docs/operations-client.md has the generated table)."""
+
+    host: str = setting(
+        "127.0.0.1", env="RAWP_CLIENT_HOST", flag="--host", help="address to listen on"
+    )
+    port: Port = setting(8701, env="RAWP_CLIENT_PORT", flag="--port", help="port to listen on")
+    agents_file: Path | None = setting(
+        None,
+        env="RAWP_AGENTS_FILE",
+        flag="--agents-file",
+        help="TOML file naming the agents this machine may run (docs/agents.md); none: the "
+        "demo agent only",
+    )
+    allowed_roots: Paths = setting(
+        (),
+        env="RAWP_ALLOWED_ROOTS",
+        flag="--allow-root",
+        repeat=True,
+        help="directories sessions may work in (the flag once per directory); none: the "
+        "current directory",
+    )
+    default_workspace: Path | None = setting(
+        None,
+        env="RAWP_CLIENT_DEFAULT_WORKSPACE",
+        flag="--default-workspace",
+        help="workspace offered to the master when a session names none; none: the first "
+        "allowed root",
+    )
+    tls_cert: Path | None = setting(
+        None,
+        env="RAWP_CLIENT_TLS_CERT",
+        flag="--tls-cert",
+        help="PEM certificate: serve https/wss (with the key); without one, `rawp client` "
+        "needs RAWP_DEV=1",
+    )
+    tls_key: Path | None = setting(
+        None, env="RAWP_CLIENT_TLS_KEY", flag="--tls-key", help="PEM key of the certificate"
+    )
+    reattach_window: Annotated[int, *_limit("reattach_window")] = setting(
+        DEFAULT_LIMITS.reattach_window,
+        env="RAWP_CLIENT_REATTACH_WINDOW",
+        flag="--reattach-window",
+        help="seconds a session survives without its socket; 0 = it ends with the socket",
+    )
+    max_buffer_size: Annotated[int, *_limit("max_buffer_size")] = setting(
+        DEFAULT_LIMITS.max_buffer_size,
+        env="RAWP_CLIENT_MAX_BUFFER_SIZE",
+        flag="--max-buffer-size",
+        help="bytes of frames kept per session for replay after a reattach (at least the "
+        "largest frame)",
+    )
+    max_frame_size: Annotated[int, *_limit("max_frame_size")] = setting(
+        DEFAULT_LIMITS.max_frame_size,
+        env="RAWP_CLIENT_MAX_FRAME_SIZE",
+        flag="--max-frame-size",
+        help="largest WebSocket frame in bytes; longer output is split",
+    )
+    buffer_policy: Literal["RING", "DROP"] = setting(
+        DEFAULT_LIMITS.buffer_overflow_policy,
+        env="RAWP_CLIENT_BUFFER_POLICY",
+        flag="--buffer-policy",
+        help="when the replay buffer is full: RING drops the oldest frames, DROP the newest",
+    )
+    rate_limit: Annotated[int, *_limit("rate_limit")] = setting(
+        DEFAULT_LIMITS.rate_limit,
+        env="RAWP_CLIENT_RATE_LIMIT",
+        flag="--rate-limit",
+        help="HTTP requests per second the client accepts from its master (429 beyond)",
+    )
+    kill_grace: Annotated[float, Field(ge=0, le=600)] = setting(
+        5.0,
+        env="RAWP_CLIENT_KILL_GRACE",
+        flag="--kill-grace",
+        help="seconds between SIGTERM and SIGKILL when a session's agent is ended (RAWP §5.2 "
+        "says 5)",
+    )
+    # Also taken after `rawp client pair` / `unpair` (COMMON below).
+    state_dir: Path = setting(
+        Path(".rawp/client"),
+        env="RAWP_CLIENT_STATE_DIR",
+        flag="--state-dir",
+        help="where the client keeps its signing key and pairing credentials (files mode 0600)",
+    )
+    public_address: str | None = setting(
+        None,
+        env="RAWP_CLIENT_ADDRESS",
+        flag="--public-address",
+        help="base URL the master calls (client_address); none: scheme://host:port",
+        example="https://laptop.lan:8701",
+    )
+    dev: Flag = setting(
+        False,
+        env="RAWP_DEV",
+        flag="--dev",
+        help="development mode: allow http:// and loopback addresses (never in production)",
+    )
+    metrics_token: SecretStr | None = setting(
+        None,
+        env="RAWP_METRICS_TOKEN",
+        help="bearer token GET /metrics requires (Authorization: Bearer …); none: loopback "
+        "peers only. Read from the environment only",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClientOptions:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError(
+                "--tls-cert and --tls-key go together (RAWP_CLIENT_TLS_CERT, RAWP_CLIENT_TLS_KEY)"
+            )
+        if self.max_buffer_size < self.max_frame_size:
+            raise ValueError(
+                "RAWP_CLIENT_MAX_BUFFER_SIZE (--max-buffer-size) must be at least "
+                "RAWP_CLIENT_MAX_FRAME_SIZE (--max-frame-size)"
+            )
+        return self
+
+    def runtime(self) -> ClientSettings:
+        return ClientSettings(
+            state_dir=self.state_dir,
+            allowed_roots=list(self.allowed_roots) or [Path.cwd()],
+            host=self.host,
+            port=self.port,
+            public_address=self.public_address,
+            metrics_token=(
+                self.metrics_token.get_secret_value() if self.metrics_token is not None else None
+            ),
+            agents_file=self.agents_file,
+            default_workspace=self.default_workspace,
+            dev=self.dev,
+            certfile=self.tls_cert,
+            keyfile=self.tls_key,
+            limits=Limits(
+                rate_limit=self.rate_limit,
+                max_frame_size=self.max_frame_size,
+                reattach_window=self.reattach_window,
+                max_buffer_size=self.max_buffer_size,
+                buffer_overflow_policy=self.buffer_policy,
+            ),
+            kill_grace=self.kill_grace,
+        )
+
+
+# The options `rawp client pair` and `unpair` take after their own name too.
+COMMON = ("state_dir", "public_address", "dev")
+DEFAULTS = ClientOptions()
 
 
 @dataclass
 class ClientSettings:
     state_dir: Path
     allowed_roots: list[Path]
-    host: str = "127.0.0.1"
-    port: int = 8701
+    host: str = DEFAULTS.host
+    port: int = DEFAULTS.port
     # Base URL the master calls (`client_address`, A-02); default http(s)://host:port.
     public_address: str | None = None
     agents_file: Path | None = None
@@ -34,7 +211,7 @@ class ClientSettings:
     # §5.1 / K-12: the master's ticket is accepted for this long and burned on first use.
     ticket_ttl: float = 60.0
     # C-SESS-06: SIGTERM, then SIGKILL after this many seconds. 5 by the spec; tests shorten it.
-    kill_grace: float = 5.0
+    kill_grace: float = DEFAULTS.kill_grace
     # dps-profile §6: prompts queued behind a running turn, past which TURN_QUEUE_FULL.
     turn_queue_max: int = 8
     # Lifetime of the access tokens this client signs for its master (client_credentials).

@@ -44,6 +44,7 @@ from gateway.platform import (
     MessageRef,
 )
 from gateway.posting import Poster
+from gateway.settings import DEFAULT_APPROVAL_TIMEOUT_S
 from rawp.clock import SYSTEM_CLOCK, Clock
 from rawp.events import InteractionRequest, InteractionResponse, ToolInvokeRequest
 from rawp.frames import Frame, make_frame
@@ -55,7 +56,9 @@ SendFrame = Callable[[Frame], Awaitable[None]]
 
 TIMED_OUT = "⌛ No answer in time — the agent applies its default."
 TURN_ENDED = "The turn ended before an answer."
-DEFAULT_TIMEOUT_S = 600.0  # rule 5: deny after 10 minutes unless the gateway is told otherwise
+DEFAULT_TIMEOUT_S = (
+    DEFAULT_APPROVAL_TIMEOUT_S  # rule 5: deny after 10 minutes unless told otherwise
+)
 DENY_WORDS = ("deny", "reject", "no", "decline")
 
 

@@ -36,6 +36,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from gateway.settings import parse_address  # noqa: F401  (re-exported: tests, launch)
 from rawp.scrape_access import REFUSAL, may_scrape
 
 log = logging.getLogger(__name__)
@@ -145,14 +146,6 @@ def _asked_wait(response: Any) -> float:
         except ValueError:
             continue
     return 0.0
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """`host:port` (IPv6 as `[::1]:9464`) of the metrics listener; ValueError if malformed."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"expected host:port, e.g. 127.0.0.1:9464, not {text!r}")
-    return host.strip("[]"), int(port)
 
 
 class MetricsServer:

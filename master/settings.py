@@ -1,20 +1,252 @@
-"""Everything the master is configured with, in one frozen object.
+"""Everything the master is configured with: what the operator sets, and the frozen runtime object.
 
-`master.cli` fills it from flags and `RAWP_*` variables; tests and `rawp up` build it directly.
-Defaults are the documented ones (docs/operations-master.md).
+`MasterOptions` is the one place a `rawp master` setting is written — its variable, flag,
+default, range and help (rawp.settings explains how to add one). `master.cli` loads it from
+flags and the environment and turns it into `Settings` with `runtime()`; tests and `rawp up`
+build `Settings` directly. `Settings` also holds the tunables no operator sets (token lifetimes
+fixed by the spec, replay sizes); its operator-facing defaults are read from `MasterOptions`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, SecretStr, model_validator
 
 from master.services.budget_rules import BudgetRules
 from master.services.rate_limit import Budget
+from rawp.settings import Accepts, CommandSettings, Flag, Names, Port, setting
 
-NODE_BUDGET = Budget.parse("20/s")
-USER_BUDGET = Budget.parse("30/s")  # per edge user (Edge API)  # per node token
-AUTH_BUDGET = Budget.parse("10/min")  # per remote address on pair / refresh
+
+def _rate(text: str) -> str:
+    Budget.parse(text)  # raises ValueError with the accepted forms
+    return text.strip()
+
+
+Rate = Annotated[str, AfterValidator(_rate), Accepts("a rate like 20/s, 10/min or 600/h")]
+Seconds = Annotated[int, Field(gt=0), Accepts("a whole number of seconds above 0")]
+
+
+class MasterOptions(CommandSettings):
+    """`rawp master`'s settings (docs/operations-master.md has the generated table)."""
+
+    host: str = setting(
+        "127.0.0.1", env="RAWP_MASTER_HOST", flag="--host", help="address to listen on"
+    )
+    port: Port = setting(8700, env="RAWP_MASTER_PORT", flag="--port", help="port to listen on")
+    database_url: Annotated[SecretStr | None, Accepts("an SQLAlchemy URL (kept secret)")] = setting(
+        None,
+        env="RAWP_DATABASE_URL",
+        flag="--database-url",
+        help="SQLAlchemy URL of the master's database; none: an SQLite file in the state directory",
+        example="postgresql+asyncpg://rawp:password@db:5432/rawp",
+    )
+    dev: Flag = setting(
+        False,
+        env="RAWP_DEV",
+        flag="--dev",
+        help="development mode: allow http:// and loopback client addresses (never in production)",
+    )
+    state_dir: Path = setting(
+        Path(".rawp"),
+        env="RAWP_MASTER_STATE_DIR",
+        flag="--state-dir",
+        help="where the signing key (master-signing-key.pem, mode 0600) and the SQLite "
+        "database live",
+    )
+    tls_cert: Path | None = setting(
+        None,
+        env="RAWP_MASTER_TLS_CERT",
+        flag="--tls-cert",
+        help="PEM certificate chain to serve HTTPS with (with the key)",
+    )
+    tls_key: Path | None = setting(
+        None, env="RAWP_MASTER_TLS_KEY", flag="--tls-key", help="PEM private key of the certificate"
+    )
+    public_url: str | None = setting(
+        None,
+        env="RAWP_MASTER_PUBLIC_URL",
+        flag="--public-url",
+        help="base URL clients and people reach the master at, used in pairing URLs; none: "
+        "from host, port and TLS",
+        example="https://rawp.example.com",
+    )
+    node_rate_limit: Rate = setting(
+        "20/s",
+        env="RAWP_MASTER_NODE_RATE_LIMIT",
+        flag="--node-rate-limit",
+        help="requests each node token may make (429 + Retry-After beyond)",
+    )
+    auth_rate_limit: Rate = setting(
+        "10/min",
+        env="RAWP_MASTER_AUTH_RATE_LIMIT",
+        flag="--auth-rate-limit",
+        help="pair and refresh requests per remote address (unauthenticated routes)",
+    )
+    access_token_ttl: Seconds = setting(
+        900,
+        env="RAWP_MASTER_ACCESS_TOKEN_TTL",
+        flag="--access-token-ttl",
+        help="lifetime of the access tokens the master issues to nodes, in seconds",
+    )
+    redis_url: Annotated[SecretStr | None, Accepts("a redis:// URL (kept secret)")] = setting(
+        None,
+        env="RAWP_REDIS_URL",
+        flag="--redis-url",
+        help="Redis shared by several master replicas (docs/scale-out.md); none: one master "
+        "process, nothing shared",
+        example="redis://127.0.0.1:6379/0",
+    )
+    redis_prefix: str = setting(
+        "rawp:",
+        env="RAWP_REDIS_PREFIX",
+        flag="--redis-prefix",
+        help="start of every Redis key the master writes (several deployments, one Redis)",
+    )
+    # --- Edge API (RAWP §9; docs/edge-api.md) ---
+    edge_secret: SecretStr | None = setting(
+        None,
+        env="RAWP_EDGE_SECRET",
+        help="the edge service credential a gateway trades for user tokens (POST "
+        "/v1/edge/auth/token); none disables that exchange. A long random secret, read from "
+        "the environment only so it never shows in a process list; the gateway needs the same",
+    )
+    edge_token_ttl: Seconds = setting(
+        900,
+        env="RAWP_EDGE_TOKEN_TTL",
+        flag="--edge-token-ttl",
+        help="lifetime of the user access tokens issued to edges, in seconds",
+    )
+    edge_oidc_issuer: str | None = setting(
+        None,
+        env="RAWP_EDGE_OIDC_ISSUER",
+        flag="--edge-oidc-issuer",
+        help="accept user JWTs from this OIDC issuer (with its JWKS URL and audience)",
+    )
+    edge_oidc_jwks_url: str | None = setting(
+        None,
+        env="RAWP_EDGE_OIDC_JWKS_URL",
+        flag="--edge-oidc-jwks-url",
+        help="the issuer's JWKS URL",
+    )
+    edge_oidc_audience: str | None = setting(
+        None,
+        env="RAWP_EDGE_OIDC_AUDIENCE",
+        flag="--edge-oidc-audience",
+        help="the audience the issuer's tokens must name",
+    )
+    edge_deny_tools: Names = setting(
+        ("*",),
+        env="RAWP_EDGE_DENY_TOOLS",
+        flag="--edge-deny-tools",
+        help="security policy: tool_overrides edges may not ask for; * = every one",
+    )
+    edge_deny_commands: Names = setting(
+        (),
+        env="RAWP_EDGE_DENY_COMMANDS",
+        flag="--edge-deny-commands",
+        help="security policy: commands (without /) edges may not send, as text or slash_command",
+    )
+    lease_seconds: Annotated[float, Field(ge=0.3, le=600)] = setting(
+        5.0,
+        env="RAWP_LEASE_SECONDS",
+        flag="--lease-seconds",
+        help="with several replicas: a session's lease outlives its holder's last renewal this "
+        "long; a dead replica's sessions are taken over within about this plus the sweep",
+    )
+    takeover_sweep_seconds: Annotated[float, Field(ge=0.1, le=600)] = setting(
+        2.0,
+        env="RAWP_TAKEOVER_SWEEP_SECONDS",
+        flag="--takeover-sweep-seconds",
+        help="with several replicas: how often each looks for sessions nobody holds",
+    )
+    delivery_seconds: Annotated[float, Field(ge=0.1, le=600)] = setting(
+        5.0,
+        env="RAWP_DELIVERY_SECONDS",
+        flag="--delivery-seconds",
+        help="how long an edge frame may wait to reach the client (a reattach, another "
+        "replica) before the edge is told CLIENT_UNAVAILABLE and may resend it",
+    )
+    edge_queue_bytes: Annotated[int, Field(gt=0)] = setting(
+        16 * 1024 * 1024,
+        env="RAWP_EDGE_QUEUE_BYTES",
+        flag="--edge-queue-bytes",
+        help="backlog (bytes of frame text) of one edge socket before a too-slow edge is cut "
+        "off (1013)",
+    )
+    budgets: Path | None = setting(
+        None,
+        env="RAWP_BUDGETS_FILE",
+        flag="--budgets",
+        help="TOML file of spending budgets per user and node, read at start "
+        "(docs/operations-master.md, Budgets); none: nothing is limited",
+    )
+    metrics_token: SecretStr | None = setting(
+        None,
+        env="RAWP_METRICS_TOKEN",
+        help="bearer token GET /metrics requires (Authorization: Bearer …); none: loopback "
+        "peers only. Read from the environment only",
+    )
+
+    @model_validator(mode="after")
+    def _together(self) -> MasterOptions:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError(
+                "--tls-cert and --tls-key go together (RAWP_MASTER_TLS_CERT, RAWP_MASTER_TLS_KEY)"
+            )
+        oidc = (self.edge_oidc_issuer, self.edge_oidc_jwks_url, self.edge_oidc_audience)
+        if any(oidc) and not all(oidc):
+            raise ValueError(
+                "RAWP_EDGE_OIDC_ISSUER, RAWP_EDGE_OIDC_JWKS_URL and RAWP_EDGE_OIDC_AUDIENCE "
+                "(--edge-oidc-*) go together"
+            )
+        return self
+
+    def runtime(self, state_dir: Path, budgets: BudgetRules | None = None) -> Settings:
+        """The master's runtime settings; `state_dir` is the checked, usable directory and
+        `budgets` the rules read from the `budgets` file (master.cli reads it)."""
+        return Settings(
+            state_dir=state_dir,
+            host=self.host,
+            port=self.port,
+            database_url=_plain(self.database_url),
+            dev=self.dev,
+            tls_cert=self.tls_cert,
+            tls_key=self.tls_key,
+            public_url=self.public_url,
+            access_token_ttl=self.access_token_ttl,
+            node_budget=Budget.parse(self.node_rate_limit),
+            auth_budget=Budget.parse(self.auth_rate_limit),
+            redis_url=_plain(self.redis_url),
+            redis_prefix=self.redis_prefix,
+            metrics_token=_plain(self.metrics_token),
+            edge=EdgeSettings(
+                secret=_plain(self.edge_secret),
+                user_token_ttl=self.edge_token_ttl,
+                oidc_issuer=self.edge_oidc_issuer,
+                oidc_jwks_url=self.edge_oidc_jwks_url,
+                oidc_audience=self.edge_oidc_audience,
+                deny_tools=self.edge_deny_tools,
+                deny_commands=self.edge_deny_commands,
+                queue_bytes=self.edge_queue_bytes,
+                lease_seconds=self.lease_seconds,
+                takeover_sweep_seconds=self.takeover_sweep_seconds,
+                delivery_seconds=self.delivery_seconds,
+                budgets=budgets if budgets is not None else BudgetRules(),
+            ),
+        )
+
+
+def _plain(secret: SecretStr | None) -> str | None:
+    return secret.get_secret_value() if secret is not None else None
+
+
+DEFAULTS = MasterOptions()  # the operator-facing defaults, for the runtime objects below
+NODE_BUDGET = Budget.parse(DEFAULTS.node_rate_limit)  # per node token
+USER_BUDGET = Budget.parse("30/s")  # per edge user (Edge API)
+AUTH_BUDGET = Budget.parse(DEFAULTS.auth_rate_limit)  # per remote address on pair / refresh
 
 
 @dataclass(frozen=True)
@@ -23,7 +255,7 @@ class EdgeSettings:
 
     # §9.1: the edge service credential a gateway trades for user tokens; None disables it.
     secret: str | None = field(default=None, repr=False)
-    user_token_ttl: int = 900
+    user_token_ttl: int = DEFAULTS.edge_token_ttl
     # Optional OIDC issuer whose JWTs are accepted as user tokens (all three, or none).
     oidc_issuer: str | None = None
     oidc_jwks_url: str | None = None
@@ -34,10 +266,10 @@ class EdgeSettings:
     ticket_ttl: int = 60
     # A-24 security policy: tool_overrides / slash commands an edge may not ask for.
     # "*" in deny_tools refuses every tool override.
-    deny_tools: tuple[str, ...] = ("*",)
-    deny_commands: tuple[str, ...] = ()
+    deny_tools: tuple[str, ...] = DEFAULTS.edge_deny_tools
+    deny_commands: tuple[str, ...] = DEFAULTS.edge_deny_commands
     # Backpressure: characters of frames queued for one edge socket before it is disconnected.
-    queue_bytes: int = 16 * 1024 * 1024
+    queue_bytes: int = DEFAULTS.edge_queue_bytes
     # E-WS-11: control message_ids remembered per session for de-duplication.
     dedupe_window: int = 4096
     # K-09: a node not heard from for this long is offline; health answers are reused this long.
@@ -49,12 +281,12 @@ class EdgeSettings:
     # Several replicas (docs/scale-out.md): how long a session's lease outlives its holder's
     # last renewal, and how often each replica looks for sessions nobody holds. Together they
     # bound how long a dead replica's sessions wait for another to take them over.
-    lease_seconds: float = 5.0
-    takeover_sweep_seconds: float = 2.0
+    lease_seconds: float = DEFAULTS.lease_seconds
+    takeover_sweep_seconds: float = DEFAULTS.takeover_sweep_seconds
     # Issue 14 §2: how long an edge frame may wait to be written to the client's socket (for
     # a reattach, or for the replica holding the link to answer) before the edge is told
     # CLIENT_UNAVAILABLE and may resend it.
-    delivery_seconds: float = 5.0
+    delivery_seconds: float = DEFAULTS.delivery_seconds
     user_budget: Budget = USER_BUDGET
     # Issue 16 §4: spending budgets (the --budgets file; empty: nothing is limited).
     budgets: BudgetRules = field(default_factory=BudgetRules)
@@ -63,10 +295,10 @@ class EdgeSettings:
 @dataclass(frozen=True)
 class Settings:
     state_dir: Path
-    host: str = "127.0.0.1"
-    port: int = 8700
-    # SQLAlchemy URL; None means an SQLite file in `state_dir`.
-    database_url: str | None = None
+    host: str = DEFAULTS.host
+    port: int = DEFAULTS.port
+    # SQLAlchemy URL; None means an SQLite file in `state_dir`. It may hold a password.
+    database_url: str | None = field(default=None, repr=False)
     # §3.2 / K-01: allow http:// and loopback client addresses.
     dev: bool = False
     tls_cert: Path | None = None
@@ -74,7 +306,7 @@ class Settings:
     # Base URL people and clients reach the master at, used in pairing URLs (§3.1).
     public_url: str | None = None
     # §3.4 token lifetimes, seconds.
-    access_token_ttl: int = 900
+    access_token_ttl: int = DEFAULTS.access_token_ttl
     refresh_token_ttl: int = 30 * 24 * 3600
     # §3.1: an unused pairing token is discarded 15 minutes after issue (M-PAIR-02).
     pairing_token_ttl: int = 15 * 60
@@ -88,7 +320,7 @@ class Settings:
     # Redis shared by master replicas (docs/scale-out.md); None = single process, no Redis.
     redis_url: str | None = field(default=None, repr=False)
     # Every key the master writes in Redis starts with this (several deployments, one Redis).
-    redis_prefix: str = "rawp:"
+    redis_prefix: str = DEFAULTS.redis_prefix
     # GET /metrics needs `Authorization: Bearer <this>` when set; else loopback peers only
     # (rawp.scrape_access). Read from RAWP_METRICS_TOKEN only: never a flag.
     metrics_token: str | None = field(default=None, repr=False)

@@ -17,8 +17,10 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from rawp import __version__, logs
+from rawp.settings import CommandSettings, SettingError, add_flags, load, setting
 
 # name → (module, one-line summary). The order is the order of `rawp --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -44,6 +46,19 @@ Configuration comes from flags, RAWP_* / DISCORD_* / SLACK_* environment variabl
 """
 
 
+class CommonOptions(CommandSettings):
+    """Settings every `rawp` command takes (rawp.settings; the table in
+    docs/operations-master.md, Logs)."""
+
+    log_format: Literal["text", "json"] = setting(
+        "text",
+        env="RAWP_LOG_FORMAT",
+        flag="--log-format",
+        help="log lines: text, or json: one JSON object per line with request_id and "
+        "session_id where one applies; every rawp command takes it",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rawp",
@@ -60,22 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         importlib.import_module(module_name).configure(command)
-        command.add_argument(
-            "--log-format",
-            default=os.environ.get("RAWP_LOG_FORMAT") or "text",
-            help="text (default) or json: one JSON object per line with request_id and "
-            "session_id where one applies (RAWP_LOG_FORMAT)",
-        )
+        add_flags(command, CommonOptions)
     return parser
 
 
 def _load_dotenv() -> None:
-    """Read `.env` from the working directory; real environment variables win."""
-    try:
-        from dotenv import load_dotenv
-    except ImportError:  # pragma: no cover - python-dotenv is a declared dependency
-        return
-    load_dotenv(override=False)
+    """Read `.env` from the WORKING DIRECTORY (not searched for upward, nor next to the
+    installed package) into the environment; real environment variables win (rawp.settings
+    rule 1). Agents started by the client inherit the environment, so an API key kept in
+    `.env` reaches them as before."""
+    from dotenv import load_dotenv
+
+    load_dotenv(Path.cwd() / ".env", override=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,15 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args.command is None else 2
     logs.hide_environment(os.environ)  # .env included: read above
     try:
-        logs.configure(args.log_format)
-    except ValueError as exc:
-        print(f"rawp {args.command}: --log-format / RAWP_LOG_FORMAT: {exc}", file=sys.stderr)
-        return 2
-    try:
+        logs.configure(load(CommonOptions, args).log_format)
         return int(handler(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except CommandError as exc:
+    except (CommandError, SettingError) as exc:
         # A mistake the user can fix: say what it is, without a stack trace.
         print(f"rawp {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -115,7 +115,7 @@ class DiscordBot:
     async def start(self) -> None:
         """Log in and run until closed (the token is never logged)."""
         apply_endpoints(self.settings)
-        await self.client.start(self.settings.bot_token)
+        await self.client.start(self.settings.bot_token.get_secret_value())
 
     async def serve(self) -> None:
         """Run until closed: what `rawp gateway` awaits."""

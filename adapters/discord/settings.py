@@ -1,66 +1,81 @@
 """Discord settings from the environment (.env.example, "gateway" section).
 
-The endpoints are configuration because real deployments change them: large bots put a shared
+The one place a Discord setting is written (rawp.settings explains how to add one). The
+endpoints are configuration because real deployments change them: large bots put a shared
 rate-limit proxy such as nirn-proxy in front of the REST API, and the tests point the real
-client at a fake Discord through the same two settings.
+client at a fake Discord through the same two settings. No flags: the gateway may serve
+Discord and Slack at once, and the token must never show in a process list.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from typing import Annotated
 
-from adapters.env import switch
+from pydantic import Field, SecretStr
+
+from rawp.settings import Accepts, AutoFlag, CommandSettings, IdSet, setting
 
 PUBLIC_API_BASE_URL = "https://discord.com/api/v10"
 PUBLIC_GATEWAY_URL = "wss://gateway.discord.gg/"
 
 
-def id_set(raw: str | None) -> frozenset[str]:
-    """`"1, 2,3"` → {"1", "2", "3"}; empty means "no restriction"."""
-    return frozenset(part.strip() for part in (raw or "").split(",") if part.strip())
-
-
-def byte_count(env: Mapping[str, str], name: str) -> int | None:
-    """A positive whole number of bytes from `name`, or None when it is unset."""
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or int(raw) <= 0:
-        raise ValueError(f"{name} must be a positive number of bytes, not {raw!r}")
-    return int(raw)
-
-
-@dataclass(frozen=True)
-class DiscordSettings:
-    bot_token: str = field(repr=False)  # never logged
-    api_base_url: str = PUBLIC_API_BASE_URL
-    gateway_url: str = PUBLIC_GATEWAY_URL
-    allowed_guilds: frozenset[str] = frozenset()
-    allowed_channels: frozenset[str] = frozenset()
-    allowed_roles: frozenset[str] = frozenset()
-    # Members of these roles may answer any approval, not only the turn's user.
-    approver_roles: frozenset[str] = frozenset()
+class DiscordSettings(CommandSettings):
+    bot_token: SecretStr = setting(
+        ...,
+        env="DISCORD_BOT_TOKEN",
+        help="bot token from the Developer Portal → Bot (docs/discord.md); never commit it",
+    )
+    api_base_url: str = setting(
+        PUBLIC_API_BASE_URL,
+        env="DISCORD_API_BASE_URL",
+        help="REST base URL; a shared rate-limit proxy (nirn-proxy) or, in tests, a fake",
+    )
+    gateway_url: str = setting(
+        PUBLIC_GATEWAY_URL,
+        env="DISCORD_GATEWAY_URL",
+        help="gateway websocket URL (discord.py adds ?v=10&encoding=json itself)",
+    )
+    allowed_guilds: IdSet = setting(
+        frozenset(),
+        env="DISCORD_ALLOWED_GUILDS",
+        help="guild ids allowed to use the bot; none: all",
+    )
+    allowed_channels: IdSet = setting(
+        frozenset(),
+        env="DISCORD_ALLOWED_CHANNELS",
+        help="channel ids allowed to use the bot; none: all",
+    )
+    allowed_roles: IdSet = setting(
+        frozenset(),
+        env="DISCORD_ALLOWED_ROLES",
+        help="role ids whose members may use the bot; none: all",
+    )
+    approver_roles: IdSet = setting(
+        frozenset(),
+        env="DISCORD_APPROVER_ROLES",
+        help="role ids whose members may answer any approval, not only the turn's user (turns "
+        "on the privileged Server Members intent, which must be enabled in the Developer Portal)",
+    )
     # Direct messages: None allows them only when nothing above is restricted (access.py).
-    allow_dms: bool | None = None
-    # The largest file the bot uploads; None: Discord's limit without boosts (PLATFORM_LIMITS).
-    max_upload_bytes: int | None = None
+    allow_dms: AutoFlag = setting(
+        None,
+        env="DISCORD_ALLOW_DMS",
+        help="direct messages: none allows them only when no guild, channel or role list is set; "
+        "1 allows them whatever the lists say; 0 refuses them",
+    )
+    # None: Discord's limit without boosts (gateway.platform PLATFORM_LIMITS).
+    max_upload_bytes: Annotated[
+        int | None, Field(gt=0), Accepts("a whole number of bytes above 0")
+    ] = setting(
+        None,
+        env="DISCORD_MAX_UPLOAD_BYTES",
+        help="the largest file the bot uploads; none: 10485760 (10 MiB, a server without "
+        "boosts); a boosted server takes more",
+    )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DiscordSettings:
-        env = os.environ if env is None else env
-        token = env.get("DISCORD_BOT_TOKEN", "")
-        if not token:
-            raise ValueError("DISCORD_BOT_TOKEN is not set")
-        return cls(
-            bot_token=token,
-            api_base_url=env.get("DISCORD_API_BASE_URL") or PUBLIC_API_BASE_URL,
-            gateway_url=env.get("DISCORD_GATEWAY_URL") or PUBLIC_GATEWAY_URL,
-            allowed_guilds=id_set(env.get("DISCORD_ALLOWED_GUILDS")),
-            allowed_channels=id_set(env.get("DISCORD_ALLOWED_CHANNELS")),
-            allowed_roles=id_set(env.get("DISCORD_ALLOWED_ROLES")),
-            approver_roles=id_set(env.get("DISCORD_APPROVER_ROLES")),
-            allow_dms=switch(env.get("DISCORD_ALLOW_DMS"), "DISCORD_ALLOW_DMS"),
-            max_upload_bytes=byte_count(env, "DISCORD_MAX_UPLOAD_BYTES"),
-        )
+        """From `env` (default: the process environment); a bad or missing value raises
+        `rawp.settings.SettingError` (a ValueError) naming the variable."""
+        return cls.from_environment(environ=env)

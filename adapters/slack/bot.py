@@ -56,7 +56,10 @@ class SlackBot:
             else None
         )
         self.client = web_client(
-            settings.bot_token, settings.api_base_url, settings.max_retries, self._session
+            settings.bot_token.get_secret_value(),
+            settings.api_base_url,
+            settings.max_retries,
+            self._session,
         )
         self.platform = SlackPlatform(self.client, hooks, approver_ids=self.approver_ids)
         self.access = SlackAccess(
@@ -68,7 +71,8 @@ class SlackBot:
         )
         self.app = AsyncApp(
             client=self.client,
-            signing_secret=settings.signing_secret or "socket-mode-has-no-signatures",
+            signing_secret=settings.signing_secret.get_secret_value()
+            or "socket-mode-has-no-signatures",
             request_verification_enabled=settings.mode == "http",
         )
         handlers.register(self.app, self)
@@ -84,7 +88,7 @@ class SlackBot:
             # apps.connections.open uses the app-level token, at the same API base.
             opener = AsyncWebClient(base_url=self.settings.api_base_url)
             self._socket = AsyncSocketModeHandler(
-                self.app, self.settings.app_token, web_client=opener
+                self.app, self.settings.app_token.get_secret_value(), web_client=opener
             )
             await self._socket.connect_async()
             return
@@ -150,7 +154,7 @@ class SlackBot:
         return draft.build()
 
     async def _download(self, url: str) -> bytes:
-        headers = {"Authorization": f"Bearer {self.settings.bot_token}"}
+        headers = {"Authorization": f"Bearer {self.settings.bot_token.get_secret_value()}"}
         timeout = aiohttp.ClientTimeout(total=30)
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,

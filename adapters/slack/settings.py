@@ -1,72 +1,96 @@
 """Slack settings from the environment (.env.example, "gateway" section).
 
-Socket Mode is the default (no public URL needed: SLACK_APP_TOKEN); HTTP mode serves Bolt's
-endpoint and verifies every request with SLACK_SIGNING_SECRET. SLACK_API_BASE_URL reaches
-another Slack deployment (GovSlack) — and, in the tests, the fake Slack.
+The one place a Slack setting is written (rawp.settings explains how to add one). Socket Mode
+is the default (no public URL needed: SLACK_APP_TOKEN); HTTP mode serves Bolt's endpoint and
+verifies every request with SLACK_SIGNING_SECRET. SLACK_API_BASE_URL reaches another Slack
+deployment (GovSlack) — and, in the tests, the fake Slack. No flags, as for Discord.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
-from adapters.env import switch
+from pydantic import Field, SecretStr, model_validator
+
+from rawp.settings import AutoFlag, CommandSettings, IdSet, Port, setting
 
 PUBLIC_API_BASE_URL = "https://slack.com/api/"
 MODES = ("socket", "http")
 
 
-def id_set(raw: str | None) -> frozenset[str]:
-    """`"C1, C2"` → {"C1", "C2"}; empty means "no restriction"."""
-    return frozenset(part.strip() for part in (raw or "").split(",") if part.strip())
-
-
-@dataclass(frozen=True)
-class SlackSettings:
-    bot_token: str = field(repr=False)
-    app_token: str = field(default="", repr=False)  # Socket Mode (xapp-…)
-    signing_secret: str = field(default="", repr=False)  # HTTP mode
-    api_base_url: str = PUBLIC_API_BASE_URL
-    mode: str = "socket"
-    http_host: str = "127.0.0.1"
-    http_port: int = 3000
-    command: str = "/rawp"
-    allowed_teams: frozenset[str] = frozenset()
-    allowed_channels: frozenset[str] = frozenset()
-    allowed_usergroups: frozenset[str] = frozenset()
-    # Members of these user groups may answer any approval, not only the turn's user.
-    approver_usergroups: frozenset[str] = frozenset()
-    max_retries: int = 5  # 429s waited out per call before giving up
+class SlackSettings(CommandSettings):
+    bot_token: SecretStr = setting(
+        ...,
+        env="SLACK_BOT_TOKEN",
+        help="bot token (xoxb-…); app manifest in adapters/slack/manifest.yaml (docs/slack.md)",
+    )
+    mode: Literal["socket", "http"] = setting(
+        "socket",
+        env="SLACK_MODE",
+        help="how Slack reaches the bot: socket (Socket Mode, needs SLACK_APP_TOKEN) or http "
+        "(needs SLACK_SIGNING_SECRET)",
+    )
+    app_token: SecretStr = setting(
+        SecretStr(""),
+        env="SLACK_APP_TOKEN",
+        help="app-level token with connections:write (xapp-…), for Socket Mode",
+    )
+    signing_secret: SecretStr = setting(
+        SecretStr(""),
+        env="SLACK_SIGNING_SECRET",
+        help="signing secret every HTTP-mode request is verified with",
+    )
+    http_host: str = setting(
+        "127.0.0.1", env="SLACK_HTTP_HOST", help="HTTP mode: where Bolt's /slack/events listens"
+    )
+    http_port: Port = setting(3000, env="SLACK_HTTP_PORT", help="HTTP mode: its port")
+    api_base_url: str = setting(
+        PUBLIC_API_BASE_URL,
+        env="SLACK_API_BASE_URL",
+        help="Web API base URL; another Slack deployment (GovSlack: https://slack-gov.com/api/) "
+        "or a fake",
+    )
+    command: str = setting(
+        "/rawp", env="SLACK_COMMAND", help="the slash command the app's manifest declares"
+    )
+    allowed_teams: IdSet = setting(
+        frozenset(), env="SLACK_ALLOWED_TEAMS", help="workspace ids allowed; none: all"
+    )
+    allowed_channels: IdSet = setting(
+        frozenset(), env="SLACK_ALLOWED_CHANNELS", help="channel ids allowed; none: all"
+    )
+    allowed_usergroups: IdSet = setting(
+        frozenset(),
+        env="SLACK_ALLOWED_USERGROUPS",
+        help="user-group ids whose members may use the bot (read with usergroups.users.list); "
+        "none: all",
+    )
+    approver_usergroups: IdSet = setting(
+        frozenset(),
+        env="SLACK_APPROVER_USERGROUPS",
+        help="user-group ids whose members may answer any approval, not only the turn's user",
+    )
     # Direct messages: None allows them only when no channel is restricted (access.py).
-    allow_dms: bool | None = None
+    allow_dms: AutoFlag = setting(
+        None,
+        env="SLACK_ALLOW_DMS",
+        help="direct messages: none allows them only when SLACK_ALLOWED_CHANNELS is empty; "
+        "1 allows them whatever the channel list says; 0 refuses them",
+    )
+    # Not an operator setting (no variable): 429s waited out per call before giving up.
+    max_retries: Annotated[int, Field(ge=0)] = 5
 
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"SLACK_MODE must be one of {', '.join(MODES)}")
-        if self.mode == "socket" and not self.app_token:
+    @model_validator(mode="after")
+    def _mode_has_its_credential(self) -> SlackSettings:
+        if self.mode == "socket" and not self.app_token.get_secret_value():
             raise ValueError("Socket Mode needs SLACK_APP_TOKEN (an xapp-… app-level token)")
-        if self.mode == "http" and not self.signing_secret:
+        if self.mode == "http" and not self.signing_secret.get_secret_value():
             raise ValueError("HTTP mode needs SLACK_SIGNING_SECRET")
+        return self
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SlackSettings:
-        env = os.environ if env is None else env
-        token = env.get("SLACK_BOT_TOKEN", "")
-        if not token:
-            raise ValueError("SLACK_BOT_TOKEN is not set")
-        return cls(
-            bot_token=token,
-            app_token=env.get("SLACK_APP_TOKEN", ""),
-            signing_secret=env.get("SLACK_SIGNING_SECRET", ""),
-            api_base_url=env.get("SLACK_API_BASE_URL") or PUBLIC_API_BASE_URL,
-            mode=env.get("SLACK_MODE") or "socket",
-            http_host=env.get("SLACK_HTTP_HOST") or "127.0.0.1",
-            http_port=int(env.get("SLACK_HTTP_PORT") or 3000),
-            command=env.get("SLACK_COMMAND") or "/rawp",
-            allowed_teams=id_set(env.get("SLACK_ALLOWED_TEAMS")),
-            allowed_channels=id_set(env.get("SLACK_ALLOWED_CHANNELS")),
-            allowed_usergroups=id_set(env.get("SLACK_ALLOWED_USERGROUPS")),
-            approver_usergroups=id_set(env.get("SLACK_APPROVER_USERGROUPS")),
-            allow_dms=switch(env.get("SLACK_ALLOW_DMS"), "SLACK_ALLOW_DMS"),
-        )
+        """From `env` (default: the process environment); a bad or missing value raises
+        `rawp.settings.SettingError` (a ValueError) naming the variable."""
+        return cls.from_environment(environ=env)

@@ -37,6 +37,7 @@ class Keys:
     def bus(self) -> str:
         return self.prefix + "bus"
 
+
 # KEYS: own, seen, order, frames, cursor. ARGV: me, channel, keep, ttl_ms, lease_ms, then a
 # (message_id, text, is_cursor) triple per frame, in order. Returns how many frames were new
 # (repeats by message_id are dropped), or -1 when the lease is another replica's (fencing).

@@ -173,6 +173,7 @@ class ConfigScopes:
         async with self._db.begin() as conn:
             return await store.move_session(conn, session_id, event, self._clock.now())
 
+
 def _pinned(limits: dict, capabilities: list, limits_version: int, caps_version: int):
     return PinnedConfig(
         limits=Limits.model_validate(limits),

@@ -136,7 +136,8 @@ def test_the_dm_switches_read_from_the_environment():
     )
     slack_env = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
     assert SlackSettings.from_env({**slack_env, "SLACK_ALLOW_DMS": "1"}).allow_dms is True
-    with pytest.raises(ValueError, match="SLACK_ALLOW_DMS must be true or false"):
+    assert SlackSettings.from_env({**slack_env, "SLACK_ALLOW_DMS": ""}).allow_dms is None
+    with pytest.raises(ValueError, match=r"^SLACK_ALLOW_DMS: expected 1 or 0 .*got 'sometimes'$"):
         SlackSettings.from_env({**slack_env, "SLACK_ALLOW_DMS": "sometimes"})
 
 

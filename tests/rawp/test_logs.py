@@ -149,8 +149,7 @@ def test_a_bad_log_format_is_one_line_and_help_still_works():
     bad = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines() == [
-        "rawp gateway: --log-format / RAWP_LOG_FORMAT: log format must be one of text, json, "
-        "not 'xml'"
+        "rawp gateway: RAWP_LOG_FORMAT: expected one of text, json, got 'xml'"
     ]
     helped = subprocess.run([*run, "--help"], env=env, capture_output=True, text=True, timeout=60)
     assert helped.returncode == 0 and "--log-format" in helped.stdout

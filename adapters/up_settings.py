@@ -1,0 +1,86 @@
+"""`rawp up`'s settings: the one place each is written (rawp.settings explains how to add one).
+
+Variables `rawp up` shares with a tier (RAWP_PLATFORM, RAWP_AGENTS_FILE, the gateway's
+thinking and approval settings) mean the same there and here: the same types, and defaults
+that tests/test_env_example.py checks agree. The client tier cannot be imported from here
+(tests/test_layout.py), so RAWP_AGENTS_FILE is stated again, checked by that test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from gateway.settings import DEFAULT_APPROVAL_TIMEOUT_S, ApprovalTimeout
+from rawp.settings import Accepts, CommandSettings, Flag, setting
+
+LoopbackPort = Annotated[
+    int, Field(ge=0, le=65535), Accepts("a port number 1–65535, 0 for last run's or a free one")
+]
+
+
+class UpSettings(CommandSettings):
+    """`rawp up`'s settings (README "Quick start"; docs/operations-*.md list the tiers')."""
+
+    workspace: Path = setting(
+        Path("."), env="RAWP_WORKSPACE", flag="--workspace", help="directory the agent works in"
+    )
+    agent: str = setting(
+        "demo",
+        env="RAWP_AGENT",
+        flag="--agent",
+        help="agent to start, by name from the agents file",
+    )
+    agents_file: Path | None = setting(
+        None,
+        env="RAWP_AGENTS_FILE",
+        flag="--agents-file",
+        help="TOML file naming the agents (docs/agents.md); none: the demo agent only",
+    )
+    state_dir: Path = setting(
+        Path(".rawp"),
+        env="RAWP_STATE_DIR",
+        flag="--state-dir",
+        help="where rawp up keeps its SQLite databases and keys (master/, client/, gateway/, "
+        "up.json)",
+    )
+    platform: Literal["discord", "slack", "console"] | None = setting(
+        None,
+        env="RAWP_PLATFORM",
+        flag="--platform",
+        help="chat platform; none: Discord and/or Slack when their tokens are configured, "
+        "else the console",
+    )
+    owner: str | None = setting(
+        None,
+        env="RAWP_UP_OWNER",
+        flag="--owner",
+        help="with Discord or Slack: the chat user this machine is paired for, e.g. "
+        "discord:<your user id> or slack:<team id>:<user id> (the console needs none)",
+    )
+    master_port: LoopbackPort = setting(
+        0,
+        env="RAWP_UP_MASTER_PORT",
+        flag="--master-port",
+        help="loopback port of the master; 0: last run's while free, else a free one",
+    )
+    client_port: LoopbackPort = setting(
+        0,
+        env="RAWP_UP_CLIENT_PORT",
+        flag="--client-port",
+        help="loopback port of the client; 0: last run's while free, else a free one",
+    )
+    show_thinking: Flag = setting(
+        False,
+        env="RAWP_GATEWAY_SHOW_THINKING",
+        flag="--show-thinking",
+        help="show the model's thinking as hidden (spoiler) messages",
+    )
+    approval_timeout: ApprovalTimeout = setting(
+        DEFAULT_APPROVAL_TIMEOUT_S,
+        env="RAWP_GATEWAY_APPROVAL_TIMEOUT",
+        flag="--approval-timeout",
+        help="seconds an approval waits when the agent names no timeout; then it is denied",
+    )

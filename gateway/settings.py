@@ -1,0 +1,143 @@
+"""`rawp gateway`'s settings: the one place each is written (rawp.settings explains how to add
+one). `gateway.cli` loads `GatewayOptions` from flags and the environment; the platforms' own
+settings (tokens, endpoints, allow-lists) are `DISCORD_*` / `SLACK_*`, read by their adapters
+(adapters/discord/settings.py, adapters/slack/settings.py) when the gateway serves them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, SecretStr
+
+from rawp.settings import Accepts, CommandSettings, Flag, Names, setting
+
+WEEK_S = 7 * 24 * 3600
+# gateway.interactions rule 5: an approval is denied after 10 minutes unless told otherwise.
+DEFAULT_APPROVAL_TIMEOUT_S = 600.0
+ApprovalTimeout = Annotated[
+    float, Field(gt=0, le=WEEK_S), Accepts(f"a number of seconds above 0, at most {WEEK_S}")
+]
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """`host:port` (IPv6 as `[::1]:9464`) of the metrics listener; ValueError if malformed."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected host:port, e.g. 127.0.0.1:9464, not {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def _address(text: str | None) -> str | None:
+    if text is not None:
+        parse_address(text)  # raises ValueError saying what it accepts
+    return text
+
+
+Address = Annotated[str | None, AfterValidator(_address), Accepts("host:port, e.g. 127.0.0.1:9464")]
+
+# The console group of --help lists these; the others come first.
+CONSOLE_OPTIONS = ("console_user", "node", "agent")
+
+
+class GatewayOptions(CommandSettings):
+    """`rawp gateway`'s settings (docs/operations-gateway.md has the generated table)."""
+
+    master_url: str = setting(
+        "http://127.0.0.1:8700",
+        env="RAWP_MASTER_URL",
+        flag="--master-url",
+        help="base URL of the master's Edge API",
+    )
+    edge_secret: SecretStr | None = setting(
+        None,
+        env="RAWP_EDGE_SECRET",
+        help="the master's edge service credential (the same value the master has); read "
+        "from the environment only",
+    )
+    platform: Literal["discord", "slack", "console"] | None = setting(
+        None,
+        env="RAWP_PLATFORM",
+        flag="--platform",
+        help="chat platform; none: every platform whose token is configured "
+        "(DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN), else the console",
+    )
+    state_dir: Path = setting(
+        Path(".rawp/gateway"),
+        env="RAWP_GATEWAY_STATE_DIR",
+        flag="--state-dir",
+        help="where the conversation ↔ session database (conversations.sqlite3) lives; it "
+        "also keeps each user's last machine and agent, the default of a mention or DM start",
+    )
+    agents: Names = setting(
+        ("demo",),
+        env="RAWP_GATEWAY_AGENTS",
+        flag="--agents",
+        help="agent names offered when starting a session (any other name may still be "
+        "typed); a mention or DM may name one of these (on <machine> <agent>), and when only "
+        "one is listed it is the default",
+    )
+    workspace: str | None = setting(
+        None,
+        env="RAWP_GATEWAY_WORKSPACE",
+        flag="--workspace",
+        help="workspace path sessions start in; none: the node's own default workspace",
+    )
+    show_thinking: Flag = setting(
+        False,
+        env="RAWP_GATEWAY_SHOW_THINKING",
+        flag="--show-thinking",
+        help="show the model's thinking as hidden (spoiler) messages; redacted thinking never "
+        "shows",
+    )
+    approval_timeout: ApprovalTimeout = setting(
+        DEFAULT_APPROVAL_TIMEOUT_S,
+        env="RAWP_GATEWAY_APPROVAL_TIMEOUT",
+        flag="--approval-timeout",
+        help="seconds an approval waits when the agent names no timeout; then it is denied "
+        "(every answer, refusal and expiry is in `rawp master audit`)",
+    )
+    unredacted_nodes: Names = setting(
+        (),
+        env="RAWP_GATEWAY_UNREDACTED_NODES",
+        flag="--unredacted-nodes",
+        help="node ids whose sessions are shown without redacting credentials; none: every "
+        "node is redacted (issue 15 §3)",
+    )
+    usage_footer: Flag = setting(
+        False,
+        env="RAWP_USAGE_FOOTER",
+        flag="--usage-footer",
+        help="end every turn with a line of its tokens, cost and context use (issue 16 §4)",
+    )
+    metrics_address: Address = setting(
+        None,
+        env="RAWP_GATEWAY_METRICS_ADDRESS",
+        flag="--metrics-address",
+        help="host:port to serve GET /metrics and GET /health on (0.0.0.0:9464 in a container, "
+        "with RAWP_METRICS_TOKEN); none: not served",
+        example="127.0.0.1:9464",
+    )
+    metrics_token: SecretStr | None = setting(
+        None,
+        env="RAWP_METRICS_TOKEN",
+        help="bearer token GET /metrics requires (Authorization: Bearer …); none: loopback "
+        "peers only. Read from the environment only",
+    )
+    console_user: str = setting(
+        "local",
+        env="RAWP_CONSOLE_USER",
+        flag="--user",
+        help="the console user; its master user is console:<user>",
+    )
+    node: str | None = setting(
+        None,
+        env="RAWP_CONSOLE_NODE",
+        flag="--node",
+        help="machine the console session starts on, by id or device name; none: the first "
+        "online one",
+    )
+    agent: str = setting(
+        "demo", env="RAWP_CONSOLE_AGENT", flag="--agent", help="agent the console session starts"
+    )
