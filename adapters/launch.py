@@ -4,6 +4,9 @@ The gateway core (gateway/) never imports a platform, so the wiring lives here: 
 API client and the conversation store, one `ConversationService` per platform, the platform's
 bot around it, then run until stopped.
 
+- The master is waited for first (up to `MASTER_WAIT_S`): a gateway started with it (Docker,
+  compose) may be up before the master listens; after that a clear error, and the restart
+  policy starts it again.
 - Platforms: named explicitly, else every platform whose token is configured
   (`DISCORD_BOT_TOKEN`, `SLACK_BOT_TOKEN`), else the console.
 - The console is a single conversation: the session is started on the configured node (else
@@ -45,6 +48,7 @@ log = logging.getLogger(__name__)
 
 PLATFORMS = ("discord", "slack", "console")
 CONSOLE_WAIT_FOR_NODE_S = 30.0
+MASTER_WAIT_S = 60.0  # a master's cold start in a container takes a few seconds
 
 
 class LaunchError(Exception):
@@ -62,6 +66,7 @@ class GatewayConfig:
     show_thinking: bool = False
     approval_timeout_s: float = DEFAULT_TIMEOUT_S  # issue 15 §4: then the approval is denied
     unredacted_nodes: tuple[str, ...] = ()  # node ids shown without redaction (issue 15 §3)
+    master_wait_s: float = MASTER_WAIT_S  # how long a master not yet listening is waited for
     # the console conversation
     console_user: str = "local"
     node: str | None = None
@@ -94,6 +99,11 @@ async def run_gateway(
 ) -> int:
     await asyncio.to_thread(redact.prepare)  # issue 15 §3: its patterns, compiled once
     edge = EdgeClient(config.master_url, config.edge_secret)
+    try:
+        await edge.wait_until_reachable(config.master_wait_s)
+    except EdgeApiError as exc:
+        await edge.close()
+        raise LaunchError(exc.message) from None
     store = await ConversationStore.open(config.database)
     settings = ConversationSettings(
         agents=config.agents,
@@ -107,6 +117,8 @@ async def run_gateway(
     services: list[ConversationService] = []
     try:
         if config.platforms == ("console",):
+            if input_is_null(stdin or sys.stdin):
+                raise LaunchError(NO_CONSOLE_INPUT)
             service = ConversationService(edge, store, settings)
             services.append(service)
             return await run_console(
@@ -265,7 +277,10 @@ async def _first_node(service: ConversationService, invocation: Invocation) -> s
         try:
             nodes = await service.edge.list_nodes(subject)
         except EdgeApiError as exc:
-            raise LaunchError(f"the master refused to list nodes: {exc.message}") from None
+            late = asyncio.get_running_loop().time() > deadline
+            if exc.error_code != "MASTER_UNREACHABLE" or late:  # a master restarting: wait
+                raise LaunchError(f"the master refused to list nodes: {exc.message}") from None
+            nodes = []
         online = [n for n in nodes if n.get("status") != "offline"]
         if online:
             return online[0]["node_id"]
@@ -275,6 +290,23 @@ async def _first_node(service: ConversationService, invocation: Invocation) -> s
                 f"`rawp master pairing-url --user {subject}` and `rawp client pair <url>`"
             )
         await asyncio.sleep(0.5)
+
+
+NO_CONSOLE_INPUT = (
+    "the console chat reads prompts from standard input, and here it is /dev/null (nothing "
+    "to read): in Docker add `-i` (`docker run -i … rawp up`, `-it` for a terminal), or pipe "
+    "prompts in; for Discord or Slack set DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"
+)
+
+
+def input_is_null(stream: TextIO) -> bool:
+    """True when the console's input is /dev/null, as in `docker run` without `-i`: the chat
+    would end before its first prompt, so it is refused with NO_CONSOLE_INPUT instead of a
+    silent exit 0. An empty pipe or file stays a valid (empty) script."""
+    try:
+        return os.path.samestat(os.fstat(stream.fileno()), os.stat(os.devnull))
+    except (AttributeError, ValueError, OSError):  # no file descriptor: a test's StringIO
+        return False
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -103,7 +103,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adapters.launch import LaunchError, choose_platforms
+    from adapters.launch import NO_CONSOLE_INPUT, LaunchError, choose_platforms, input_is_null
     from rawp.cli import writable_directory
 
     workspace = Path(args.workspace).expanduser().resolve()
@@ -124,8 +124,11 @@ def run(args: argparse.Namespace) -> int:
             "set RAWP_UP_OWNER (or --owner) to your chat identity, e.g. discord:<your user id> "
             "or slack:<team id>:<user id>, so this machine is yours in chat"
         )
+    state_dir = writable_directory(Path(args.state_dir).expanduser().resolve())
+    if platforms == ("console",) and input_is_null(sys.stdin):
+        raise CommandError(NO_CONSOLE_INPUT)  # before any server starts
     options = UpOptions(
-        state_dir=writable_directory(Path(args.state_dir).expanduser().resolve()),
+        state_dir=state_dir,
         workspace=workspace,
         agent=args.agent,
         agents_file=agents_file,
