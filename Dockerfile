@@ -18,24 +18,14 @@
 # -p) is unhealthy; any answer below 500 means it is serving. RAWP_HEALTHCHECK_URL points it
 # elsewhere: a gateway container at its master.
 
-FROM python:3.11-slim AS build
+# The dependencies in a stage of their own, keyed on pyproject.toml alone: a change to the
+# sources reuses it and rebuilds in seconds instead of installing every dependency again.
+FROM python:3.11-slim AS deps
 WORKDIR /src
-# The dependencies first, in a layer of their own keyed on pyproject.toml alone: a change to the
-# sources rebuilds in seconds instead of installing every dependency again.
 COPY pyproject.toml ./
 RUN python -m venv /opt/rawp \
     && /opt/rawp/bin/python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > requirements.txt \
-    && /opt/rawp/bin/pip install --no-cache-dir --disable-pip-version-check -r requirements.txt
-COPY README.md ./
-COPY rawp ./rawp
-COPY master ./master
-COPY client ./client
-COPY gateway ./gateway
-COPY adapters ./adapters
-# The bytecode is compiled here, into the image: the non-root user cannot write it at run time,
-# and compiling every module on each start made a cold master take twice as long to listen.
-RUN /opt/rawp/bin/pip install --no-cache-dir --disable-pip-version-check --no-deps . \
-    && /opt/rawp/bin/python -m compileall -q -j 0 /opt/rawp/lib
+    && /opt/rawp/bin/pip install --no-cache-dir --disable-pip-version-check -r requirements.txt 'setuptools>=69'
 
 FROM python:3.11-slim
 ENV PATH=/opt/rawp/bin:$PATH \
@@ -47,7 +37,18 @@ ENV PATH=/opt/rawp/bin:$PATH \
     RAWP_STATE_DIR=/data/up \
     RAWP_UP_MASTER_PORT=8700
 RUN useradd --system --uid 10001 --home-dir /data --create-home --shell /usr/sbin/nologin rawp
-COPY --from=build /opt/rawp /opt/rawp
+COPY --from=deps /opt/rawp /opt/rawp
+COPY pyproject.toml README.md /tmp/rawp/
+COPY rawp /tmp/rawp/rawp
+COPY master /tmp/rawp/master
+COPY client /tmp/rawp/client
+COPY gateway /tmp/rawp/gateway
+COPY adapters /tmp/rawp/adapters
+# pip compiles the bytecode as it installs (the non-root user could not write it at run time:
+# every start would compile every module again, doubling a cold master's time to listen).
+RUN pip install --no-cache-dir --disable-pip-version-check --no-deps --no-build-isolation \
+        /tmp/rawp \
+    && rm -rf /tmp/rawp
 USER rawp
 WORKDIR /data
 VOLUME ["/data"]
