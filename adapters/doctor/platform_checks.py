@@ -22,13 +22,13 @@ import aiohttp
 from adapters.doctor.findings import Finding, bad, cause, good
 
 TIMEOUT = aiohttp.ClientTimeout(total=10)
-DISCORD_API = "https://discord.com/api/v10"
-SLACK_API = "https://slack.com/api/"
+PUBLIC_DISCORD_API = "https://discord.com/api/v10"
+PUBLIC_SLACK_API = "https://slack.com/api/"
 # Application flags (Discord docs, Application object): either bit means the intent is on.
 MESSAGE_CONTENT = (1 << 18, 1 << 19)
 GUILD_MEMBERS = (1 << 14, 1 << 15)
 # The bot scopes of adapters/slack/manifest.yaml (tests/adapters/test_doctor.py keeps them equal).
-SLACK_SCOPES = (
+MANIFEST_SCOPES = (
     "chat:write", "commands", "reactions:write", "channels:history", "groups:history",
     "app_mentions:read", "files:read", "usergroups:read", "assistant:write",
 )  # fmt: skip
@@ -37,7 +37,7 @@ PORTAL = "the Developer Portal → your application → Bot"
 
 async def check_discord(env: Mapping[str, str]) -> list[Finding]:
     token = env.get("DISCORD_BOT_TOKEN", "")
-    base = (env.get("DISCORD_API_BASE_URL") or DISCORD_API).rstrip("/")
+    base = (env.get("DISCORD_API_BASE_URL") or PUBLIC_DISCORD_API).rstrip("/")
     headers = {"Authorization": f"Bot {token}"}
     async with aiohttp.ClientSession(timeout=TIMEOUT, headers=headers) as http:
         try:
@@ -92,7 +92,7 @@ def _intents(flags: int, env: Mapping[str, str]) -> Finding:
 
 
 async def check_slack(env: Mapping[str, str]) -> list[Finding]:
-    base = env.get("SLACK_API_BASE_URL") or SLACK_API
+    base = env.get("SLACK_API_BASE_URL") or PUBLIC_SLACK_API
     base = base if base.endswith("/") else base + "/"
     async with aiohttp.ClientSession(timeout=TIMEOUT) as http:
         try:
@@ -133,7 +133,7 @@ def _scopes(granted: str | None) -> Finding:
             "check SLACK_API_BASE_URL points at the Slack Web API",
         )
     have = {s.strip() for s in granted.split(",")}
-    missing = [s for s in SLACK_SCOPES if s not in have]
+    missing = [s for s in MANIFEST_SCOPES if s not in have]
     if missing:
         return bad(
             f"the bot token lacks scopes: {', '.join(missing)}",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.doctor import diagnose
-from adapters.doctor.platform_checks import SLACK_SCOPES
+from adapters.doctor.platform_checks import MANIFEST_SCOPES
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack
@@ -184,7 +184,7 @@ def test_the_scopes_checked_are_the_manifests():
     manifest = (ROOT / "adapters/slack/manifest.yaml").read_text()
     bot = manifest.split("bot:", 1)[1].split("settings:", 1)[0]
     listed = re.findall(r"^\s+- ([a-z_:.]+)", bot, flags=re.M)
-    assert tuple(listed) == SLACK_SCOPES
+    assert tuple(listed) == MANIFEST_SCOPES
 
 
 def test_the_doctor_is_a_rawp_command():
