@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,51 @@ def test_the_doctor_is_a_rawp_command():
     )  # fmt: skip
     assert result.returncode == 0
     assert "--master-url" in result.stdout
+
+
+def test_a_tls_certificate_that_does_not_verify_or_ends_soon_is_a_red_line(tmp_path):
+    import os
+
+    from tests.support import self_signed_certificate
+
+    cert, key = self_signed_certificate(tmp_path)  # for 127.0.0.1, valid one day
+    processes = Processes()
+    port = free_port()
+    try:
+        proc = processes.rawp(
+            "master", "--dev", "--port", str(port), "--state-dir", str(tmp_path / "m"),
+            "--tls-cert", str(cert), "--tls-key", str(key),
+            env={"RAWP_EDGE_SECRET": SECRET}, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        url = f"https://127.0.0.1:{port}"
+        env = {**os.environ, "RAWP_EDGE_SECRET": SECRET, "DISCORD_BOT_TOKEN": "",
+               "SLACK_BOT_TOKEN": "", "RAWP_DATABASE_URL": "", "RAWP_REDIS_URL": ""}  # fmt: skip
+        deadline = time.monotonic() + 30
+        while True:  # the master is up once its TLS port takes a connection
+            assert proc.poll() is None, "the master exited"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the master never listened"
+                time.sleep(0.1)
+        code, lines = doctor(env, "--master-url", url, "--no-agents")
+        assert code == 1
+        assert failures(lines) == [
+            f"❌ TLS certificate of 127.0.0.1:{port} does not verify (self-signed certificate) "
+            "— fix: serve a certificate for this host name from a trusted CA with its full chain "
+            "(RAWP_MASTER_TLS_CERT, or the proxy in front of the master)"
+        ]
+        # Trusted (as if a CA had signed it), it still ends tomorrow: renew it.
+        code, lines = doctor(
+            {**env, "SSL_CERT_FILE": str(cert)}, "--master-url", url, "--no-agents"
+        )
+        joined = "\n".join(lines)
+        assert code == 1
+        assert f"✅ master {url} answers" in joined
+        assert "✅ the master accepts RAWP_EDGE_SECRET" in joined
+        assert re.search(
+            rf"❌ TLS certificate of 127.0.0.1:{port} expires in 0 days .* renew", joined
+        )
+    finally:
+        processes.close()
