@@ -244,3 +244,26 @@ def test_a_tls_certificate_that_does_not_verify_or_ends_soon_is_a_red_line(tmp_p
         )
     finally:
         processes.close()
+
+
+async def test_an_sqlite_database_that_opens_is_green(tmp_path):
+    sqlite = f"sqlite+aiosqlite:///{tmp_path / 'master.db'}"
+    found = await diagnose(f"http://127.0.0.1:{free_port()}", {"RAWP_DATABASE_URL": sqlite}, None)
+    assert [f.line() for f in found if "database" in f.what] == [f"✅ database {sqlite} answers"]
+
+
+async def test_the_machines_postgresql_and_redis_are_green_where_they_answer():
+    env = {
+        "RAWP_DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres",
+        "RAWP_REDIS_URL": "redis://127.0.0.1:6379/0",
+    }
+    found = await diagnose(f"http://127.0.0.1:{free_port()}", env, None)
+    services = [f for f in found if "master" not in f.what]
+    if not all(f.ok for f in services):  # a missing external service is the only honest skip
+        reason = f"PostgreSQL or Redis does not answer here: {[f.line() for f in services]}"
+        print(f"\nskipping: {reason}")
+        pytest.skip(reason)
+    assert [f.what for f in services] == [
+        "database postgresql+asyncpg://postgres@127.0.0.1:5432/postgres answers",
+        "Redis redis://127.0.0.1:6379/0 answers",
+    ]
