@@ -52,9 +52,10 @@ async def check_discord(env: Mapping[str, str]) -> list[Finding]:
                 ]
             if status != 200:
                 return [bad(f"Discord ({base}) answered HTTP {status} to /users/@me", _REACH)]
-            findings = [good(f"Discord accepts the bot token: {me.get('username', '?')}")]
+            name = me.get("username", "?") if isinstance(me, dict) else "?"
+            findings = [good(f"Discord accepts the bot token: {name}")]
             status, app = await _get(http, base + "/oauth2/applications/@me")
-            if status != 200:
+            if status != 200 or not isinstance(app, dict) or "id" not in app:
                 return [*findings, bad(f"Discord answered HTTP {status} for the app", _REACH)]
             findings.append(_intents(int(app.get("flags") or 0), env))
             status, commands = await _get(http, f"{base}/applications/{app['id']}/commands")
@@ -159,7 +160,10 @@ _APP_TOKEN_FIX = (
 
 async def _slack(http: aiohttp.ClientSession, base: str, method: str, token: str):
     async with http.post(base + method, headers={"Authorization": f"Bearer {token}"}) as answer:
-        body = await answer.json(content_type=None)
+        try:
+            body = await answer.json(content_type=None)
+        except ValueError:  # not the Web API (a proxy's error page): no "ok", said as such
+            body = {"error": f"HTTP {answer.status}, not a Slack Web API answer"}
         return (body if isinstance(body, dict) else {}), answer.headers.get("x-oauth-scopes")
 
 
