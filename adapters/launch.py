@@ -48,7 +48,6 @@ log = logging.getLogger(__name__)
 
 PLATFORMS = ("discord", "slack", "console")
 CONSOLE_WAIT_FOR_NODE_S = 30.0
-MASTER_WAIT_S = 60.0  # a master's cold start in a container takes a few seconds
 
 
 class LaunchError(Exception):
@@ -66,7 +65,6 @@ class GatewayConfig:
     show_thinking: bool = False
     approval_timeout_s: float = DEFAULT_TIMEOUT_S  # issue 15 §4: then the approval is denied
     unredacted_nodes: tuple[str, ...] = ()  # node ids shown without redaction (issue 15 §3)
-    master_wait_s: float = MASTER_WAIT_S  # how long a master not yet listening is waited for
     # the console conversation
     console_user: str = "local"
     node: str | None = None
@@ -90,6 +88,9 @@ def choose_platforms(
     return found or ("console",)
 
 
+MASTER_WAIT_S = 60.0  # a master's cold start in a container takes a few seconds
+
+
 async def run_gateway(
     config: GatewayConfig,
     *,
@@ -97,10 +98,12 @@ async def run_gateway(
     stdout: TextIO | None = None,
     stop: asyncio.Event | None = None,
 ) -> int:
+    if config.platforms == ("console",) and input_is_null(stdin or sys.stdin):
+        raise LaunchError(NO_CONSOLE_INPUT)  # docker run without -i: said at once
     await asyncio.to_thread(redact.prepare)  # issue 15 §3: its patterns, compiled once
     edge = EdgeClient(config.master_url, config.edge_secret)
     try:
-        await edge.wait_until_reachable(config.master_wait_s)
+        await edge.wait_until_reachable(MASTER_WAIT_S)
     except EdgeApiError as exc:
         await edge.close()
         raise LaunchError(exc.message) from None
@@ -117,8 +120,6 @@ async def run_gateway(
     services: list[ConversationService] = []
     try:
         if config.platforms == ("console",):
-            if input_is_null(stdin or sys.stdin):
-                raise LaunchError(NO_CONSOLE_INPUT)
             service = ConversationService(edge, store, settings)
             services.append(service)
             return await run_console(

@@ -103,7 +103,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adapters.launch import NO_CONSOLE_INPUT, LaunchError, choose_platforms, input_is_null
+    from adapters.launch import LaunchError, choose_platforms
     from rawp.cli import writable_directory
 
     workspace = Path(args.workspace).expanduser().resolve()
@@ -124,11 +124,8 @@ def run(args: argparse.Namespace) -> int:
             "set RAWP_UP_OWNER (or --owner) to your chat identity, e.g. discord:<your user id> "
             "or slack:<team id>:<user id>, so this machine is yours in chat"
         )
-    state_dir = writable_directory(Path(args.state_dir).expanduser().resolve())
-    if platforms == ("console",) and input_is_null(sys.stdin):
-        raise CommandError(NO_CONSOLE_INPUT)  # before any server starts
     options = UpOptions(
-        state_dir=state_dir,
+        state_dir=writable_directory(Path(args.state_dir).expanduser().resolve()),
         workspace=workspace,
         agent=args.agent,
         agents_file=agents_file,
@@ -139,6 +136,10 @@ def run(args: argparse.Namespace) -> int:
         show_thinking=args.show_thinking,
         approval_timeout_s=args.approval_timeout,
     )
+    from adapters.launch import NO_CONSOLE_INPUT, input_is_null
+
+    if platforms == ("console",) and input_is_null(sys.stdin):
+        raise CommandError(NO_CONSOLE_INPUT)  # docker run without -i: said before any server starts
     try:
         return asyncio.run(run_up(options))
     except LaunchError as exc:
