@@ -55,10 +55,11 @@ def image():
 
 
 def dotenv(path: Path, values: dict[str, str]) -> None:
-    """README: `cp .env.example .env`, then fill in the secret and the platform settings."""
+    """README: `cp .env.example .env`, then fill in the secret and the platform settings (a
+    commented-out line, `# NAME=default`, is uncommented as an operator would)."""
     lines = (ROOT / ".env.example").read_text().splitlines()
     for name, value in values.items():
-        pattern = re.compile(rf"^{name}=.*$")
+        pattern = re.compile(rf"^(# ?)?{name}=.*$")
         at = [i for i, line in enumerate(lines) if pattern.match(line)]
         assert at, f".env.example has no {name}= line"
         lines[at[0]] = f"{name}={value}"
