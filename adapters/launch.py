@@ -102,11 +102,6 @@ async def run_gateway(
         raise LaunchError(NO_CONSOLE_INPUT)  # docker run without -i: said at once
     await asyncio.to_thread(redact.prepare)  # issue 15 §3: its patterns, compiled once
     edge = EdgeClient(config.master_url, config.edge_secret)
-    try:
-        await edge.wait_until_reachable(MASTER_WAIT_S)
-    except EdgeApiError as exc:
-        await edge.close()
-        raise LaunchError(exc.message) from None
     store = await ConversationStore.open(config.database)
     settings = ConversationSettings(
         agents=config.agents,
@@ -120,6 +115,7 @@ async def run_gateway(
     services: list[ConversationService] = []
     try:
         if config.platforms == ("console",):
+            await _wait_for_master(edge)
             service = ConversationService(edge, store, settings)
             services.append(service)
             return await run_console(
@@ -130,12 +126,20 @@ async def run_gateway(
             service = ConversationService(edge, store, settings)
             services.append(service)
             bots.append(_bot(name, service))
+        await _wait_for_master(edge)  # after the bots: a bad platform setting is said at once
         return await _serve_bots(bots, services, stop or _signal_event())
     finally:
         for service in services:
             await service.close()
         await store.close()
         await edge.close()
+
+
+async def _wait_for_master(edge: EdgeClient) -> None:
+    try:
+        await edge.wait_until_reachable(MASTER_WAIT_S)
+    except EdgeApiError as exc:
+        raise LaunchError(exc.message) from None
 
 
 def _bot(name: str, service: ConversationService):
