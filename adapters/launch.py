@@ -4,6 +4,9 @@ The gateway core (gateway/) never imports a platform, so the wiring lives here: 
 API client and the conversation store, one `ConversationService` per platform, the platform's
 bot around it, then run until stopped.
 
+- The master is waited for first (up to `MASTER_WAIT_S`): a gateway started with it (Docker,
+  compose) may be up before the master listens; after that a clear error, and the restart
+  policy starts it again.
 - Platforms: named explicitly, else every platform whose token is configured
   (`DISCORD_BOT_TOKEN`, `SLACK_BOT_TOKEN`), else the console.
 - The console is a single conversation: the session is started on the configured node (else
@@ -92,6 +95,9 @@ def choose_platforms(
     return found or ("console",)
 
 
+MASTER_WAIT_S = 60.0  # a master's cold start in a container takes a few seconds
+
+
 async def run_gateway(
     config: GatewayConfig,
     *,
@@ -99,6 +105,8 @@ async def run_gateway(
     stdout: TextIO | None = None,
     stop: asyncio.Event | None = None,
 ) -> int:
+    if config.platforms == ("console",) and input_is_null(stdin or sys.stdin):
+        raise LaunchError(NO_CONSOLE_INPUT)  # docker run without -i: said at once
     await asyncio.to_thread(redact.prepare)  # issue 15 §3: its patterns, compiled once
     edge = EdgeClient(config.master_url, config.edge_secret)
     store = await ConversationStore.open(config.database)
@@ -119,6 +127,7 @@ async def run_gateway(
         if config.metrics_address is not None:
             await server.start(*config.metrics_address)
         if config.platforms == ("console",):
+            await _wait_for_master(edge)
             service = ConversationService(edge, store, settings)
             services.append(service)
             metrics.watch("console", lambda: list(service.live.values()))
@@ -131,6 +140,7 @@ async def run_gateway(
             services.append(service)
             metrics.watch(name, lambda service=service: list(service.live.values()))
             bots.append(_bot(name, service, metrics))
+        await _wait_for_master(edge)  # after the bots: a bad platform setting is said at once
         return await _serve_bots(bots, services, stop or _signal_event())
     finally:
         await server.close()
@@ -138,6 +148,13 @@ async def run_gateway(
             await service.close()
         await store.close()
         await edge.close()
+
+
+async def _wait_for_master(edge: EdgeClient) -> None:
+    try:
+        await edge.wait_until_reachable(MASTER_WAIT_S)
+    except EdgeApiError as exc:
+        raise LaunchError(exc.message) from None
 
 
 def _bot(name: str, service: ConversationService, metrics: GatewayMetrics | None = None):
@@ -280,7 +297,10 @@ async def _first_node(service: ConversationService, invocation: Invocation) -> s
         try:
             nodes = await service.edge.list_nodes(subject)
         except EdgeApiError as exc:
-            raise LaunchError(f"the master refused to list nodes: {exc.message}") from None
+            late = asyncio.get_running_loop().time() > deadline
+            if exc.error_code != "MASTER_UNREACHABLE" or late:  # a master restarting: wait
+                raise LaunchError(f"the master refused to list nodes: {exc.message}") from None
+            nodes = []
         online = [n for n in nodes if n.get("status") != "offline"]
         if online:
             return online[0]["node_id"]
@@ -290,6 +310,23 @@ async def _first_node(service: ConversationService, invocation: Invocation) -> s
                 f"`rawp master pairing-url --user {subject}` and `rawp client pair <url>`"
             )
         await asyncio.sleep(0.5)
+
+
+NO_CONSOLE_INPUT = (
+    "the console chat reads prompts from standard input, and here it is /dev/null (nothing "
+    "to read): in Docker add `-i` (`docker run -i … rawp up`, `-it` for a terminal), or pipe "
+    "prompts in; for Discord or Slack set DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN"
+)
+
+
+def input_is_null(stream: TextIO) -> bool:
+    """True when the console's input is /dev/null, as in `docker run` without `-i`: the chat
+    would end before its first prompt, so it is refused with NO_CONSOLE_INPUT instead of a
+    silent exit 0. An empty pipe or file stays a valid (empty) script."""
+    try:
+        return os.path.samestat(os.fstat(stream.fileno()), os.stat(os.devnull))
+    except (AttributeError, ValueError, OSError):  # no file descriptor: a test's StringIO
+        return False
 
 
 def _is_terminal(stream: TextIO) -> bool:

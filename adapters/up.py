@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         show_thinking=settings.show_thinking,
         approval_timeout_s=settings.approval_timeout,
     )
+    from adapters.launch import NO_CONSOLE_INPUT, input_is_null
+
+    if platforms == ("console",) and input_is_null(sys.stdin):
+        raise CommandError(NO_CONSOLE_INPUT)  # docker run without -i: said before any server starts
     try:
         return asyncio.run(run_up(options))
     except LaunchError as exc:

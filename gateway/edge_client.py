@@ -13,6 +13,9 @@ Rules:
    and tokens never appear in a log line or an error.
 4. `open_link` gives a session's `SessionLink` (gateway.edge_link): the edge WebSocket that
    reconnects with fresh tickets.
+5. A gateway started together with its master (Docker, compose, systemd) may come up first:
+   `wait_until_reachable` waits for the master to answer at all — refused connections, names
+   that do not resolve yet and resets alike — before anything else is asked of it.
 """
 
 from __future__ import annotations
@@ -82,6 +85,35 @@ class EdgeClient:
         if self._http is not None:
             await self._http.close()
             self._http = None
+
+    async def wait_until_reachable(self, timeout_s: float, interval_s: float = 0.5) -> None:
+        """Rule 5: return once `GET /v1/health` gets any HTTP answer; `EdgeApiError`
+        (MASTER_UNREACHABLE, with the last cause) when none came within `timeout_s`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        said = False
+        while True:
+            try:
+                async with self.http.get(
+                    self.master_url + "/v1/health", timeout=aiohttp.ClientTimeout(total=5)
+                ) as response:
+                    await response.read()
+                if said:
+                    log.info("the master at %s answers", self.master_url)
+                return
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                cause = str(exc) or type(exc).__name__
+            if loop.time() + interval_s > deadline:
+                raise EdgeApiError(
+                    0,
+                    "MASTER_UNREACHABLE",
+                    f"the master at {self.master_url} did not answer within {timeout_s:g} s: "
+                    f"{cause}",
+                )
+            if not said:
+                log.warning("waiting for the master at %s (%s)", self.master_url, cause)
+                said = True
+            await asyncio.sleep(interval_s)
 
     # --- user tokens (rules 1 and 2) ---------------------------------------------------------
 

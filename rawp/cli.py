@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "client": ("client.cli", "run the local client on this machine, or pair it with a master"),
     "gateway": ("gateway.cli", "run the chat gateway that brings sessions into Discord or Slack"),
     "demo-agent": ("client.demo_agent", "the deterministic demo agent (a jsonl script agent)"),
+    "doctor": ("adapters.doctor", "check a deployment: master, TLS, secrets, platforms, agents"),
 }
 
 DESCRIPTION = """\
@@ -41,6 +42,7 @@ RAWP drives coding agents on your own machine from a chat app.
   rawp master                  the master server that edges and clients talk to
   rawp client pair <url>       pair this machine with a master, then `rawp client` to serve
   rawp gateway                 the Discord / Slack bot
+  rawp doctor                  check a deployment: each line ✅ or ❌ with the fix
 
 Configuration comes from flags, RAWP_* / DISCORD_* / SLACK_* environment variables and .env.
 """

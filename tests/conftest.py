@@ -23,6 +23,7 @@ def processes():
 # around them; collected in alphabetical order they would start last and leave one worker
 # idle at the end. The longest scenarios sit in files of their own for the same reason.
 LONG_FIRST = (  # longest first (seconds on a quiet machine, `--durations`)
+    "tests/docker/",  # ~20 warm, ~60 with a cold image build (issue 17 §4)
     "tests/faults/test_prompt_delivery.py",  # ~80
     "tests/faults/test_prompt_delivery_killed.py",  # ~75
     "tests/faults/test_replica_death.py",  # ~50

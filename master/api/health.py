@@ -1,7 +1,8 @@
 """`GET /v1/health` on the master: for load balancers and the Docker healthcheck.
 
-Answers `200 {"status": "online", "uptime": s}` when the database answers, and `503` with the
-§7.1 body when it does not, so an orchestrator restarts or drains a master that cannot work.
+Answers `200 {"status": "online", "uptime": s, "version": "…"}` when the database answers,
+and `503` with the §7.1 body when it does not, so an orchestrator restarts or drains a master
+that cannot work.
 Carries nothing about nodes or users, so it needs no token.
 """
 
@@ -13,6 +14,7 @@ import sqlalchemy as sa
 from quart import Blueprint
 
 from master.api.common import services
+from rawp import __version__
 from rawp.errors import ServiceUnavailable
 
 blueprint = Blueprint("health", __name__)
@@ -28,4 +30,5 @@ async def health():
         raise ServiceUnavailable(
             "the master cannot reach its database", "DATABASE_UNAVAILABLE"
         ) from None
-    return {"status": "online", "uptime": round(time.monotonic() - STARTED, 3)}
+    uptime = round(time.monotonic() - STARTED, 3)
+    return {"status": "online", "uptime": uptime, "version": __version__}  # for `rawp doctor`

@@ -130,6 +130,10 @@ class DiscordWorld:
 
     ids: Snowflakes = field(default_factory=Snowflakes)
     bot_token: str = field(default_factory=lambda: "fake-bot-token-" + secrets.token_hex(8))
+    # The application's flags (GET /oauth2/applications/@me): the Message Content intent is
+    # switched on in the Developer Portal (GATEWAY_MESSAGE_CONTENT_LIMITED, 1 << 19), as the
+    # bot needs; a test sets 0 to see `rawp doctor` name the missing intent.
+    application_flags: int = 1 << 19
 
     def __post_init__(self) -> None:
         self.application_id = self.ids.next()
@@ -166,7 +170,7 @@ class DiscordWorld:
             "bot_require_code_grant": False,
             "owner": self.owner_user,
             "verify_key": "0" * 64,
-            "flags": 0,
+            "flags": self.application_flags,
             "bot": self.bot_user,
         }
 

@@ -33,6 +33,12 @@ class SlackWorld:
     dm_channel_id: str = field(default_factory=lambda: _slack_id("D"))  # alice ↔ the app
     bot_token: str = field(default_factory=lambda: "xoxb-fake-" + secrets.token_hex(8))
     app_token: str = field(default_factory=lambda: "xapp-1-fake-" + secrets.token_hex(8))
+    # The bot token's scopes, sent as `x-oauth-scopes` on every answer as Slack does: the
+    # manifest's (adapters/slack/manifest.yaml).
+    bot_scopes: tuple[str, ...] = (
+        "chat:write", "commands", "reactions:write", "channels:history", "groups:history",
+        "app_mentions:read", "files:read", "usergroups:read", "assistant:write",
+    )  # fmt: skip
     signing_secret: str = field(default_factory=lambda: secrets.token_hex(16))
     # Deprecated verification token Slack still puts in payloads; Bolt ignores it when signed.
     verification_token: str = field(default_factory=lambda: secrets.token_hex(12))

@@ -126,6 +126,8 @@ class SlackWebApi:
             answer = {"ok": False, "error": "ratelimited"}
         elif answer is None:
             answer = self._answer(method, token, args)
+            if token == self.world.bot_token:
+                headers["x-oauth-scopes"] = ",".join(self.world.bot_scopes)
         self.log.record(
             Call(
                 method=request.method,  # slack_sdk uses GET for a few read methods

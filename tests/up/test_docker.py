@@ -1,7 +1,7 @@
-"""The Dockerfile, checked without a Docker engine (none runs on the build machines): what it
-copies exists, it runs as a non-root user on a slim base, its commands exist and start, and
-its healthcheck command — run here as the image would run it — tells a serving master from a
-dead or failing one."""
+"""The Dockerfile, checked without a Docker engine (tests/docker runs the image for real where
+one can be had): what it copies exists, it runs as a non-root user on a slim base, its commands
+exist and start, and its healthcheck command — run here as the image would run it — tells a
+serving master from a dead or failing one."""
 
 from __future__ import annotations
 

@@ -1,0 +1,91 @@
+"""`rawp doctor`: check a deployment as an operator would, before asking for help.
+
+One line per check, ✅ or ❌ with the fix, and exit 1 when any ❌ (0 when all pass):
+
+- the master: reachable and its version, its TLS certificate (https), the edge secret accepted
+  (adapters/doctor/master_checks.py);
+- Discord and Slack, when their bot tokens are set, at the configured endpoints
+  (adapters/doctor/platform_checks.py);
+- the database and Redis, when `RAWP_DATABASE_URL` / `RAWP_REDIS_URL` are set;
+- this machine's agents (client/agents_check.py): each configured agent's program is found.
+
+The agents check belongs to the client, which this package may not import (tests/test_layout.py):
+like `rawp.cli` with its commands, it is loaded by module name when the command runs. Checks
+run concurrently; each has its own timeout, so a dead endpoint costs seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from adapters.doctor.findings import Finding
+
+AGENTS_CHECK_MODULE = "client.agents_check"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    parser.add_argument(
+        "--master-url",
+        default=env("RAWP_MASTER_URL", "http://127.0.0.1:8700"),
+        help="base URL the gateway reaches the master at (RAWP_MASTER_URL)",
+    )
+    parser.add_argument(
+        "--agents-file",
+        default=env("RAWP_AGENTS_FILE") or None,
+        help="the client's agents file (RAWP_AGENTS_FILE); default: the demo agent only",
+    )
+    parser.add_argument(
+        "--no-agents",
+        action="store_true",
+        help="skip the agents check (on a server that runs no client)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    agents_file = None if args.no_agents else (args.agents_file or "")
+    findings = asyncio.run(diagnose(args.master_url, os.environ, agents_file))
+    for finding in findings:
+        print(finding.line())
+    failed = sum(not f.ok for f in findings)
+    print(f"{len(findings) - failed} passed, {failed} failed" if failed else "all checks passed")
+    sys.stdout.flush()
+    return 1 if failed else 0
+
+
+async def diagnose(
+    master_url: str, env: Mapping[str, str], agents_file: str | None
+) -> list[Finding]:
+    """Every check, in a fixed order; `agents_file` None skips the agents, "" means none set."""
+    from adapters.doctor import master_checks, platform_checks
+
+    checks = [master_checks.check_master(master_url, env.get("RAWP_EDGE_SECRET", ""))]
+    if env.get("DISCORD_BOT_TOKEN"):
+        checks.append(platform_checks.check_discord(env))
+    if env.get("SLACK_BOT_TOKEN"):
+        checks.append(platform_checks.check_slack(env))
+    if env.get("RAWP_DATABASE_URL"):
+        checks.append(_one(master_checks.check_database(env["RAWP_DATABASE_URL"])))
+    if env.get("RAWP_REDIS_URL"):
+        checks.append(_one(master_checks.check_redis(env["RAWP_REDIS_URL"])))
+    if agents_file is not None:
+        checks.append(asyncio.to_thread(_agents, agents_file))
+    results = await asyncio.gather(*checks)
+    return [finding for found in results for finding in found]
+
+
+async def _one(check) -> list[Finding]:
+    return [await check]
+
+
+def _agents(agents_file: str) -> list[Finding]:
+    module = importlib.import_module(AGENTS_CHECK_MODULE)
+    path = Path(agents_file).expanduser() if agents_file else None
+    return [Finding(ok, what, fix) for ok, what, fix in module.check_agents(path)]
