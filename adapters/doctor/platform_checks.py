@@ -30,7 +30,8 @@ GUILD_MEMBERS = (1 << 14, 1 << 15)
 # The bot scopes of adapters/slack/manifest.yaml (tests/adapters/test_doctor.py keeps them equal).
 MANIFEST_SCOPES = (
     "chat:write", "commands", "reactions:write", "channels:history", "groups:history",
-    "app_mentions:read", "files:read", "usergroups:read", "assistant:write",
+    "app_mentions:read", "im:history", "files:read", "files:write", "usergroups:read",
+    "assistant:write",
 )  # fmt: skip
 PORTAL = "the Developer Portal → your application → Bot"
 

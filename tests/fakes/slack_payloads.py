@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.doctor.platform_checks import MANIFEST_SCOPES
+
 
 def _slack_id(prefix: str) -> str:
     return prefix + secrets.token_hex(5).upper()
@@ -35,10 +37,7 @@ class SlackWorld:
     app_token: str = field(default_factory=lambda: "xapp-1-fake-" + secrets.token_hex(8))
     # The bot token's scopes, sent as `x-oauth-scopes` on every answer as Slack does: the
     # manifest's (adapters/slack/manifest.yaml).
-    bot_scopes: tuple[str, ...] = (
-        "chat:write", "commands", "reactions:write", "channels:history", "groups:history",
-        "app_mentions:read", "files:read", "usergroups:read", "assistant:write",
-    )  # fmt: skip
+    bot_scopes: tuple[str, ...] = MANIFEST_SCOPES  # what the app's manifest asks for
     signing_secret: str = field(default_factory=lambda: secrets.token_hex(16))
     # Deprecated verification token Slack still puts in payloads; Bolt ignores it when signed.
     verification_token: str = field(default_factory=lambda: secrets.token_hex(12))
