@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import socket
 import sys
@@ -214,7 +215,9 @@ async def run_up(options: UpOptions) -> int:
         ignore.write_text("# rawp up state: keys and databases\n*\n")
     master_port, client_port = choose_ports(options)
     master_url = f"http://{LOOPBACK}:{master_port}"
-    edge_secret = new_secret()  # this run's only: nothing outside this process needs it
+    # This run's own; kept in up.json (mode 0600, in the 0700 state dir beside the master's
+    # signing key, which is worth more) so that `rawp doctor --up` can check this master.
+    edge_secret = new_secret()
     master_settings = Settings(
         state_dir=options.state_dir / "master",
         host=LOOPBACK,
@@ -245,7 +248,7 @@ async def run_up(options: UpOptions) -> int:
         await wait_until_up(f"{client_settings.address}/v1/health", client)
         client_services = client_app.config["client_services"]
         await pair_if_needed(client_services, master_url, edge_secret, options.owner)
-        save_ports(options.state_dir, master_port, client_port)
+        save_run(options.state_dir, master_port, client_port, edge_secret)
         say(
             f"development mode (--dev) on loopback: master {master_url}, client "
             f"{client_settings.address} (http, no TLS); agent {options.agent!r} in "
@@ -282,10 +285,16 @@ def signal_event() -> asyncio.Event:
     return stop
 
 
-def save_ports(state_dir: Path, master_port: int, client_port: int) -> None:
-    (state_dir / PORTS_FILE).write_text(
-        json.dumps({"master_port": master_port, "client_port": client_port})
-    )
+def save_run(state_dir: Path, master_port: int, client_port: int, edge_secret: str) -> None:
+    """Ports for the next run (rule 3) and this run's edge secret for `rawp doctor --up`."""
+    path = state_dir / PORTS_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file from an older run may have been made wider
+    with os.fdopen(fd, "w") as out:
+        json.dump(
+            {"master_port": master_port, "client_port": client_port, "edge_secret": edge_secret},
+            out,
+        )
 
 
 async def leave_stale_pairing(settings, master_url: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -42,6 +43,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the client's agents file (RAWP_AGENTS_FILE); default: the demo agent only",
     )
     parser.add_argument(
+        "--up",
+        metavar="STATE_DIR",
+        nargs="?",
+        const=Path(".rawp"),
+        type=Path,
+        help="check the `rawp up` whose state dir this is (default .rawp, up's own default): "
+        "its master and edge secret come from STATE_DIR/up.json",
+    )
+    parser.add_argument(
         "--no-agents",
         action="store_true",
         help="skip the agents check (on a server that runs no client)",
@@ -51,13 +61,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     agents_file = None if args.no_agents else (args.agents_file or "")
-    findings = asyncio.run(diagnose(args.master_url, os.environ, agents_file))
+    master_url, env = args.master_url, os.environ
+    if args.up is not None:
+        try:
+            master_url, env = of_up(args.up, env)
+        except UpNotFound as exc:
+            print(Finding(False, str(exc), "run `rawp up` first, or pass its --state-dir").line())
+            return 1
+    findings = asyncio.run(diagnose(master_url, env, agents_file))
     for finding in findings:
         print(finding.line())
     failed = sum(not f.ok for f in findings)
     print(f"{len(findings) - failed} passed, {failed} failed" if failed else "all checks passed")
     sys.stdout.flush()
     return 1 if failed else 0
+
+
+class UpNotFound(Exception):
+    """No running-or-last `rawp up` is described in the state dir given."""
+
+
+def of_up(state_dir: Path, env: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """The master URL and environment to check a `rawp up` by: its loopback master and the
+    edge secret it keeps in up.json (adapters.up.save_run)."""
+    try:
+        run = json.loads((state_dir / "up.json").read_text())
+        port, secret = int(run["master_port"]), str(run["edge_secret"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UpNotFound(f"no `rawp up` state in {state_dir} (its up.json)") from None
+    return f"http://127.0.0.1:{port}", {**env, "RAWP_EDGE_SECRET": secret}
 
 
 async def diagnose(
