@@ -1,19 +1,24 @@
 """`rawp up`'s settings: the one place each is written (rawp.settings explains how to add one).
 
-Variables `rawp up` shares with a tier (RAWP_PLATFORM, RAWP_AGENTS_FILE, the gateway's
-thinking and approval settings) mean the same there and here: the same types, and defaults
-that tests/test_env_example.py checks agree. The client tier cannot be imported from here
-(tests/test_layout.py), so RAWP_AGENTS_FILE is stated again, checked by that test.
+Variables `rawp up` shares with a tier mean the same there and here. The gateway's thinking
+and approval settings are its own declarations (gateway.settings), RAWP_PLATFORM its type with
+`rawp up`'s wording. The client tier cannot be imported from here (tests/test_layout.py), so
+RAWP_AGENTS_FILE is stated again; tests/test_env_example.py checks that the defaults agree.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field
 
-from gateway.settings import DEFAULT_APPROVAL_TIMEOUT_S, ApprovalTimeout
+from gateway.settings import (
+    ApprovalTimeout,
+    Platform,
+    approval_timeout_setting,
+    show_thinking_setting,
+)
 from rawp.settings import Accepts, CommandSettings, Flag, setting
 
 LoopbackPort = Annotated[
@@ -46,7 +51,7 @@ class UpSettings(CommandSettings):
         help="where rawp up keeps its SQLite databases and keys (master/, client/, gateway/, "
         "up.json)",
     )
-    platform: Literal["discord", "slack", "console"] | None = setting(
+    platform: Platform = setting(
         None,
         env="RAWP_PLATFORM",
         flag="--platform",
@@ -72,15 +77,5 @@ class UpSettings(CommandSettings):
         flag="--client-port",
         help="loopback port of the client; 0: last run's while free, else a free one",
     )
-    show_thinking: Flag = setting(
-        False,
-        env="RAWP_GATEWAY_SHOW_THINKING",
-        flag="--show-thinking",
-        help="show the model's thinking as hidden (spoiler) messages",
-    )
-    approval_timeout: ApprovalTimeout = setting(
-        DEFAULT_APPROVAL_TIMEOUT_S,
-        env="RAWP_GATEWAY_APPROVAL_TIMEOUT",
-        flag="--approval-timeout",
-        help="seconds an approval waits when the agent names no timeout; then it is denied",
-    )
+    show_thinking: Flag = show_thinking_setting()
+    approval_timeout: ApprovalTimeout = approval_timeout_setting()

@@ -18,7 +18,16 @@ from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import NoDecode
 
 from rawp.config import DEFAULT_LIMITS, Limits
-from rawp.settings import Accepts, CommandSettings, Flag, Port, setting
+from rawp.settings import (
+    Accepts,
+    CommandSettings,
+    Flag,
+    Port,
+    check_tls_pair,
+    dev_setting,
+    metrics_token_setting,
+    setting,
+)
 
 
 def _paths(value: object) -> object:
@@ -132,25 +141,12 @@ class ClientOptions(CommandSettings):
         help="base URL the master calls (client_address); none: scheme://host:port",
         example="https://laptop.lan:8701",
     )
-    dev: Flag = setting(
-        False,
-        env="RAWP_DEV",
-        flag="--dev",
-        help="development mode: allow http:// and loopback addresses (never in production)",
-    )
-    metrics_token: SecretStr | None = setting(
-        None,
-        env="RAWP_METRICS_TOKEN",
-        help="bearer token GET /metrics requires (Authorization: Bearer …); none: loopback "
-        "peers only. Read from the environment only",
-    )
+    dev: Flag = dev_setting("http:// and loopback addresses")
+    metrics_token: SecretStr | None = metrics_token_setting()
 
     @model_validator(mode="after")
     def _consistent(self) -> ClientOptions:
-        if (self.tls_cert is None) != (self.tls_key is None):
-            raise ValueError(
-                "--tls-cert and --tls-key go together (RAWP_CLIENT_TLS_CERT, RAWP_CLIENT_TLS_KEY)"
-            )
+        check_tls_pair(self)
         if self.max_buffer_size < self.max_frame_size:
             raise ValueError(
                 "RAWP_CLIENT_MAX_BUFFER_SIZE (--max-buffer-size) must be at least "

@@ -7,11 +7,11 @@ settings (tokens, endpoints, allow-lists) are `DISCORD_*` / `SLACK_*`, read by t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, SecretStr
 
-from rawp.settings import Accepts, CommandSettings, Flag, Names, setting
+from rawp.settings import Accepts, CommandSettings, Flag, Names, metrics_token_setting, setting
 
 WEEK_S = 7 * 24 * 3600
 # gateway.interactions rule 5: an approval is denied after 10 minutes unless told otherwise.
@@ -19,6 +19,30 @@ DEFAULT_APPROVAL_TIMEOUT_S = 600.0
 ApprovalTimeout = Annotated[
     float, Field(gt=0, le=WEEK_S), Accepts(f"a number of seconds above 0, at most {WEEK_S}")
 ]
+
+
+# Settings `rawp up` shares with `rawp gateway` (the same variables, declared once here).
+Platform = Literal["discord", "slack", "console"] | None
+
+
+def show_thinking_setting() -> Any:
+    return setting(
+        False,
+        env="RAWP_GATEWAY_SHOW_THINKING",
+        flag="--show-thinking",
+        help="show the model's thinking as hidden (spoiler) messages; redacted thinking never "
+        "shows",
+    )
+
+
+def approval_timeout_setting() -> Any:
+    return setting(
+        DEFAULT_APPROVAL_TIMEOUT_S,
+        env="RAWP_GATEWAY_APPROVAL_TIMEOUT",
+        flag="--approval-timeout",
+        help="seconds an approval waits when the agent names no timeout; then it is denied "
+        "(every answer, refusal and expiry is in `rawp master audit`)",
+    )
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -56,7 +80,7 @@ class GatewayOptions(CommandSettings):
         help="the master's edge service credential (the same value the master has); read "
         "from the environment only",
     )
-    platform: Literal["discord", "slack", "console"] | None = setting(
+    platform: Platform = setting(
         None,
         env="RAWP_PLATFORM",
         flag="--platform",
@@ -84,20 +108,8 @@ class GatewayOptions(CommandSettings):
         flag="--workspace",
         help="workspace path sessions start in; none: the node's own default workspace",
     )
-    show_thinking: Flag = setting(
-        False,
-        env="RAWP_GATEWAY_SHOW_THINKING",
-        flag="--show-thinking",
-        help="show the model's thinking as hidden (spoiler) messages; redacted thinking never "
-        "shows",
-    )
-    approval_timeout: ApprovalTimeout = setting(
-        DEFAULT_APPROVAL_TIMEOUT_S,
-        env="RAWP_GATEWAY_APPROVAL_TIMEOUT",
-        flag="--approval-timeout",
-        help="seconds an approval waits when the agent names no timeout; then it is denied "
-        "(every answer, refusal and expiry is in `rawp master audit`)",
-    )
+    show_thinking: Flag = show_thinking_setting()
+    approval_timeout: ApprovalTimeout = approval_timeout_setting()
     unredacted_nodes: Names = setting(
         (),
         env="RAWP_GATEWAY_UNREDACTED_NODES",
@@ -119,12 +131,7 @@ class GatewayOptions(CommandSettings):
         "with RAWP_METRICS_TOKEN); none: not served",
         example="127.0.0.1:9464",
     )
-    metrics_token: SecretStr | None = setting(
-        None,
-        env="RAWP_METRICS_TOKEN",
-        help="bearer token GET /metrics requires (Authorization: Bearer …); none: loopback "
-        "peers only. Read from the environment only",
-    )
+    metrics_token: SecretStr | None = metrics_token_setting()
     console_user: str = setting(
         "local",
         env="RAWP_CONSOLE_USER",

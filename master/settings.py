@@ -17,7 +17,17 @@ from pydantic import AfterValidator, Field, SecretStr, model_validator
 
 from master.services.budget_rules import BudgetRules
 from master.services.rate_limit import Budget
-from rawp.settings import Accepts, CommandSettings, Flag, Names, Port, setting
+from rawp.settings import (
+    Accepts,
+    CommandSettings,
+    Flag,
+    Names,
+    Port,
+    check_tls_pair,
+    dev_setting,
+    metrics_token_setting,
+    setting,
+)
 
 
 def _rate(text: str) -> str:
@@ -43,12 +53,7 @@ class MasterOptions(CommandSettings):
         help="SQLAlchemy URL of the master's database; none: an SQLite file in the state directory",
         example="postgresql+asyncpg://rawp:password@db:5432/rawp",
     )
-    dev: Flag = setting(
-        False,
-        env="RAWP_DEV",
-        flag="--dev",
-        help="development mode: allow http:// and loopback client addresses (never in production)",
-    )
+    dev: Flag = dev_setting("http:// and loopback client addresses")
     state_dir: Path = setting(
         Path(".rawp"),
         env="RAWP_MASTER_STATE_DIR",
@@ -183,19 +188,11 @@ class MasterOptions(CommandSettings):
         help="TOML file of spending budgets per user and node, read at start "
         "(docs/operations-master.md, Budgets); none: nothing is limited",
     )
-    metrics_token: SecretStr | None = setting(
-        None,
-        env="RAWP_METRICS_TOKEN",
-        help="bearer token GET /metrics requires (Authorization: Bearer …); none: loopback "
-        "peers only. Read from the environment only",
-    )
+    metrics_token: SecretStr | None = metrics_token_setting()
 
     @model_validator(mode="after")
     def _together(self) -> MasterOptions:
-        if (self.tls_cert is None) != (self.tls_key is None):
-            raise ValueError(
-                "--tls-cert and --tls-key go together (RAWP_MASTER_TLS_CERT, RAWP_MASTER_TLS_KEY)"
-            )
+        check_tls_pair(self)
         oidc = (self.edge_oidc_issuer, self.edge_oidc_jwks_url, self.edge_oidc_audience)
         if any(oidc) and not all(oidc):
             raise ValueError(

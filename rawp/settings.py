@@ -108,6 +108,38 @@ AutoFlag = Annotated[
 ]
 
 
+# --- settings several commands share (one declaration each) ----------------------------------
+
+
+def dev_setting(allows: str) -> Any:
+    """RAWP_DEV / --dev, the same switch in every tier; `allows` says what it permits there."""
+    return setting(
+        False,
+        env="RAWP_DEV",
+        flag="--dev",
+        help=f"development mode: allow {allows} (never in production)",
+    )
+
+
+def metrics_token_setting() -> Any:
+    """RAWP_METRICS_TOKEN, the same secret wherever GET /metrics is served (rawp.scrape_access)."""
+    return setting(
+        None,
+        env="RAWP_METRICS_TOKEN",
+        help="bearer token GET /metrics requires (Authorization: Bearer …); none: loopback "
+        "peers only. Read from the environment only",
+    )
+
+
+def check_tls_pair(model: BaseSettings) -> None:
+    """A model's `tls_cert` and `tls_key` are both set or both unset (a model validator's rule;
+    the error names the flags and the model's own variables)."""
+    if (model.tls_cert is None) != (model.tls_key is None):  # type: ignore[attr-defined]
+        fields = type(model).model_fields
+        cert, key = fields["tls_cert"].validation_alias, fields["tls_key"].validation_alias
+        raise ValueError(f"--tls-cert and --tls-key go together ({cert}, {key})")
+
+
 class SettingError(ValueError):
     """A setting the command cannot run with; the message is one line, no secret in it."""
 
