@@ -9,15 +9,29 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gateway.conversation_store import ConversationStore
 from gateway.conversations import ConversationService, ConversationSettings
 from gateway.edge_client import EdgeClient
-from tests.edge.stack import EDGE_SECRET
+from tests.edge.stack import EDGE_SECRET, running_stack
 from tests.fakes.discord_payloads import DiscordWorld, command_option
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
 from tests.support import free_port, wait_for_http
+
+
+def module_stack(name: str, owner: str):
+    """A module-scoped `stack` fixture: a real master and client for `owner`, under a temporary
+    directory named `name`, shared by the module's tests (assign it to `stack`)."""
+
+    @pytest.fixture(scope="module")
+    def stack(tmp_path_factory):
+        with running_stack(tmp_path_factory.mktemp(name), owner) as made:
+            yield made
+
+    return stack
 
 
 def discord_env(fake: FakeDiscord, world: DiscordWorld, **extra: str) -> dict[str, str]:

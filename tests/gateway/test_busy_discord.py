@@ -5,22 +5,22 @@ its turn runs for as long as the test needs; messages sent meanwhile are marked 
 
 from __future__ import annotations
 
-import pytest
-
 from gateway.busy import queue_line
-from tests.edge.stack import running_stack
 from tests.fakes.discord_payloads import DiscordWorld, command_option
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import discord_ready, discord_start, start_discord_gateway, sub
+from tests.gateway.chat_stack import (
+    discord_ready,
+    discord_start,
+    module_stack,
+    start_discord_gateway,
+    sub,
+)
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("busy-discord"), OWNER) as made:
-        yield made
+stack = module_stack("busy-discord", OWNER)
 
 
 def content(call) -> str:

@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from gateway.busy import queue_line
-from tests.edge.stack import running_stack
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
-from tests.gateway.chat_stack import slack_start, start_slack_gateway
+from tests.gateway.chat_stack import module_stack, slack_start, start_slack_gateway
 
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("busy-slack"), OWNER) as made:
-        yield made
+stack = module_stack("busy-slack", OWNER)
 
 
 def text_of(call) -> str:

@@ -5,21 +5,21 @@ on the calls the gateway made to the fake Discord."""
 
 from __future__ import annotations
 
-import pytest
-
-from tests.edge.stack import running_stack
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import discord_env, discord_ready, discord_start, gateway_args
+from tests.gateway.chat_stack import (
+    discord_env,
+    discord_ready,
+    discord_start,
+    gateway_args,
+    module_stack,
+)
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("discord-stack"), OWNER) as made:
-        yield made
+stack = module_stack("discord-stack", OWNER)
 
 
 def content(call) -> str:

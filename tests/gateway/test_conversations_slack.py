@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from tests.edge.stack import running_stack
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
-from tests.gateway.chat_stack import slack_checked, slack_greeting, slack_start, start_slack_gateway
+from tests.gateway.chat_stack import (
+    module_stack,
+    slack_checked,
+    slack_greeting,
+    slack_start,
+    start_slack_gateway,
+)
 
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("slack-stack"), OWNER) as made:
-        yield made
+stack = module_stack("slack-stack", OWNER)
 
 
 def blocks_of(call) -> list[dict]:

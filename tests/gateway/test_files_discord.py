@@ -4,23 +4,22 @@ a file past the bot's upload limit (DISCORD_MAX_UPLOAD_BYTES) is one clear line 
 
 from __future__ import annotations
 
-import pytest
-
 from client.demo_agent import demo_png, report_text
-from tests.edge.stack import running_stack
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import discord_ready, discord_start, start_discord_gateway
+from tests.gateway.chat_stack import (
+    discord_ready,
+    discord_start,
+    module_stack,
+    start_discord_gateway,
+)
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 LIMIT = 50_000  # the demo's `bigfile` PNG is about 100 KB, in four pieces
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("discord-files"), OWNER) as made:
-        yield made
+stack = module_stack("discord-files", OWNER)
 
 
 def content(call) -> str:

@@ -4,22 +4,22 @@ through Slack's external upload flow into the session's thread, bytes equal."""
 
 from __future__ import annotations
 
-import pytest
-
 from client.demo_agent import demo_png, report_text
-from tests.edge.stack import running_stack
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
-from tests.gateway.chat_stack import slack_checked, slack_greeting, slack_start, start_slack_gateway
+from tests.gateway.chat_stack import (
+    module_stack,
+    slack_checked,
+    slack_greeting,
+    slack_start,
+    start_slack_gateway,
+)
 
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("slack-files"), OWNER) as made:
-        yield made
+stack = module_stack("slack-files", OWNER)
 
 
 async def test_files_the_agent_sends_are_uploaded_into_the_thread(stack, processes, tmp_path):

@@ -11,10 +11,10 @@ import json
 import aiohttp
 import pytest
 
-from tests.edge.stack import EDGE_SECRET, running_stack
+from tests.edge.stack import EDGE_SECRET
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import discord_start, start_discord_gateway
+from tests.gateway.chat_stack import discord_start, module_stack, start_discord_gateway
 from tests.scrape import samples, value
 from tests.support import free_port
 
@@ -23,10 +23,7 @@ OWNER = f"discord:{WORLD.alice['id']}"
 ROUTE = "POST /channels/{id}/messages"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("metrics-stack"), OWNER) as made:
-        yield made
+stack = module_stack("metrics-stack", OWNER)
 
 
 def content(call) -> str:

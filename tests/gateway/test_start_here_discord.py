@@ -8,19 +8,15 @@ from __future__ import annotations
 import pytest
 
 from tests.adapters.discord_support import running_bot
-from tests.edge.stack import running_stack
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import conversation_service
+from tests.gateway.chat_stack import conversation_service, module_stack
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("discord-start"), OWNER) as made:
-        yield made
+stack = module_stack("discord-start", OWNER)
 
 
 @pytest.fixture

@@ -8,19 +8,15 @@ from __future__ import annotations
 import pytest
 
 from tests.adapters.slack_support import running_app
-from tests.edge.stack import running_stack
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
-from tests.gateway.chat_stack import conversation_service
+from tests.gateway.chat_stack import conversation_service, module_stack
 
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("slack-start"), OWNER) as made:
-        yield made
+stack = module_stack("slack-start", OWNER)
 
 
 @pytest.fixture
