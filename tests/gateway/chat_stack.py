@@ -94,6 +94,20 @@ def start_discord_gateway(
     )
 
 
+def content(call) -> str:
+    """The text of a message the bot posted or edited on the fake Discord."""
+    return str((call.body or {}).get("content") or "")
+
+
+def buttons(call) -> list[dict]:
+    """The buttons of a message the bot posted on the fake Discord."""
+    return [
+        component
+        for row in (call.body or {}).get("components") or []
+        for component in row.get("components", [])
+    ]
+
+
 async def discord_ready(fake: FakeDiscord) -> None:
     """The bot logged in to the fake Discord and registered its slash commands."""
     await fake.wait_for_ready_client(timeout=60)

@@ -16,16 +16,12 @@ from tests.agents.fake_openai import FakeOpenAI, Reply, chunk
 from tests.edge.stack import start_stack
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import discord_ready, discord_start, start_discord_gateway
+from tests.gateway.chat_stack import content, discord_ready, discord_start, start_discord_gateway
 from tests.images import PDF, tiny_png
 from tests.support import Processes
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ from gateway.busy import queue_line
 from tests.fakes.discord_payloads import DiscordWorld, command_option
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.chat_stack import (
+    buttons,
+    content,
     discord_ready,
     discord_start,
     module_stack,
@@ -21,14 +23,6 @@ OWNER = f"discord:{WORLD.alice['id']}"
 
 
 stack = module_stack("busy-discord", OWNER)
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
-
-
-def buttons(call) -> list[dict]:
-    return [c for row in (call.body or {}).get("components") or [] for c in row["components"]]
 
 
 async def test_queued_messages_are_marked_and_interrupt_stops_the_turn(stack, processes, tmp_path):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.chat_stack import (
+    buttons,
+    content,
     discord_env,
     discord_ready,
     discord_start,
@@ -20,18 +22,6 @@ OWNER = f"discord:{WORLD.alice['id']}"
 
 
 stack = module_stack("discord-stack", OWNER)
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
-
-
-def buttons(call) -> list[dict]:
-    return [
-        component
-        for row in (call.body or {}).get("components") or []
-        for component in row.get("components", [])
-    ]
 
 
 async def test_a_turn_with_an_approval_through_discord(stack, processes, tmp_path):

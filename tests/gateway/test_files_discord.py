@@ -8,6 +8,7 @@ from client.demo_agent import demo_png, report_text
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.chat_stack import (
+    content,
     discord_ready,
     discord_start,
     module_stack,
@@ -20,10 +21,6 @@ LIMIT = 50_000  # the demo's `bigfile` PNG is about 100 KB, in four pieces
 
 
 stack = module_stack("discord-files", OWNER)
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
 
 
 async def test_files_the_agent_sends_are_uploaded_into_the_thread(stack, processes, tmp_path):

@@ -20,17 +20,19 @@ import pytest
 
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import discord_env, discord_ready, discord_start, gateway_args
+from tests.gateway.chat_stack import (
+    content,
+    discord_env,
+    discord_ready,
+    discord_start,
+    gateway_args,
+)
 from tests.gateway.crash_support import expected_chunks, long_answer_stack
 from tests.support import Processes
 
 TRIALS = 20
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from tests.edge.stack import EDGE_SECRET
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import discord_start, module_stack, start_discord_gateway
+from tests.gateway.chat_stack import content, discord_start, module_stack, start_discord_gateway
 from tests.scrape import samples, value
 from tests.support import free_port
 
@@ -24,10 +24,6 @@ ROUTE = "POST /channels/{id}/messages"
 
 
 stack = module_stack("metrics-stack", OWNER)
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
 
 
 async def test_a_turn_through_discord_moves_the_gateway_counters(stack, processes, tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from tests.adapters.discord_support import running_bot
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import conversation_service, module_stack
+from tests.gateway.chat_stack import content, conversation_service, module_stack
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
@@ -29,10 +29,6 @@ async def gateway(stack, tmp_path):
     ):
         service.bind_platform(bot.platform)
         yield fake, service
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
 
 
 async def said(fake: FakeDiscord, channel_id: str, text: str):

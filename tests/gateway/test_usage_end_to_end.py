@@ -16,7 +16,13 @@ from gateway.usage import figures
 from tests.edge.stack import edge_for, frame, recv, recv_until, running_stack
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import discord_ready, discord_start, start_discord_gateway, sub
+from tests.gateway.chat_stack import (
+    content,
+    discord_ready,
+    discord_start,
+    start_discord_gateway,
+    sub,
+)
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
@@ -73,10 +79,6 @@ async def test_a_prompt_over_budget_is_refused_at_the_edge(stack):
         )
         budgets = {b["name"]: b for b in report["budgets"]}
         assert budgets["tokens_per_session"]["spent"] > 5
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
 
 
 async def test_budget_refusal_footer_and_usage_in_discord(stack, processes, tmp_path):
