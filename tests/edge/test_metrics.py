@@ -11,22 +11,10 @@ import json
 
 import aiohttp
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.edge.conftest import OWNER
 from tests.edge.stack import EDGE_SECRET, edge_for, frame, recv, recv_until, running_stack
-
-
-def samples(text: str) -> dict[tuple[str, tuple], float]:
-    found = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return found
-
-
-def value(found: dict, name: str, **labels: str) -> float:
-    return found.get((name, tuple(sorted(labels.items()))), 0.0)
+from tests.scrape import samples, value
 
 
 async def scrape(url: str, headers: dict | None = None) -> tuple[int, str]:

@@ -13,18 +13,15 @@ import base64
 import pytest
 
 from tests.agents.fake_openai import FakeOpenAI, Reply, chunk
-from tests.edge.stack import EDGE_SECRET, start_stack
-from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.edge.stack import start_stack
+from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
+from tests.gateway.chat_stack import content, discord_ready, discord_start, start_discord_gateway
 from tests.images import PDF, tiny_png
 from tests.support import Processes
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
 
 
 @pytest.fixture
@@ -54,26 +51,9 @@ async def test_an_image_in_a_thread_reaches_the_model_and_a_pdf_is_reported(
         Reply([chunk({"role": "assistant", "content": "A red square."}), chunk({}, "stop")])
     )
     async with model, FakeDiscord(WORLD) as discord_fake:
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "DISCORD_BOT_TOKEN": WORLD.bot_token,
-            "DISCORD_API_BASE_URL": discord_fake.api_base_url,
-            "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
-            "SLACK_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-        }
-        processes.rawp(
-            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
-            "--workspace", str(stack.root), env=env,
-        )  # fmt: skip
-        await discord_fake.wait_for_ready_client(timeout=60)
-        await discord_fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
-        options = [command_option("node", "test-box"), command_option("agent", "vision")]
-        await discord_fake.inject_slash_command(
-            "rawp", [{"type": 1, "name": "start", "options": options}]
-        )
-        made = await discord_fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
-        thread_id = made.response["id"]
+        start_discord_gateway(processes, stack, tmp_path, discord_fake, WORLD)
+        await discord_ready(discord_fake)
+        _, thread_id = await discord_start(discord_fake, "vision")
 
         png = tiny_png()
         prompt = await discord_fake.inject_message(

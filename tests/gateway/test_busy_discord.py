@@ -5,57 +5,32 @@ its turn runs for as long as the test needs; messages sent meanwhile are marked 
 
 from __future__ import annotations
 
-import pytest
-
 from gateway.busy import queue_line
-from tests.edge.stack import EDGE_SECRET, running_stack
 from tests.fakes.discord_payloads import DiscordWorld, command_option
 from tests.fakes.discord_server import FakeDiscord
+from tests.gateway.chat_stack import (
+    buttons,
+    content,
+    discord_ready,
+    discord_start,
+    module_stack,
+    start_discord_gateway,
+    sub,
+)
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("busy-discord"), OWNER) as made:
-        yield made
-
-
-def sub(name: str, *options: dict) -> list[dict]:
-    return [{"type": 1, "name": name, "options": list(options)}]
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
-
-
-def buttons(call) -> list[dict]:
-    return [c for row in (call.body or {}).get("components") or [] for c in row["components"]]
+stack = module_stack("busy-discord", OWNER)
 
 
 async def test_queued_messages_are_marked_and_interrupt_stops_the_turn(stack, processes, tmp_path):
     async with FakeDiscord(WORLD) as fake:
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "DISCORD_BOT_TOKEN": WORLD.bot_token,
-            "DISCORD_API_BASE_URL": fake.api_base_url,
-            "DISCORD_GATEWAY_URL": fake.gateway_url,
-            "SLACK_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-        }
-        processes.rawp(
-            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
-            "--workspace", str(stack.root), env=env,
-        )  # fmt: skip
-        await fake.wait_for_ready_client(timeout=60)
-        await fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
-        await fake.inject_slash_command(
-            "rawp",
-            sub("start", command_option("node", "test-box"), command_option("agent", "demo")),
-        )
-        thread = (await fake.wait_for_call("POST", "/channels/*/threads", timeout=60)).response
-        posts = f"/channels/{thread['id']}/messages"
+        start_discord_gateway(processes, stack, tmp_path, fake, WORLD)
+        await discord_ready(fake)
+        _, thread_id = await discord_start(fake)
+        posts = f"/channels/{thread_id}/messages"
 
         def reaction(message: dict, emoji: str) -> str:
             return f"{posts}/{message['id']}/reactions/{emoji}/@me"
@@ -66,16 +41,16 @@ async def test_queued_messages_are_marked_and_interrupt_stops_the_turn(stack, pr
             )
 
         # The first turn waits on its approval; two more messages wait behind it.
-        first = await fake.inject_message("please approve this", channel_id=thread["id"])
+        first = await fake.inject_message("please approve this", channel_id=thread_id)
         question = await fake.wait_for_call(
             "POST", posts, where=lambda c: "Apply the change" in content(c), timeout=60
         )
-        second = await fake.inject_message("second", channel_id=thread["id"])
+        second = await fake.inject_message("second", channel_id=thread_id)
         await fake.wait_for_call("PUT", reaction(second, "🕒"), timeout=30)
         line = await fake.wait_for_call(
             "POST", posts, where=lambda c: "🕒 queued (1)" in content(c), timeout=30
         )
-        third = await fake.inject_message("third", channel_id=thread["id"])
+        third = await fake.inject_message("third", channel_id=thread_id)
         await fake.wait_for_call("PUT", reaction(third, "🕒"), timeout=30)
         line_path = f"{posts}/{line.response['id']}"
         await fake.wait_for_call(
@@ -106,14 +81,14 @@ async def test_queued_messages_are_marked_and_interrupt_stops_the_turn(stack, pr
         webhook = f"/webhooks/{WORLD.application_id}/{command['token']}"
         answer = await fake.wait_for_call("POST", webhook, timeout=30)
         assert "now `interrupt`" in content(answer)
-        waiting = await fake.inject_message("please approve again", channel_id=thread["id"])
+        waiting = await fake.inject_message("please approve again", channel_id=thread_id)
         await fake.wait_for_call(
             "POST",
             posts,
             where=lambda c: "Apply the change" in content(c) and c.response != question.response,
             timeout=60,
         )
-        instead = await fake.inject_message("do this instead", channel_id=thread["id"])
+        instead = await fake.inject_message("do this instead", channel_id=thread_id)
         await fake.wait_for_call("PUT", reaction(waiting, "⏹"), timeout=60)
         await said("do this instead")
         await fake.wait_for_call("PUT", reaction(instead, "✅"), timeout=60)

@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from gateway.busy import queue_line
-from tests.edge.stack import EDGE_SECRET, running_stack
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
-from tests.support import free_port, wait_for_http
+from tests.gateway.chat_stack import module_stack, slack_start, start_slack_gateway
 
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("busy-slack"), OWNER) as made:
-        yield made
+stack = module_stack("busy-slack", OWNER)
 
 
 def text_of(call) -> str:
@@ -43,29 +37,8 @@ def approve_button(call) -> tuple[str, dict]:
 
 async def test_queued_messages_are_marked_and_interrupt_stops_the_turn(stack, processes, tmp_path):
     async with FakeSlack(WORLD) as slack:
-        port = free_port()
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "SLACK_BOT_TOKEN": WORLD.bot_token,
-            "SLACK_MODE": "http",
-            "SLACK_SIGNING_SECRET": WORLD.signing_secret,
-            "SLACK_API_BASE_URL": slack.api_base_url,
-            "SLACK_HTTP_HOST": "127.0.0.1",
-            "SLACK_HTTP_PORT": str(port),
-            "DISCORD_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-        }
-        gateway = processes.rawp(
-            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
-            "--workspace", str(stack.root), env=env,
-        )  # fmt: skip
-        bolt = f"http://127.0.0.1:{port}/slack/events"
-        wait_for_http(bolt, proc=gateway, timeout=60)
-        await slack.post_slash_command_to(bolt, WORLD.slash_command("/rawp", "start test-box demo"))
-        parent = await slack.wait_for_call(
-            "chat.postMessage", where=lambda c: text_of(c).startswith("🧵"), timeout=60
-        )
-        thread_ts = parent.response["ts"]
+        _, bolt = start_slack_gateway(processes, stack, tmp_path, slack, WORLD)
+        _, thread_ts = await slack_start(slack, WORLD, bolt)
 
         async def say(text: str) -> dict:
             event = WORLD.message_event(text, thread_ts=thread_ts)

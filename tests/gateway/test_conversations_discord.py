@@ -5,63 +5,33 @@ on the calls the gateway made to the fake Discord."""
 
 from __future__ import annotations
 
-import pytest
-
-from tests.edge.stack import EDGE_SECRET, running_stack
-from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
+from tests.gateway.chat_stack import (
+    buttons,
+    content,
+    discord_env,
+    discord_ready,
+    discord_start,
+    gateway_args,
+    module_stack,
+)
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("discord-stack"), OWNER) as made:
-        yield made
-
-
-def sub(name: str, *options: dict) -> list[dict]:
-    """The options of `/rawp <name> …` as Discord sends a subcommand."""
-    return [{"type": 1, "name": name, "options": list(options)}]
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
-
-
-def buttons(call) -> list[dict]:
-    return [
-        component
-        for row in (call.body or {}).get("components") or []
-        for component in row.get("components", [])
-    ]
+stack = module_stack("discord-stack", OWNER)
 
 
 async def test_a_turn_with_an_approval_through_discord(stack, processes, tmp_path):
     async with FakeDiscord(WORLD) as discord_fake:
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "DISCORD_BOT_TOKEN": WORLD.bot_token,
-            "DISCORD_API_BASE_URL": discord_fake.api_base_url,
-            "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
-            "SLACK_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-        }
-        gateway = processes.rawp(
-            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
-            "--workspace", str(stack.root), env=env,
-        )  # fmt: skip
-        await discord_fake.wait_for_ready_client(timeout=60)
-        await discord_fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
+        env = discord_env(discord_fake, WORLD)
+        gateway = processes.rawp(*gateway_args(stack, tmp_path), env=env)
+        await discord_ready(discord_fake)
 
         # /rawp start → a thread, the greeting inside it, a private answer to the command
-        start = await discord_fake.inject_slash_command(
-            "rawp",
-            sub("start", command_option("node", "test-box"), command_option("agent", "demo")),
-        )
-        made = await discord_fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
-        thread_id = made.response["id"]
+        start, thread_id = await discord_start(discord_fake)
         greeting = await discord_fake.wait_for_call(
             "POST", f"/channels/{thread_id}/messages", timeout=30
         )

@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from tests.edge.stack import EDGE_SECRET, running_stack
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
-from tests.support import free_port, wait_for_http
+from tests.gateway.chat_stack import (
+    module_stack,
+    slack_checked,
+    slack_greeting,
+    slack_start,
+    start_slack_gateway,
+)
 
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("slack-stack"), OWNER) as made:
-        yield made
+stack = module_stack("slack-stack", OWNER)
 
 
 def blocks_of(call) -> list[dict]:
@@ -39,39 +39,12 @@ def in_thread(slack: FakeSlack, thread_ts: str) -> list:
 
 async def test_a_turn_with_an_approval_through_slack(stack, processes, tmp_path):
     async with FakeSlack(WORLD) as slack:
-        port = free_port()
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "SLACK_BOT_TOKEN": WORLD.bot_token,
-            "SLACK_MODE": "http",
-            "SLACK_SIGNING_SECRET": WORLD.signing_secret,
-            "SLACK_API_BASE_URL": slack.api_base_url,
-            "SLACK_HTTP_HOST": "127.0.0.1",
-            "SLACK_HTTP_PORT": str(port),
-            "DISCORD_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-        }
-        gateway = processes.rawp(
-            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
-            "--workspace", str(stack.root), env=env,
-        )  # fmt: skip
-        bolt = f"http://127.0.0.1:{port}/slack/events"
-        wait_for_http(bolt, proc=gateway, timeout=60)
+        gateway, bolt = start_slack_gateway(processes, stack, tmp_path, slack, WORLD)
 
         # /rawp start test-box demo → a thread parent in the channel, the greeting inside it
-        answer = await slack.post_slash_command_to(
-            bolt, WORLD.slash_command("/rawp", "start test-box demo")
-        )
+        answer, thread_ts = await slack_start(slack, WORLD, bolt)
         assert answer.status == 200
-        parent = await slack.wait_for_call(
-            "chat.postMessage", where=lambda c: text_of(c).startswith("🧵"), timeout=60
-        )
-        thread_ts = parent.response["ts"]
-        await slack.wait_for_call(
-            "chat.postMessage",
-            where=lambda c: "Every message in this thread" in text_of(c),
-            timeout=30,
-        )
+        await slack_greeting(slack)
         reply = await slack.log.wait_for_call("POST", "/response-url/*", 30)
         assert "demo on test-box" in json.dumps(reply.body)
 
@@ -98,13 +71,7 @@ async def test_a_turn_with_an_approval_through_slack(stack, processes, tmp_path)
         await slack.wait_for_call(
             "chat.postMessage", where=lambda c: "You chose: allow" in text_of(c), timeout=60
         )
-        await slack.wait_for_call(
-            "reactions.add",
-            where=lambda c: (
-                c.body.get("name") == "white_check_mark" and c.body.get("timestamp") == event["ts"]
-            ),
-            timeout=30,
-        )
+        await slack_checked(slack, event, within=30)
         texts = [text_of(c) for c in in_thread(slack, thread_ts)]
         # Slack's mrkdwn has no fence languages: the diff is a plain ``` block under the line.
         tool = next(i for i, t in enumerate(texts) if t.startswith("✅ Edit") and "+++ b/" in t)

@@ -4,61 +4,33 @@ a file past the bot's upload limit (DISCORD_MAX_UPLOAD_BYTES) is one clear line 
 
 from __future__ import annotations
 
-import pytest
-
 from client.demo_agent import demo_png, report_text
-from tests.edge.stack import EDGE_SECRET, running_stack
-from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
+from tests.gateway.chat_stack import (
+    content,
+    discord_ready,
+    discord_start,
+    module_stack,
+    start_discord_gateway,
+)
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 LIMIT = 50_000  # the demo's `bigfile` PNG is about 100 KB, in four pieces
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("discord-files"), OWNER) as made:
-        yield made
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
+stack = module_stack("discord-files", OWNER)
 
 
 async def test_files_the_agent_sends_are_uploaded_into_the_thread(stack, processes, tmp_path):
     assert len(demo_png()) > LIMIT
     async with FakeDiscord(WORLD) as discord_fake:
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "DISCORD_BOT_TOKEN": WORLD.bot_token,
-            "DISCORD_API_BASE_URL": discord_fake.api_base_url,
-            "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
-            "DISCORD_MAX_UPLOAD_BYTES": str(LIMIT),
-            "SLACK_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-        }
-        processes.rawp(
-            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
-            "--workspace", str(stack.root), env=env,
-        )  # fmt: skip
-        await discord_fake.wait_for_ready_client(timeout=60)
-        await discord_fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
-        await discord_fake.inject_slash_command(
-            "rawp",
-            [
-                {
-                    "type": 1,
-                    "name": "start",
-                    "options": [
-                        command_option("node", "test-box"),
-                        command_option("agent", "demo"),
-                    ],
-                }
-            ],
+        start_discord_gateway(
+            processes, stack, tmp_path, discord_fake, WORLD, DISCORD_MAX_UPLOAD_BYTES=str(LIMIT)
         )
-        made = await discord_fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
-        thread_id = made.response["id"]
+        await discord_ready(discord_fake)
+        _, thread_id = await discord_start(discord_fake)
         messages = f"/channels/{thread_id}/messages"
         await discord_fake.wait_for_call(
             "POST",

@@ -18,19 +18,21 @@ import time
 
 import pytest
 
-from tests.edge.stack import EDGE_SECRET
-from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
+from tests.gateway.chat_stack import (
+    content,
+    discord_env,
+    discord_ready,
+    discord_start,
+    gateway_args,
+)
 from tests.gateway.crash_support import expected_chunks, long_answer_stack
 from tests.support import Processes
 
 TRIALS = 20
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
 
 
 @pytest.fixture(scope="module")
@@ -56,36 +58,11 @@ async def test_a_gateway_killed_mid_answer_posts_every_chunk_once(stack, tmp_pat
     log = (tmp_path / "gateway.log").open("ab")
     try:
         async with FakeDiscord(WORLD) as fake:
-            env = {
-                "RAWP_EDGE_SECRET": EDGE_SECRET,
-                "DISCORD_BOT_TOKEN": WORLD.bot_token,
-                "DISCORD_API_BASE_URL": fake.api_base_url,
-                "DISCORD_GATEWAY_URL": fake.gateway_url,
-                "SLACK_BOT_TOKEN": "",
-                "RAWP_PLATFORM": "",
-            }
-            args = [
-                "gateway", "--master-url", stack.master_url,
-                "--state-dir", str(tmp_path / "gw"), "--workspace", str(stack.root),
-            ]  # fmt: skip
+            env = discord_env(fake, WORLD)
+            args = gateway_args(stack, tmp_path)
             gateway = processes.rawp(*args, env=env, stdout=log)
-            await fake.wait_for_ready_client(timeout=60)
-            await fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
-            await fake.inject_slash_command(
-                "rawp",
-                [
-                    {
-                        "type": 1,
-                        "name": "start",
-                        "options": [
-                            command_option("node", "test-box"),
-                            command_option("agent", "long"),
-                        ],
-                    }
-                ],
-            )
-            made = await fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
-            thread_id = made.response["id"]
+            await discord_ready(fake)
+            _, thread_id = await discord_start(fake, "long")
             await fake.wait_for_call("POST", f"/channels/{thread_id}/messages", timeout=30)
             identified = len(fake.calls("WS", "IDENTIFY"))
             started = time.monotonic()

@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from tests.edge.stack import EDGE_SECRET
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
+from tests.gateway.chat_stack import bolt_url, gateway_args, slack_env, slack_greeting, slack_start
 from tests.gateway.crash_support import blocks, long_answer_stack
 from tests.support import Processes, free_port, wait_for_http
 
@@ -60,36 +60,13 @@ async def test_a_slack_gateway_killed_mid_answer_posts_every_block_once(stack, t
     try:
         async with FakeSlack(WORLD) as slack:
             port = free_port()
-            env = {
-                "RAWP_EDGE_SECRET": EDGE_SECRET,
-                "SLACK_BOT_TOKEN": WORLD.bot_token,
-                "SLACK_MODE": "http",
-                "SLACK_SIGNING_SECRET": WORLD.signing_secret,
-                "SLACK_API_BASE_URL": slack.api_base_url,
-                "SLACK_HTTP_HOST": "127.0.0.1",
-                "SLACK_HTTP_PORT": str(port),
-                "DISCORD_BOT_TOKEN": "",
-                "RAWP_PLATFORM": "",
-            }
-            args = [
-                "gateway", "--master-url", stack.master_url,
-                "--state-dir", str(tmp_path / "gw"), "--workspace", str(stack.root),
-            ]  # fmt: skip
-            bolt = f"http://127.0.0.1:{port}/slack/events"
+            env = slack_env(slack, WORLD, port)
+            args = gateway_args(stack, tmp_path)
+            bolt = bolt_url(port)
             gateway = processes.rawp(*args, env=env, stdout=log)
             wait_for_http(bolt, proc=gateway, timeout=60)
-            await slack.post_slash_command_to(
-                bolt, WORLD.slash_command("/rawp", "start test-box long")
-            )
-            parent = await slack.wait_for_call(
-                "chat.postMessage", where=lambda c: text_of(c).startswith("🧵"), timeout=60
-            )
-            thread_ts = parent.response["ts"]
-            await slack.wait_for_call(
-                "chat.postMessage",
-                where=lambda c: "Every message in this thread" in text_of(c),
-                timeout=30,
-            )
+            _, thread_ts = await slack_start(slack, WORLD, bolt, "long")
+            await slack_greeting(slack)
             started = time.monotonic()
             for trial in range(TRIALS):
                 tag = f"S{trial}"

@@ -10,11 +10,12 @@ import json
 
 import aiohttp
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.edge.stack import EDGE_SECRET, running_stack
-from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.edge.stack import EDGE_SECRET
+from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
+from tests.gateway.chat_stack import content, discord_start, module_stack, start_discord_gateway
+from tests.scrape import samples, value
 from tests.support import free_port
 
 WORLD = DiscordWorld()
@@ -22,60 +23,18 @@ OWNER = f"discord:{WORLD.alice['id']}"
 ROUTE = "POST /channels/{id}/messages"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("metrics-stack"), OWNER) as made:
-        yield made
-
-
-def samples(text: str) -> dict[tuple[str, tuple], float]:
-    found = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return found
-
-
-def value(found: dict, name: str, **labels: str) -> float:
-    return found.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
+stack = module_stack("metrics-stack", OWNER)
 
 
 async def test_a_turn_through_discord_moves_the_gateway_counters(stack, processes, tmp_path):
     port = free_port()
     async with FakeDiscord(WORLD) as discord_fake:
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "DISCORD_BOT_TOKEN": WORLD.bot_token,
-            "DISCORD_API_BASE_URL": discord_fake.api_base_url,
-            "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
-            "SLACK_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-            "RAWP_LOG_FORMAT": "json",
-        }
-        gateway = processes.rawp(
-            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
-            "--workspace", str(stack.root), "--metrics-address", f"127.0.0.1:{port}", env=env,
+        gateway = start_discord_gateway(
+            processes, stack, tmp_path, discord_fake, WORLD,
+            "--metrics-address", f"127.0.0.1:{port}", RAWP_LOG_FORMAT="json",
         )  # fmt: skip
         await discord_fake.wait_for_ready_client(timeout=60)
-        start = await discord_fake.inject_slash_command(
-            "rawp",
-            [
-                {
-                    "type": 1,
-                    "name": "start",
-                    "options": [
-                        command_option("node", "test-box"),
-                        command_option("agent", "demo"),
-                    ],
-                }
-            ],
-        )
-        made = await discord_fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
-        thread_id = made.response["id"]
+        start, thread_id = await discord_start(discord_fake)
         messages = f"/channels/{thread_id}/messages"
         await discord_fake.wait_for_call("POST", messages, timeout=30)  # the greeting
         discord_fake.rate_limit("POST", messages, times=1, retry_after=0.2)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.discord import DiscordBot
 from adapters.slack import SlackBot
@@ -17,18 +16,7 @@ from tests.adapters.discord_support import settings_for as discord_settings
 from tests.adapters.slack_support import settings_for as slack_settings
 from tests.fakes.discord_server import FakeDiscord, discord_endpoints
 from tests.fakes.slack_server import FakeSlack
-
-
-def samples(text: str) -> dict[tuple[str, tuple], float]:
-    found = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return found
-
-
-def value(found: dict, name: str, **labels: str) -> float:
-    return found.get((name, tuple(sorted(labels.items()))), 0.0)
+from tests.scrape import samples, value
 
 
 async def scrape(metrics: GatewayMetrics, headers: dict | None = None) -> tuple[int, str]:

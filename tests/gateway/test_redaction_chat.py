@@ -11,12 +11,19 @@ import textwrap
 
 import pytest
 
-from tests.edge.stack import EDGE_SECRET, edge_for, running_stack
-from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.edge.stack import edge_for, running_stack
+from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
-from tests.support import free_port, wait_for_http
+from tests.gateway.chat_stack import (
+    discord_ready,
+    discord_start,
+    slack_checked,
+    slack_start,
+    start_discord_gateway,
+    start_slack_gateway,
+)
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
@@ -86,30 +93,14 @@ def leaky_client(stack, tmp_path) -> None:
 
 async def run_turn(stack, tmp_path, unredacted: str = "") -> tuple[str, str]:
     """One turn of the leaky agent; (the thread's posted messages, every call's body)."""
-    ws = stack.root
     leaky_client(stack, tmp_path)
     async with FakeDiscord(WORLD) as discord_fake:
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "DISCORD_BOT_TOKEN": WORLD.bot_token,
-            "DISCORD_API_BASE_URL": discord_fake.api_base_url,
-            "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
-            "SLACK_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-            "RAWP_GATEWAY_UNREDACTED_NODES": unredacted,
-        }
-        stack.processes.rawp(
-            "gateway", "--master-url", stack.master_url,
-            "--state-dir", str(tmp_path / "gw"), "--workspace", str(ws), env=env,
+        start_discord_gateway(
+            stack.processes, stack, tmp_path, discord_fake, WORLD,
+            RAWP_GATEWAY_UNREDACTED_NODES=unredacted,
         )  # fmt: skip
-        await discord_fake.wait_for_ready_client(timeout=60)
-        await discord_fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
-        start = [command_option("node", "test-box"), command_option("agent", "leaky")]
-        await discord_fake.inject_slash_command(
-            "rawp", [{"type": 1, "name": "start", "options": start}]
-        )
-        made = await discord_fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
-        thread_id = made.response["id"]
+        await discord_ready(discord_fake)
+        _, thread_id = await discord_start(discord_fake, "leaky")
         prompt = await discord_fake.inject_message("show me .env", channel_id=thread_id)
         await discord_fake.wait_for_call(
             "PUT", f"/channels/{thread_id}/messages/{prompt['id']}/reactions/✅/@me", timeout=60
@@ -152,42 +143,12 @@ async def test_no_secret_reaches_slack(slack_stack, tmp_path):
     stack = slack_stack
     leaky_client(stack, tmp_path)
     async with FakeSlack(SLACK) as slack:
-        port = free_port()
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "SLACK_BOT_TOKEN": SLACK.bot_token,
-            "SLACK_MODE": "http",
-            "SLACK_SIGNING_SECRET": SLACK.signing_secret,
-            "SLACK_API_BASE_URL": slack.api_base_url,
-            "SLACK_HTTP_HOST": "127.0.0.1",
-            "SLACK_HTTP_PORT": str(port),
-            "DISCORD_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-        }
-        gateway = stack.processes.rawp(
-            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
-            "--workspace", str(stack.root), env=env,
-        )  # fmt: skip
-        bolt = f"http://127.0.0.1:{port}/slack/events"
-        wait_for_http(bolt, proc=gateway, timeout=60)
-        answer = await slack.post_slash_command_to(
-            bolt, SLACK.slash_command("/rawp", "start test-box leaky")
-        )
+        _, bolt = start_slack_gateway(stack.processes, stack, tmp_path, slack, SLACK)
+        answer, thread_ts = await slack_start(slack, SLACK, bolt, "leaky")
         assert answer.status == 200
-        parent = await slack.wait_for_call(
-            "chat.postMessage",
-            where=lambda c: str(c.body.get("text") or "").startswith("🧵"),
-            timeout=60,
-        )
-        event = SLACK.message_event("show me .env", thread_ts=parent.response["ts"])
+        event = SLACK.message_event("show me .env", thread_ts=thread_ts)
         await slack.post_event_to(bolt, event)
-        await slack.wait_for_call(
-            "reactions.add",
-            where=lambda c: (
-                c.body.get("name") == "white_check_mark" and c.body.get("timestamp") == event["ts"]
-            ),
-            timeout=60,
-        )
+        await slack_checked(slack, event)
         posted = "\n".join(content(c) for c in slack.ok_calls("chat.postMessage"))
         everything = "\n".join(content(c) for c in slack.log.find("*", "**"))
         for kind in ("AWS access key", "GitHub token", "private key", ".env value"):

@@ -7,42 +7,28 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.conversation_store import ConversationStore
-from gateway.conversations import ConversationService, ConversationSettings
-from gateway.edge_client import EdgeClient
 from tests.adapters.discord_support import running_bot
-from tests.edge.stack import EDGE_SECRET, running_stack
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
+from tests.gateway.chat_stack import content, conversation_service, module_stack
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("discord-start"), OWNER) as made:
-        yield made
+stack = module_stack("discord-start", OWNER)
 
 
 @pytest.fixture
 async def gateway(stack, tmp_path):
     """The fake Discord and the bot around a conversation service, as `rawp gateway` wires them."""
-    edge = EdgeClient(stack.master_url, EDGE_SECRET)
-    store = await ConversationStore.open(tmp_path / "conversations.sqlite3")
-    service = ConversationService(edge, store, ConversationSettings(workspace_path=str(stack.root)))
-    try:
-        async with FakeDiscord(WORLD) as fake, running_bot(fake, service) as bot:
-            service.bind_platform(bot.platform)
-            yield fake, service
-    finally:
-        await service.close()
-        await store.close()
-        await edge.close()
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
+    async with (
+        conversation_service(stack, tmp_path) as service,
+        FakeDiscord(WORLD) as fake,
+        running_bot(fake, service) as bot,
+    ):
+        service.bind_platform(bot.platform)
+        yield fake, service
 
 
 async def said(fake: FakeDiscord, channel_id: str, text: str):

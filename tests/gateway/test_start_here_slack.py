@@ -7,38 +7,28 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.conversation_store import ConversationStore
-from gateway.conversations import ConversationService, ConversationSettings
-from gateway.edge_client import EdgeClient
 from tests.adapters.slack_support import running_app
-from tests.edge.stack import EDGE_SECRET, running_stack
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
+from tests.gateway.chat_stack import conversation_service, module_stack
 
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("slack-start"), OWNER) as made:
-        yield made
+stack = module_stack("slack-start", OWNER)
 
 
 @pytest.fixture
 async def gateway(stack, tmp_path):
     """The fake Slack and the Bolt app around a conversation service, as `rawp gateway` does."""
-    edge = EdgeClient(stack.master_url, EDGE_SECRET)
-    store = await ConversationStore.open(tmp_path / "conversations.sqlite3")
-    service = ConversationService(edge, store, ConversationSettings(workspace_path=str(stack.root)))
-    try:
-        async with FakeSlack(WORLD) as slack, running_app(slack, service) as bot:
-            service.bind_platform(bot.platform)
-            yield slack, bot.http_url, service
-    finally:
-        await service.close()
-        await store.close()
-        await edge.close()
+    async with (
+        conversation_service(stack, tmp_path) as service,
+        FakeSlack(WORLD) as slack,
+        running_app(slack, service) as bot,
+    ):
+        service.bind_platform(bot.platform)
+        yield slack, bot.http_url, service
 
 
 def text_of(call) -> str:

@@ -13,9 +13,16 @@ import orjson
 import pytest
 
 from gateway.usage import figures
-from tests.edge.stack import EDGE_SECRET, edge_for, frame, recv, recv_until, running_stack
-from tests.fakes.discord_payloads import DiscordWorld, command_option
+from tests.edge.stack import edge_for, frame, recv, recv_until, running_stack
+from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
+from tests.gateway.chat_stack import (
+    content,
+    discord_ready,
+    discord_start,
+    start_discord_gateway,
+    sub,
+)
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
@@ -74,37 +81,13 @@ async def test_a_prompt_over_budget_is_refused_at_the_edge(stack):
         assert budgets["tokens_per_session"]["spent"] > 5
 
 
-def sub(name: str, *options: dict) -> list[dict]:
-    return [{"type": 1, "name": name, "options": list(options)}]
-
-
-def content(call) -> str:
-    return str((call.body or {}).get("content") or "")
-
-
 async def test_budget_refusal_footer_and_usage_in_discord(stack, processes, tmp_path):
     async with FakeDiscord(WORLD) as discord_fake:
-        env = {
-            "RAWP_EDGE_SECRET": EDGE_SECRET,
-            "DISCORD_BOT_TOKEN": WORLD.bot_token,
-            "DISCORD_API_BASE_URL": discord_fake.api_base_url,
-            "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
-            "SLACK_BOT_TOKEN": "",
-            "RAWP_PLATFORM": "",
-            "RAWP_USAGE_FOOTER": "1",
-        }
-        processes.rawp(
-            "gateway", "--master-url", stack.master_url, "--state-dir", str(tmp_path / "gw"),
-            "--workspace", str(stack.root), env=env,
-        )  # fmt: skip
-        await discord_fake.wait_for_ready_client(timeout=60)
-        await discord_fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
-        await discord_fake.inject_slash_command(
-            "rawp",
-            sub("start", command_option("node", "test-box"), command_option("agent", "demo")),
+        start_discord_gateway(
+            processes, stack, tmp_path, discord_fake, WORLD, RAWP_USAGE_FOOTER="1"
         )
-        made = await discord_fake.wait_for_call("POST", "/channels/*/threads", timeout=60)
-        thread_id = made.response["id"]
+        await discord_ready(discord_fake)
+        _, thread_id = await discord_start(discord_fake)
         messages = f"/channels/{thread_id}/messages"
 
         # The first turn is within budget and ends with the footer the gateway was asked for.
