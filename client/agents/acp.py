@@ -16,7 +16,8 @@ when the command is missing. The `agent-client-protocol` package is the client s
   the user's choice goes back as `selected`, a cancel as `cancelled`;
 * `control.prompt.cancel` → `session/cancel`; an agent that does not answer within the grace
   period is ended (SIGTERM, SIGKILL);
-* `fs/read_text_file` and `fs/write_text_file` are served only inside the workspace (§7.2).
+* `fs/read_text_file` and `fs/write_text_file` are served only inside the workspace (§7.2,
+  `PathGuard`), off the event loop (`client.fs`), at most `FILE_MAX_BYTES`.
 
 A missing command or a crash ends the turn with `agent.error` (`fatal`); the next prompt starts
 the agent again, in a new ACP session.
@@ -48,14 +49,20 @@ from acp.schema import (
 
 from client.agents.acp_updates import AcpTurn
 from client.agents.base import Agent, Prompt, Reference
+from client.fs import FileTooLarge, read_text, write_text
+from client.paths import PathGuard
 from rawp.attachments import IMAGE_TYPES
 from rawp.clock import new_id
+from rawp.errors import RawpError
 from rawp.events import InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
 from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+# The most an `fs/read_text_file` answer or an `fs/write_text_file` content may hold; past it
+# the agent gets invalid-params (the client never holds an agent-named file of any size).
+FILE_MAX_BYTES = 8 * 1024 * 1024
 
 
 def check_settings(settings: dict[str, Any]) -> None:
@@ -72,6 +79,19 @@ class _Client:
 
     def __init__(self, agent: AcpAgent) -> None:
         self.agent = agent
+        self.guard = PathGuard((agent.workspace,))  # fs/* requests: the workspace only
+
+    def _target(self, path: str) -> Path:
+        """The path the agent named, judged by the client's one `PathGuard` (RAWP §7.2): NUL,
+        `~`, percent-encoded separators and anything resolving outside the workspace all get
+        the same ACP invalid-params error (`reason: outside the workspace`)."""
+        workspace = self.agent.workspace
+        try:
+            return self.guard.resolve(path, workspace=workspace, relative_to=workspace)
+        except RawpError:
+            raise RequestError.invalid_params(
+                {"path": path, "reason": "outside the workspace"}
+            ) from None
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         turn = self.agent.turn
@@ -93,19 +113,21 @@ class _Client:
         limit: int | None = None,
         **_: Any,
     ) -> ReadTextFileResponse:
-        text = self.agent.confined(path).read_text(errors="replace")
-        if line is not None or limit is not None:
-            lines = text.splitlines(keepends=True)
-            start = max(0, (line or 1) - 1)
-            text = "".join(lines[start : start + limit if limit else None])
+        target = self._target(path)
+        try:
+            text = await read_text(target, max_bytes=FILE_MAX_BYTES, line=line, limit=limit)
+        except FileTooLarge as exc:
+            raise RequestError.invalid_params({"path": path, "reason": str(exc)}) from None
         return ReadTextFileResponse(content=text)
 
     async def write_text_file(
         self, session_id: str, path: str, content: str, **_: Any
     ) -> WriteTextFileResponse:
-        target = self.agent.confined(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content)
+        target = self._target(path)
+        try:
+            await write_text(target, content, max_bytes=FILE_MAX_BYTES)
+        except FileTooLarge as exc:
+            raise RequestError.invalid_params({"path": path, "reason": str(exc)}) from None
         return WriteTextFileResponse()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -152,14 +174,6 @@ class AcpAgent(Agent):
 
     def image_types(self) -> frozenset[str]:
         return IMAGE_TYPES if self._takes_images else frozenset()
-
-    def confined(self, path: str) -> Path:
-        """A path the agent named, if it is inside the workspace (RAWP §7.2)."""
-        root = self.workspace.resolve()
-        target = (root / path).resolve()
-        if not target.is_relative_to(root):
-            raise RequestError.invalid_params({"path": path, "reason": "outside the workspace"})
-        return target
 
     # --- the process -------------------------------------------------------------------------
 

@@ -6,6 +6,8 @@ The transcript is `{"turns": [...]}`; for each `session/prompt` the next turn is
 every entry of `updates` is sent as a `session/update` notification, except
 `{"ask": {toolCall, options}}`, which is sent as a `session/request_permission` request whose
 answer is awaited (and recorded into the next update as `_meta.answer`, so tests can see it);
+`{"fs": {method, params}}` sends a client request (`fs/read_text_file`, …) and reports its
+answer (`result` or `error`) as an `agent_message_chunk` `[fs: {...}]`;
 then the prompt is answered with the turn's `response` (`{stopReason, usage?}`) or `error`.
 The prompt's blocks are echoed back in an `agent_thought_chunk` first when `echo` is set.
 Standard library only.
@@ -55,6 +57,21 @@ def main() -> int:
                     }
                 )
             for update in turn.get("updates", []):
+                if "fs" in update:
+                    asks += 1
+                    params = {"sessionId": SESSION, **update["fs"]["params"]}
+                    request = {"id": f"fs-{asks}", "method": update["fs"]["method"]}
+                    send({"jsonrpc": "2.0", **request, "params": params})
+                    while (answer := read()) is not None and answer.get("id") != f"fs-{asks}":
+                        pass
+                    reply = {k: v for k, v in (answer or {}).items() if k in ("result", "error")}
+                    note = {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": f"[fs: {json.dumps(reply)}]"},
+                    }
+                    params = {"sessionId": SESSION, "update": note}
+                    send({"jsonrpc": "2.0", "method": "session/update", "params": params})
+                    continue
                 if "ask" in update:
                     asks += 1
                     params = {"sessionId": SESSION, **update["ask"]}
