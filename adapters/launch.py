@@ -38,7 +38,7 @@ from gateway import redact
 from gateway.conversation_store import ConversationStore
 from gateway.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.edge_client import EdgeApiError, EdgeClient
-from gateway.live import LiveSession
+from gateway.live import ConnectedSession
 from gateway.metrics import GatewayMetrics, MetricsServer
 from gateway.platform import Invocation
 from gateway.render import RenderOptions
@@ -273,7 +273,7 @@ async def run_console(
 
 async def _open(
     service: ConversationService, invocation: Invocation, node: str, agent: str
-) -> tuple[LiveSession, str]:
+) -> tuple[ConnectedSession, str]:
     """Start the console's session; a node that is still syncing its config (K-03) or a master
     still starting is waited for a little, anything else is a clear error."""
     deadline = asyncio.get_running_loop().time() + CONSOLE_WAIT_FOR_NODE_S

@@ -29,7 +29,7 @@ from client.auth import ClientAuth
 from client.master_link import MasterLink, MasterLinkError
 from client.paths import PathGuard
 from client.process import AgentProcesses
-from client.rate_limit import RateLimiter
+from client.rate_limit import RequestBucket
 from client.sessions import SessionManager
 from client.settings import ClientSettings
 from client.state import StateDir
@@ -74,7 +74,7 @@ class Services:
     sessions: SessionManager
     link: MasterLink
     search: Any
-    rate: RateLimiter
+    rate: RequestBucket
     processes: AgentProcesses
     started: float
     # The lifespan's own work (the config sync); the session table owns its sweep.
@@ -110,7 +110,7 @@ def build_services(
         sessions=sessions,
         link=link,
         search=search if search is not None else default_search(settings),
-        rate=RateLimiter(settings.limits.rate_limit, clock),
+        rate=RequestBucket(settings.limits.rate_limit, clock),
         processes=processes,
         started=clock.monotonic(),
     )

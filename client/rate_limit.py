@@ -10,7 +10,10 @@ from rawp.clock import Clock
 from rawp.errors import TooManyRequests
 
 
-class RateLimiter:
+class RequestBucket:
+    """One token bucket for all of the client's HTTP requests; `take()` spends a token or
+    raises 429. Not the master's per-key `RateLimiter` (master.services.rate_limit)."""
+
     def __init__(self, rate: int, clock: Clock) -> None:
         self.rate = float(rate)
         self.clock = clock

@@ -46,7 +46,7 @@ from rawp.frames import Frame, make_frame
 
 if TYPE_CHECKING:
     from gateway.conversation_store import ConversationStore
-    from gateway.live import LiveSession
+    from gateway.live import ConnectedSession
 
 LINE_KEY = "busy/queue-line"  # the post key the queue line's message is recorded under (rule 6)
 CANCELS_KEPT = 64  # the interrupts' cancel frames whose NO_SUCH_TURN is not shown (rule 4)
@@ -345,7 +345,7 @@ async def set_busy_mode(
 
 async def send_prompt(
     store: ConversationStore,
-    live: LiveSession,
+    live: ConnectedSession,
     request: PromptRequest,
     message: MessageRef | None,
     user_id: str,

@@ -50,7 +50,7 @@ from gateway.audit import ANSWERED, REFUSED, ApprovalRecord, EdgeAuditSink
 from gateway.conversation_store import Binding, ConversationStore
 from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.edge_link import SessionLink
-from gateway.live import LiveSession
+from gateway.live import ConnectedSession
 from gateway.platform import (
     ChatPlatform,
     ConversationHooks,
@@ -133,7 +133,7 @@ class ConversationService(ConversationHooks):
         self.store = store
         self.settings = settings or ConversationSettings()
         self.platform = platform
-        self.live: dict[str, LiveSession] = {}  # session_id → live session
+        self.live: dict[str, ConnectedSession] = {}  # session_id → live session
         self._fingerprints: dict = {}  # session_id → its `.env` fingerprints (render rule 9)
         self._reviving: dict[str, asyncio.Lock] = {}
         # (platform, channel) → starts in progress there: a message in a thread that is being
@@ -186,7 +186,7 @@ class ConversationService(ConversationHooks):
 
     async def open_session(
         self, invocation: Invocation, node: str, agent: str, *, on_message: bool = False
-    ) -> tuple[LiveSession, str]:
+    ) -> tuple[ConnectedSession, str]:
         """Rule 2: the live session and its greeting, or `StartRefused` saying why not."""
         subject = subject_of(invocation)
         try:
@@ -270,7 +270,7 @@ class ConversationService(ConversationHooks):
             return f"“{wanted}” matches several machines: {names}. Name one exactly."
         return f"No machine called “{wanted}”. Yours: {names}."
 
-    async def _go_live(self, binding: Binding, ticket: str | None) -> LiveSession:
+    async def _go_live(self, binding: Binding, ticket: str | None) -> ConnectedSession:
         if not self._tasks.running:
             await self._tasks.start()
         cursor = await self.store.cursor(binding.session_id)  # rule 4; None for a new session
@@ -293,12 +293,12 @@ class ConversationService(ConversationHooks):
             audit=audit,  # rule 9
             fingerprints=self._fingerprints,
         )
-        live = LiveSession(link, renderer, on_end=self._ended_elsewhere, store=self.store)
+        live = ConnectedSession(link, renderer, on_end=self._ended_elsewhere, store=self.store)
         self.live[binding.session_id] = live
         live.start(self._tasks)
         return live
 
-    async def _revive(self, binding: Binding) -> LiveSession:
+    async def _revive(self, binding: Binding) -> ConnectedSession:
         """The binding's live session, reconnecting it with a fresh ticket if needed."""
         lock = self._reviving.setdefault(binding.session_id, asyncio.Lock())
         async with lock:
@@ -313,7 +313,7 @@ class ConversationService(ConversationHooks):
                 raise
             return await self._go_live(binding, ticket)
 
-    async def _ended_elsewhere(self, live: LiveSession) -> None:
+    async def _ended_elsewhere(self, live: ConnectedSession) -> None:
         """Rule 5: the link ended without us closing it."""
         if self.live.pop(live.session_id, None) is None:
             return
@@ -360,7 +360,7 @@ class ConversationService(ConversationHooks):
             return NOT_YOURS
         return binding
 
-    async def live_session(self, invocation: Invocation) -> LiveSession | str:
+    async def live_session(self, invocation: Invocation) -> ConnectedSession | str:
         """The invocation's session, live (reconnected if needed), or why there is none."""
         binding = await self._binding(invocation)
         if isinstance(binding, str):

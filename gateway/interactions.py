@@ -96,10 +96,6 @@ class InteractionFlow:
         self._audit = audit
         self._pending: dict[str, _Pending] = {}
 
-    @property
-    def open_ids(self) -> list[str]:
-        return list(self._pending)
-
     async def open(
         self,
         frame: Frame,

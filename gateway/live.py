@@ -1,7 +1,7 @@
 """A conversation's session while the gateway is connected to it: link, renderer, pump.
 
-`LiveSession` ties one `SessionLink` (the edge WebSocket) to one `SessionRenderer` through a
-`ChatSession`, and runs the pump that renders every frame. It also answers what the chat needs
+`ConnectedSession` ties one `SessionLink` (the edge WebSocket) to one `SessionRenderer` through
+a `ChatSession`, and runs the pump that renders every frame. It also answers what the chat needs
 from the session besides rendering:
 
 - `search_files(query)`: `control.file.search` → the matching `session.file.candidates`
@@ -106,13 +106,13 @@ class _TappedLink:
         return frame
 
 
-class LiveSession:
+class ConnectedSession:
     def __init__(
         self,
         link: SessionLink,
         renderer: SessionRenderer,
         *,
-        on_end: Callable[[LiveSession], Awaitable[None]] | None = None,
+        on_end: Callable[[ConnectedSession], Awaitable[None]] | None = None,
         store: ConversationStore | None = None,
     ) -> None:
         self.link = link

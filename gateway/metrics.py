@@ -77,7 +77,7 @@ class GatewayMetrics:
         r.register(_LiveSessions(self))
 
     def watch(self, platform: str, live_sessions: Callable[[], Iterable[Any]]) -> None:
-        """Count `live_sessions()` (gateway.live.LiveSession objects) at every scrape."""
+        """Count `live_sessions()` (gateway.live.ConnectedSession objects) at every scrape."""
         self.sources.append((platform, live_sessions))
 
     def platform_trace(self, platform: str, label_of: Callable[[Any], str]) -> aiohttp.TraceConfig:

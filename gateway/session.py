@@ -1,8 +1,9 @@
 """One chat conversation bound to one RAWP session: prompts out, frames in, rendered.
 
-The master connection (Edge WSS, gateway.edge_link) provides a `FrameLink` per session; this
-module only needs its two operations, so an in-memory link stands in for it in tests and the
-console can run against anything that speaks frames.
+A `FrameLink` is one session's frames both ways. In the gateway it is the edge WebSocket's
+`SessionLink` (gateway.edge_link), tapped by `ConnectedSession` (gateway.live); this module
+needs only its two operations, so the tests (and adapters.console's own tests) drive a
+`ChatSession` over an in-memory link.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class FrameLink(Protocol):
 
 
 class ChatSession:
+    """Sends a conversation's prompts and cancels on `link`; renders what comes back."""
+
     def __init__(self, renderer: SessionRenderer, link: FrameLink) -> None:
         self.renderer = renderer
         self.link = link

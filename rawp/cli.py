@@ -139,15 +139,6 @@ def writable_directory(path: Path, what: str = "state directory") -> Path:
     return path
 
 
-def not_ready(what: str):
-    """Handler for a command whose implementation has not landed yet: says so, exits 2."""
-
-    def handler(args: argparse.Namespace) -> int:
-        raise CommandError(f"{what} is not available in this build yet (see `rawp --help`)")
-
-    return handler
-
-
 if __name__ == "__main__":  # pragma: no cover
     # Under `python -m rawp.cli` this file is `__main__`, while command modules import
     # `rawp.cli`: run that module's main so the CommandError they raise is the one it catches.

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from master.edge.live import LiveSession
+from master.edge.live import RelayedSession
 from master.edge.usage import period_start
 from master.services.budget_rules import BudgetRules
 from master.storage import nodes as node_store
@@ -138,7 +138,7 @@ class BudgetGuard:
     def enabled(self) -> bool:
         return self.rules.enabled
 
-    async def check(self, live: LiveSession) -> Verdict:
+    async def check(self, live: RelayedSession) -> Verdict:
         """Rules 2 and 4 for a prompt in `live`; never raises (rule 6)."""
         if not self.enabled:
             return Verdict()
@@ -148,7 +148,7 @@ class BudgetGuard:
             log.exception("session %s: budgets could not be checked; prompt let through", live.id)
             return Verdict()
 
-    async def _check(self, live: LiveSession) -> Verdict:
+    async def _check(self, live: RelayedSession) -> Verdict:
         now = self._clock.now().astimezone(UTC)
         scopes = [
             ("user", f"user:{live.user_id}", self.rules.for_user(live.user_id), "your"),

@@ -47,7 +47,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from master.edge.dataplane import DataPlane
-from master.edge.live import LiveSession
+from master.edge.live import RelayedSession
 from master.services.pinning import connect_pinned
 from master.services.session_start import SessionStarter
 from rawp.clock import Clock
@@ -60,7 +60,7 @@ from rawp.tasks import TaskOwner
 log = logging.getLogger("rawp.master.edge.link")
 
 # Rule 7: write `event` for the session; True while it lives on, False once it is TERMINATED.
-StateHook = Callable[[LiveSession, SessionEvent, str], Awaitable[bool]]
+StateHook = Callable[[RelayedSession, SessionEvent, str], Awaitable[bool]]
 GREETING = ("session.capabilities", "tool.catalog.publish")
 
 
@@ -91,7 +91,7 @@ class SessionGone(Exception):
 class ClientLink:
     def __init__(
         self,
-        live: LiveSession,
+        live: RelayedSession,
         *,
         plane: DataPlane,
         starter: SessionStarter,

@@ -35,7 +35,7 @@ import orjson
 
 from master.edge.budgets import BudgetGuard
 from master.edge.edge_socket import EdgeSocket
-from master.edge.live import LiveSession
+from master.edge.live import RelayedSession
 from master.edge.policy import REJECTED, SecurityPolicy
 from master.edge.relay import GREETING_TYPES, Relay
 from master.edge.usage import UsageBook
@@ -95,7 +95,7 @@ class DataPlane:
 
     # --- client → edges ------------------------------------------------------------------------
 
-    async def from_client(self, live: LiveSession, text: str, *, repeat_greeting: bool) -> Any:
+    async def from_client(self, live: RelayedSession, text: str, *, repeat_greeting: bool) -> Any:
         """Forward one client frame; returns its (type, message_id), or None if unreadable.
 
         `repeat_greeting` marks a greeting frame of a reattached client socket: it refreshes
@@ -107,7 +107,7 @@ class DataPlane:
         finally:
             FRAME_ARRIVED.reset(arrived)
 
-    async def _from_client(self, live: LiveSession, text: str, repeat_greeting: bool) -> Any:
+    async def _from_client(self, live: RelayedSession, text: str, repeat_greeting: bool) -> Any:
         try:
             envelope = orjson.loads(text)
             kind, message_id = envelope["type"], envelope["message_id"]
@@ -143,7 +143,7 @@ class DataPlane:
 
     # --- edge → client -------------------------------------------------------------------------
 
-    async def from_edge(self, live: LiveSession, edge: EdgeSocket, data: str | bytes) -> None:
+    async def from_edge(self, live: RelayedSession, edge: EdgeSocket, data: str | bytes) -> None:
         try:
             frame = parse_frame(data, max_size=live.limits.max_frame_size)
         except FrameError as exc:
@@ -195,7 +195,7 @@ class DataPlane:
         self.metrics.to_client.inc()
         await self._active(live)
 
-    async def _release(self, live: LiveSession, ref: str) -> None:
+    async def _release(self, live: RelayedSession, ref: str) -> None:
         """A claimed control frame that did not go through may come again with the same id."""
         try:
             await self.relay.release_control(live.id, ref)
@@ -203,13 +203,13 @@ class DataPlane:
             log.warning("session %s: could not release control frame %s", live.id, ref)
 
     def _refuse(
-        self, edge: EdgeSocket, live: LiveSession, code: str, message: str, ref: str
+        self, edge: EdgeSocket, live: RelayedSession, code: str, message: str, ref: str
     ) -> None:
         self.metrics.frames_dropped.labels(code.lower()).inc()  # session_mismatch, …
         self._notify(edge, live, {"code": code, "message": message}, ref)
 
     def _notify(
-        self, edge: EdgeSocket, live: LiveSession, payload: dict[str, Any], ref: str | None
+        self, edge: EdgeSocket, live: RelayedSession, payload: dict[str, Any], ref: str | None
     ) -> None:
         """A `session.error` for this edge socket only; `ref` None: a notice about no frame."""
         if ref is not None:
@@ -219,7 +219,7 @@ class DataPlane:
         )
         edge.offer(dump_frame(frame))
 
-    async def _active(self, live: LiveSession) -> None:
+    async def _active(self, live: RelayedSession) -> None:
         now = self._clock.monotonic()
         live.last_activity = now
         if now - live.activity_written >= ACTIVITY_WRITE_INTERVAL:

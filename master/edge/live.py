@@ -9,7 +9,7 @@ from rawp.config import Limits
 
 
 @dataclass
-class LiveSession:
+class RelayedSession:
     id: str
     node_id: str
     user_id: str

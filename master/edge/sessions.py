@@ -46,7 +46,7 @@ from master.edge.auth import EdgeUser
 from master.edge.client_link import ClientLink
 from master.edge.dataplane import DataPlane
 from master.edge.edge_socket import GOING_AWAY, NORMAL
-from master.edge.live import LiveSession
+from master.edge.live import RelayedSession
 from master.edge.nodes import NodeDirectory
 from master.edge.relay import Relay, Resumed
 from master.edge.tickets import EdgeTickets
@@ -105,7 +105,7 @@ class EdgeSessions:
         self._nodes = nodes
         self._sockets = sockets
         self._settings = settings
-        self.live: dict[str, LiveSession] = {}  # the sessions whose client link is held here
+        self.live: dict[str, RelayedSession] = {}  # the sessions whose client link is held here
         self._tasks = TaskOwner("edge sessions", log)  # rule 6
         self._sweeper: asyncio.Task | None = None
         # seconds between takeover sweeps (several replicas only)
@@ -128,7 +128,7 @@ class EdgeSessions:
         except SessionInitFailed as exc:
             raise _passed_on(exc) from None
         bind_session(started.session_id)  # this request's later lines name it (rawp.logs)
-        live = LiveSession(
+        live = RelayedSession(
             id=started.session_id,
             node_id=node_id,
             user_id=user.id,
@@ -179,7 +179,7 @@ class EdgeSessions:
             )
         return default
 
-    def _link(self, live: LiveSession) -> ClientLink:
+    def _link(self, live: RelayedSession) -> ClientLink:
         async def may_hold() -> bool:  # client_link rule 6: the relay's lease says
             try:
                 return await self._relay.claim(live.id)
@@ -206,7 +206,7 @@ class EdgeSessions:
             deliver_within=self._settings.delivery_seconds,
         )
 
-    def _adopt(self, live: LiveSession, link: ClientLink) -> None:
+    def _adopt(self, live: RelayedSession, link: ClientLink) -> None:
         live.link = link
         self.live[live.id] = live
         self._relay.bind_client(live.id, link)
@@ -287,7 +287,7 @@ class EdgeSessions:
 
     # --- the edge WebSocket's way in ---------------------------------------------------------
 
-    async def admit(self, ticket: str | None, session_id: str | None) -> LiveSession:
+    async def admit(self, ticket: str | None, session_id: str | None) -> RelayedSession:
         """Burn the ticket and return the live session, reattaching it if needed (rule 4)."""
         admission = await self._tickets.burn(ticket, session_id)
         live = self.live.get(admission.session_id)
@@ -301,7 +301,7 @@ class EdgeSessions:
             return await self._resume(row)
         return _detached(row)  # another replica holds the link: frames cross the relay
 
-    async def _resume(self, row: Any) -> LiveSession:
+    async def _resume(self, row: Any) -> RelayedSession:
         live = _detached(row)
         link = self._link(live)
         self._adopt(live, link)
@@ -353,7 +353,7 @@ class EdgeSessions:
         if live is not None:
             await self._close_link(live)
 
-    async def _close_link(self, live: LiveSession) -> None:
+    async def _close_link(self, live: RelayedSession) -> None:
         """This process stops holding the session's client link."""
         if live.unregister is not None:
             live.unregister()
@@ -395,7 +395,7 @@ class EdgeSessions:
 
     # --- link state (rule 5) ---------------------------------------------------------------------
 
-    async def _state(self, live: LiveSession, event: SessionEvent, reason: str) -> bool:
+    async def _state(self, live: RelayedSession, event: SessionEvent, reason: str) -> bool:
         """The link's `on_state` (client_link rule 7): True while the session lives on."""
         if event is SessionEvent.TERMINATE:
             log.info("session %s: ending (%s)", live.id, reason)
@@ -414,7 +414,7 @@ class EdgeSessions:
         log.info("session %s: %s (%s)", live.id, move.state.value if move.state else "?", reason)
         return True
 
-    async def _forget(self, live: LiveSession, code: int, reason: str) -> None:
+    async def _forget(self, live: RelayedSession, code: int, reason: str) -> None:
         """End the session here: link closed first (so it does not reattach), then TERMINATE —
         a no-op on a row already TERMINATED, so every replica may say it (rule 5)."""
         self.live.pop(live.id, None)
@@ -423,7 +423,7 @@ class EdgeSessions:
         await self._config.move_session(live.id, SessionEvent.TERMINATE)
         await self._relay.release(live.id)
 
-    async def _end_on_client(self, live: LiveSession) -> None:
+    async def _end_on_client(self, live: RelayedSession) -> None:
         try:
             reply = await self._calls.call(live.node_id, "DELETE", f"/v1/session/{live.id}")
         except RawpError as exc:
@@ -452,8 +452,8 @@ class EdgeSessions:
         await self._relay.close()
 
 
-def _detached(row: Any) -> LiveSession:
-    return LiveSession(
+def _detached(row: Any) -> RelayedSession:
+    return RelayedSession(
         id=row.id,
         node_id=row.node_id,
         user_id=row.user_id,

@@ -214,11 +214,6 @@ class AddressPolicy:
         return checked
 
 
-def normalize_client_address(address: str, *, dev: bool) -> str:
-    """`AddressPolicy(dev=dev).normalize(address)`: syntax and literal addresses, no lookup."""
-    return AddressPolicy(dev=dev).normalize(address)
-
-
 def _strip_dot(host: str) -> str:
     return host[:-1] if host.endswith(".") and not host.endswith("..") else host
 

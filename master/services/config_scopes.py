@@ -157,10 +157,6 @@ class ConfigScopes:
             row.pinned_limits, row.pinned_capabilities, row.limits_version, row.capabilities_version
         )
 
-    async def session_allows(self, session_id: str, capability: str) -> bool:
-        """M-PIN-06/07: a session is asked only for what was pinned to it, and keeps it."""
-        return capability in (await self.pinned_config(session_id)).capabilities
-
     async def session_status(self, session_id: str) -> SessionState:
         async with self._db.connect() as conn:
             row = await store.get_session(conn, session_id)

@@ -21,7 +21,6 @@ from master.client_calls import ClientCaller, NodeCallError
 from master.services.addresses import (
     AddressPolicy,
     AddressRefused,
-    normalize_client_address,
     refusal,
 )
 from master.services.pinning import connect_pinned
@@ -109,19 +108,19 @@ def test_the_table_has_at_least_40_forbidden_spellings():
 @pytest.mark.parametrize("host", LOOPBACK + UNSPECIFIED + LINK_LOCAL + NEVER_CALLABLE)
 def test_forbidden_spellings_are_refused_without_dev(host):
     with pytest.raises(BadRequest) as info:
-        normalize_client_address(f"https://{host}:8701", dev=False)
+        AddressPolicy(dev=False).normalize(f"https://{host}:8701")
     assert info.value.error_code == "INVALID_CLIENT_ADDRESS"
 
 
 @pytest.mark.parametrize("host", UNSPECIFIED + LINK_LOCAL + NEVER_CALLABLE)
 def test_unspecified_and_link_local_are_refused_even_with_dev(host):
     with pytest.raises(BadRequest):
-        normalize_client_address(f"http://{host}:8701", dev=True)
+        AddressPolicy(dev=True).normalize(f"http://{host}:8701")
 
 
 @pytest.mark.parametrize("host", [h for h in LOOPBACK if "localhost" not in h.lower()])
 def test_loopback_spellings_are_allowed_with_dev_in_their_plain_form(host):
-    normalized = normalize_client_address(f"http://{host}:8701", dev=True)
+    normalized = AddressPolicy(dev=True).normalize(f"http://{host}:8701")
     ip = ipaddress.ip_address(urlsplit(normalized).hostname)  # stored as a plain address
     assert refusal(ip, dev=True) is None
     assert refusal(ip, dev=False) is not None  # …that a production master still refuses
@@ -129,7 +128,7 @@ def test_loopback_spellings_are_allowed_with_dev_in_their_plain_form(host):
 
 @pytest.mark.parametrize(("host", "normalized"), ACCEPTED)
 def test_private_and_public_addresses_are_accepted_in_canonical_form(host, normalized):
-    assert normalize_client_address(f"https://{host}:8701", dev=False) == (
+    assert AddressPolicy(dev=False).normalize(f"https://{host}:8701") == (
         f"https://{normalized}:8701"
     )
 
@@ -137,7 +136,7 @@ def test_private_and_public_addresses_are_accepted_in_canonical_form(host, norma
 @pytest.mark.parametrize("host", ["127.0.0.1 x", "1.2.3.4.5", "08.1.1.1", "a..b", "node.123"])
 def test_hosts_that_are_neither_an_address_nor_a_name_are_refused(host):
     with pytest.raises(BadRequest):
-        normalize_client_address(f"https://{host}", dev=True)
+        AddressPolicy(dev=True).normalize(f"https://{host}")
 
 
 def stub(answers: dict[str, list[str]], log: list[str] | None = None):

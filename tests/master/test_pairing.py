@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from master.services.addresses import normalize_client_address
+from master.services.addresses import AddressPolicy
 from master.storage.schema import nodes, pairing_tokens
 from rawp.errors import BadRequest
 from rawp.tokens import fingerprint, verify
@@ -129,19 +129,19 @@ LOOPBACK = [
 @pytest.mark.parametrize("address", REFUSED_ALWAYS + LOOPBACK + ["http://node.example:8701"])
 def test_refused_addresses_without_dev(address):
     with pytest.raises(BadRequest) as info:
-        normalize_client_address(address, dev=False)
+        AddressPolicy(dev=False).normalize(address)
     assert info.value.error_code == "INVALID_CLIENT_ADDRESS"
 
 
 @pytest.mark.parametrize("address", [*LOOPBACK, "http://127.0.0.1:8701", "http://node.example"])
 def test_dev_allows_http_and_loopback(address):
-    assert normalize_client_address(address, dev=True).startswith(("http://", "https://"))
+    assert AddressPolicy(dev=True).normalize(address).startswith(("http://", "https://"))
 
 
 @pytest.mark.parametrize("address", REFUSED_ALWAYS)
 def test_dev_still_refuses_link_local_and_malformed(address):
     with pytest.raises(BadRequest):
-        normalize_client_address(address, dev=True)
+        AddressPolicy(dev=True).normalize(address)
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,7 @@ def test_dev_still_refuses_link_local_and_malformed(address):
     ],
 )
 def test_private_and_public_addresses_are_accepted(address, normalized):
-    assert normalize_client_address(address, dev=False) == normalized
+    assert AddressPolicy(dev=False).normalize(address) == normalized
 
 
 async def test_refused_address_over_http_keeps_the_token(master):
@@ -225,12 +225,12 @@ async def test_unknown_keys_are_ignored(master):
 @given(st.text(max_size=60), st.booleans())
 def test_any_address_text_is_accepted_normalized_or_refused_cleanly(text, dev):
     try:
-        normalized = normalize_client_address(text, dev=dev)
+        normalized = AddressPolicy(dev=dev).normalize(text)
     except BadRequest as exc:
         assert exc.error_code == "INVALID_CLIENT_ADDRESS"
         return
     assert normalized.startswith("https://" if not dev else ("https://", "http://"))
-    assert normalize_client_address(normalized, dev=dev) == normalized  # idempotent
+    assert AddressPolicy(dev=dev).normalize(normalized) == normalized  # idempotent
 
 
 octet = st.integers(min_value=0, max_value=255)
@@ -240,7 +240,7 @@ octet = st.integers(min_value=0, max_value=255)
 def test_loopback_and_link_local_ranges_are_always_refused(prefix, octets):
     host = ".".join([prefix, *map(str, octets)][: 4 if prefix == "127" else 3])
     with pytest.raises(BadRequest):
-        normalize_client_address(f"https://{host}:8701", dev=False)
+        AddressPolicy(dev=False).normalize(f"https://{host}:8701")
 
 
 async def test_racing_pairs_with_one_token_create_one_node(master):
