@@ -29,10 +29,12 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from gateway import redact
 from gateway.conversation_store import ConversationStore
@@ -276,15 +278,15 @@ async def _open(
 ) -> tuple[ConnectedSession, str]:
     """Start the console's session; a node that is still syncing its config (K-03) or a master
     still starting is waited for a little, anything else is a clear error."""
-    deadline = asyncio.get_running_loop().time() + CONSOLE_WAIT_FOR_NODE_S
-    while True:
-        try:
-            return await service.open_session(invocation, node, agent)
-        except StartRefused as refused:
-            retry = refused.code in ("CONFIG_NOT_SYNCED", "MASTER_UNREACHABLE")
-            if not retry or asyncio.get_running_loop().time() > deadline:
-                raise LaunchError(f"could not start {agent!r} on {node}: {refused.text}") from None
-        await asyncio.sleep(0.5)
+    try:
+        async for attempt in _console_waits(
+            lambda exc: isinstance(exc, StartRefused) and exc.code in STARTING
+        ):
+            with attempt:
+                return await service.open_session(invocation, node, agent)
+    except StartRefused as refused:
+        raise LaunchError(f"could not start {agent!r} on {node}: {refused.text}") from None
+    raise AssertionError("unreachable: the retries end in a return or a raise")
 
 
 async def _first_node(service: ConversationService, invocation: Invocation) -> str:
@@ -292,24 +294,48 @@ async def _first_node(service: ConversationService, invocation: Invocation) -> s
     from gateway.conversations import subject_of
 
     subject = subject_of(invocation)
-    deadline = asyncio.get_running_loop().time() + CONSOLE_WAIT_FOR_NODE_S
-    while True:
+
+    async def online_node() -> str:
         try:
             nodes = await service.edge.list_nodes(subject)
         except EdgeApiError as exc:
-            late = asyncio.get_running_loop().time() > deadline
-            if exc.error_code != "MASTER_UNREACHABLE" or late:  # a master restarting: wait
+            if exc.error_code != "MASTER_UNREACHABLE":  # a master restarting: wait
                 raise LaunchError(f"the master refused to list nodes: {exc.message}") from None
-            nodes = []
+            raise _NotYet(f"the master refused to list nodes: {exc.message}") from None
         online = [n for n in nodes if n.get("status") != "offline"]
-        if online:
-            return online[0]["node_id"]
-        if asyncio.get_running_loop().time() > deadline:
-            raise LaunchError(
-                f"no machine is paired for {subject}, or none is online: pair one with "
-                f"`rawp master pairing-url --user {subject}` and `rawp client pair <url>`"
-            )
-        await asyncio.sleep(0.5)
+        if not online:
+            raise _NotYet
+        return online[0]["node_id"]
+
+    try:
+        async for attempt in _console_waits(lambda exc: isinstance(exc, _NotYet)):
+            with attempt:
+                return await online_node()
+    except _NotYet as still:
+        raise LaunchError(
+            str(still)
+            or f"no machine is paired for {subject}, or none is online: pair one with "
+            f"`rawp master pairing-url --user {subject}` and `rawp client pair <url>`"
+        ) from None
+    raise AssertionError("unreachable: the retries end in a return or a raise")
+
+
+# A node still syncing its config (K-03) or a master still starting: the console waits.
+STARTING = ("CONFIG_NOT_SYNCED", "MASTER_UNREACHABLE")
+
+
+class _NotYet(Exception):
+    """No node is online yet, or the master is not answering yet."""
+
+
+def _console_waits(retryable: Callable[[BaseException], bool]) -> AsyncRetrying:
+    """Tries for up to CONSOLE_WAIT_FOR_NODE_S, the waits growing to 0.5 s with jitter."""
+    return AsyncRetrying(
+        retry=retry_if_exception(retryable),
+        stop=stop_after_delay(CONSOLE_WAIT_FOR_NODE_S),
+        wait=wait_exponential_jitter(multiplier=0.1, max=0.5, jitter=0.1),
+        reraise=True,
+    )
 
 
 NO_CONSOLE_INPUT = (

@@ -10,12 +10,12 @@ config sync with the master start; all of it stops with the server, every agent 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from quart import Quart
+from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 from werkzeug.exceptions import HTTPException
 
 from client.agent_groups import GroupRecord
@@ -118,15 +118,15 @@ def build_services(
 
 async def sync_until_done(link: MasterLink, first_wait: float = 1.0) -> None:
     """Sync both scopes; while the master is unreachable, try again with backoff (K-03: it
-    starts no session on this node before the sync)."""
-    wait = first_wait
-    while True:
-        try:
+    starts no session on this node before the sync). The waits double up to 60 s, with jitter
+    so nodes cut off together do not come back in step; cancelling the task ends them at once."""
+    retrying = AsyncRetrying(
+        retry=retry_if_exception_type(MasterLinkError),
+        wait=wait_exponential_jitter(multiplier=first_wait, max=60.0, jitter=first_wait),
+    )
+    async for attempt in retrying:
+        with attempt:
             await link.sync_on_start()
-            return
-        except MasterLinkError:
-            await asyncio.sleep(wait)
-            wait = min(60.0, wait * 2)
 
 
 def create_app(

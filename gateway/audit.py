@@ -19,7 +19,6 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,6 +26,12 @@ from typing import Any
 from urllib.parse import quote
 
 import orjson
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
 from gateway.edge_client import EdgeApiError, EdgeClient
 from rawp.clock import new_id
@@ -114,20 +119,31 @@ class EdgeAuditSink:
     async def __call__(self, record: ApprovalRecord) -> None:
         body = self.body(record)
         path = f"/v1/edge/sessions/{quote(self._session_id)}/audit"
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                await self._edge.call(self._owner, "POST", path, body)
-                return
-            except EdgeApiError as exc:
-                transient = exc.status == 0 or exc.status >= 500
-                if not transient or attempt == ATTEMPTS:
-                    log.warning(
-                        "approval record for session %s not stored (%s): %s %s by %s",
-                        self._session_id,
-                        exc.error_code,
-                        body["outcome"],
-                        body["interaction_id"],
-                        body["actor"] or "nobody",
-                    )
-                    return
-            await asyncio.sleep(self._retry_after_s * attempt)
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(_transient),  # a 4xx will not pass on a second try
+            stop=stop_after_attempt(ATTEMPTS),
+            wait=wait_exponential_jitter(
+                multiplier=self._retry_after_s,
+                max=4 * self._retry_after_s,
+                jitter=self._retry_after_s,
+            ),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    await self._edge.call(self._owner, "POST", path, body)
+        except EdgeApiError as exc:
+            log.warning(
+                "approval record for session %s not stored (%s): %s %s by %s",
+                self._session_id,
+                exc.error_code,
+                body["outcome"],
+                body["interaction_id"],
+                body["actor"] or "nobody",
+            )
+
+
+def _transient(exc: BaseException) -> bool:
+    """An unreachable master (status 0) or a 5xx: worth another try."""
+    return isinstance(exc, EdgeApiError) and (exc.status == 0 or exc.status >= 500)

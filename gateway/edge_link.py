@@ -67,6 +67,24 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, RETRYABLE)
 
 
+class SeenIds:
+    """Rule 3: the `message_id`s of the last `window` frames, oldest forgotten first. The
+    gateway's one de-duplication point (the renderer trusts the link, gateway.session)."""
+
+    def __init__(self, window: int = 10_000) -> None:
+        self._window = window
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def first_time(self, message_id: str) -> bool:
+        """True the first time `message_id` is seen within the window; remembers it."""
+        if message_id in self._ids:
+            return False
+        self._ids[message_id] = None
+        if len(self._ids) > self._window:
+            self._ids.popitem(last=False)
+        return True
+
+
 class SessionLink:
     def __init__(
         self,
@@ -87,8 +105,7 @@ class SessionLink:
         self._ticket = ticket
         self._backoff = backoff_s
         self._max_backoff = max_backoff_s
-        self._dedupe_window = dedupe_window
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._seen = SeenIds(dedupe_window)
         self._last_message_id = last_message_id  # rule 5: where a restarted gateway resumes
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._connect_lock = asyncio.Lock()
@@ -164,11 +181,8 @@ class SessionLink:
         except FrameError as exc:
             log.warning("session %s: unreadable frame skipped: %s", self.session_id, exc)
             return None
-        if frame.message_id in self._seen:
+        if not self._seen.first_time(frame.message_id):
             return None  # rule 3
-        self._seen[frame.message_id] = None
-        if len(self._seen) > self._dedupe_window:
-            self._seen.popitem(last=False)
         if moves_cursor(frame):  # rule 5
             self._last_message_id = frame.message_id
         return frame

@@ -2,8 +2,9 @@
 
 Feed it every frame of the session, in order; it keeps one `Turn` at a time. Rules:
 
-1. Frames are de-duplicated by `message_id`, so a `session.history` replay after a reconnect
-   renders nothing twice (dps-profile §8). A replay with `dropped > 0` gets a gap notice.
+1. Each frame is rendered once: the link (gateway.edge_link rule 3, the FrameLink contract)
+   de-duplicates by `message_id`, so a `session.history` replay after a reconnect reaches the
+   renderer without repeats (dps-profile §8). A replay with `dropped > 0` gets a gap notice.
 2. Typing runs from `session.turn.start` to `session.turn.end` (K-16), refreshed inside the
    platform's expiry (gateway.typing); a fatal `agent.error` stops it at once (G-NS-09).
 3. Text is buffered per `content_index` and each block is sent, chunked to the platform limit,
@@ -46,7 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -127,7 +128,6 @@ class SessionRenderer:
         self.agent_state: str | None = None
         self._clock = clock
         self._sleep = sleep
-        self._seen: OrderedDict[str, None] = OrderedDict()
         self._turn: Turn | None = None
         self._ended: deque[str] = deque(maxlen=256)
         self._origins: dict[str, PromptOrigin] = {}
@@ -213,11 +213,6 @@ class SessionRenderer:
             future.set_result(outcome)
 
     async def feed(self, frame: Frame) -> None:
-        if frame.message_id in self._seen:
-            return  # rule 1: already rendered (a replay)
-        self._seen[frame.message_id] = None
-        if len(self._seen) > self.options.dedupe_window:
-            self._seen.popitem(last=False)
         handler = self._handlers.get(frame.type)
         if handler is None or not frame.known:
             return  # usage, capabilities, unknown types: nothing to show

@@ -32,7 +32,6 @@ class RenderOptions:
     approver_ids: frozenset[str] = frozenset()  # may answer any approval (a configured role)
     # An approval whose agent names no timeout is denied after this long (issue 15 §4).
     approval_timeout_s: float = DEFAULT_TIMEOUT_S
-    dedupe_window: int = 10_000  # message_ids remembered for replay de-duplication
     # Rule 9 (issue 15 §3): credentials are redacted before chat, unless the gateway's
     # operator named the session's node in `unredacted_nodes` (docs/gateway.md).
     redact: bool = True

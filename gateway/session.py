@@ -24,7 +24,9 @@ class FrameLink(Protocol):
     async def send(self, frame: Frame) -> None: ...
 
     async def receive(self) -> Frame | None:
-        """The next frame for this session; None once the link is closed for good."""
+        """The next frame for this session, never one whose `message_id` it delivered before
+        (the gateway's one de-duplication point, dps-profile §8); None once the link is closed
+        for good."""
         ...
 
 

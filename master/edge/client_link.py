@@ -42,7 +42,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential
+from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
@@ -278,7 +278,8 @@ class ClientLink:
         deadline = self._clock.monotonic() + window
         retrying = AsyncRetrying(
             stop=lambda _state: self._closing or self._clock.monotonic() >= deadline,
-            wait=wait_exponential(multiplier=0.1, max=self._max_backoff),
+            # Jittered, so sessions cut off together do not knock on the client in step.
+            wait=wait_exponential_jitter(multiplier=0.1, max=self._max_backoff, jitter=0.1),
             retry=retry_if_exception_type(LinkDown),
             sleep=self._sleep,
             reraise=True,

@@ -9,6 +9,7 @@ import pytest
 
 from adapters.console import CONSOLE_LIMITS, ConsolePlatform, LineReader
 from gateway.chunker import fence_after
+from gateway.edge_link import SeenIds
 from gateway.hidden import ZWSP
 from gateway.platform import PlatformLimits
 from gateway.render import REDACTED_THINKING, RenderOptions, SessionRenderer
@@ -27,6 +28,7 @@ class Console:
         self.clock = FakeClock()
         self.sleep = ManualSleep(self.clock)
         self.sent = Recorder()
+        self.seen = SeenIds()  # the link's de-duplication, the gateway's only one
         self.renderer = SessionRenderer(
             self.platform,
             self.platform.conversation,
@@ -41,7 +43,8 @@ class Console:
 
     async def play(self, frames) -> None:
         for frame in frames:
-            await self.renderer.feed(frame)
+            if self.seen.first_time(frame.message_id):  # as the link delivers them (rule 3)
+                await self.renderer.feed(frame)
         await settle()
 
     @property

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from gateway.edge_client import EdgeApiError, EdgeClient
-from gateway.edge_link import SessionLink
+from gateway.edge_link import SeenIds, SessionLink
 from rawp.clock import FakeClock
 from rawp.frames import dump_frame, make_frame
 from tests.gateway.fake_edge_api import SECRET, FakeEdgeApi, wait_for
@@ -265,3 +265,11 @@ async def test_a_refused_ticket_is_replaced_and_never_logged(api, edge, caplog):
     assert "reconnect failed" in ours  # the refusal was seen and logged…
     assert "ticket-" not in ours  # …without the ticket, spent or fresh
     assert SECRET not in ours
+
+
+def test_seen_ids_forget_the_oldest_beyond_their_window():
+    seen = SeenIds(window=2)
+    assert [seen.first_time(i) for i in ("a", "a", "b")] == [True, False, True]
+    assert seen.first_time("c")  # "a" is now the oldest beyond the window: forgotten
+    assert seen.first_time("a")
+    assert not seen.first_time("c")

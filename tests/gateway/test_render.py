@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gateway.edge_link import SeenIds
 from gateway.interactions import TIMED_OUT, TURN_ENDED
 from gateway.platform import PLATFORM_LIMITS, Choice, ConversationRef, MessageRef, PlatformLimits
 from gateway.render import RenderOptions, SessionRenderer
@@ -29,6 +30,7 @@ class Setup:
         self.clock = FakeClock()
         self.sleep = ManualSleep(self.clock)
         self.sent = Recorder()
+        self.seen = SeenIds()  # the link's de-duplication, the gateway's only one
         self.renderer = SessionRenderer(
             self.platform,
             CONV,
@@ -42,7 +44,8 @@ class Setup:
 
     async def feed(self, *frames) -> None:
         for f in frames:
-            await self.renderer.feed(f)
+            if self.seen.first_time(f.message_id):  # as the link delivers them (rule 3)
+                await self.renderer.feed(f)
         await settle()
 
     def texts(self) -> list[str]:
