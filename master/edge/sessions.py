@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -67,6 +67,9 @@ from rawp.tasks import TaskOwner
 log = logging.getLogger("rawp.master.edge.sessions")
 
 PASSED_ON = (400, 403, 404, 409)  # client refusals the edge can act on (rule 1)
+# Longer than a start can take (the client call's 30 s timeout, then the data plane's WebSocket):
+# an INIT session younger than this is being started by its replica (`_being_started`).
+START_GRACE = timedelta(seconds=90)
 
 
 class CreateSession(BaseModel):
@@ -312,8 +315,13 @@ class EdgeSessions:
         """Reattach every live session no process holds (rule 4): at start, so that its state
         stays true and its usage is counted even before an edge returns, and with several
         replicas on every sweep, so that a dead replica's sessions go on elsewhere."""
+        now = self._clock.now()
         async with self._db.connect() as conn:
-            rows = [row for row in await store.live_sessions(conn) if row.id not in self.live]
+            rows = [
+                row
+                for row in await store.live_sessions(conn)
+                if row.id not in self.live and not self._being_started(row, now)
+            ]
         free = set(await self._relay.unowned([row.id for row in rows]))
         taken = 0
         for row in rows:
@@ -323,6 +331,17 @@ class EdgeSessions:
         if taken:
             log.info("reattaching %d session(s) no master process holds", taken)
         return taken
+
+    def _being_started(self, row: Any, now: datetime) -> bool:
+        """Rule 4: with several replicas, an INIT row younger than `START_GRACE` belongs to the
+        replica creating it, which claims its lease only once the client has accepted the
+        session (`create`): another replica's sweep that took it over in that window found a
+        client without the session yet and ended it. An older INIT row's creator died
+        mid-start, and it is free."""
+        if not self._relay.shared or row.status != SessionState.INIT.value:
+            return False
+        created = utc(row.created_at)
+        return created is not None and now - created < START_GRACE
 
     async def start(self) -> None:
         await self._tasks.start()  # rule 6: before any link starts
