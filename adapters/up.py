@@ -3,11 +3,14 @@
 This is the one wiring module allowed to import master, client and gateway together
 (tests/test_layout.py names it). One asyncio loop runs:
 
-1. the master's Quart app under hypercorn on a loopback port, in development mode (`--dev`:
-   http:// and loopback addresses allowed — said in the output), with a fresh edge secret
-   for this run only and its SQLite database under `<state-dir>/master`;
-2. the local client's app on another loopback port, its workspace the chosen one and its
-   agents the agents file (else the demo agent), state under `<state-dir>/client`;
+1. the master's Quart app under uvicorn on a loopback port, as `rawp master` serves it, in
+   development mode (`--dev`: http:// and loopback addresses allowed — said in the output),
+   with a fresh edge secret for this run only and its SQLite database under
+   `<state-dir>/master`;
+2. the local client's app under hypercorn on another loopback port, as `rawp client` serves it
+   (client/server.py: one server for the client wherever it runs, issue 18 §3), its workspace
+   the chosen one and its agents the agents file (else the demo agent), state under
+   `<state-dir>/client`;
 3. pairing through the real HTTP API when needed: a pairing URL from the Edge API for the
    owner, then the client's own pairing call (which syncs both config scopes). Ports are kept
    in `<state-dir>/up.json` and reused while free, so a second run needs no new pairing; when
@@ -166,15 +169,22 @@ def choose_ports(options: UpOptions) -> tuple[int, int]:
 def quiet_logging() -> None:
     """The console is the chat: servers only speak up with warnings, on stderr."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "hypercorn.error"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-async def serve_app(servers: TaskOwner, app, port: int, stop: asyncio.Event) -> asyncio.Task:
+def serve_master(servers: TaskOwner, app, port: int, stop: asyncio.Event) -> asyncio.Task:
     """Serve on loopback the way `rawp master` serves (uvicorn, no permessage-deflate)."""
     from master.server import serve_asgi
 
-    return servers.spawn(serve_asgi(app, LOOPBACK, port, stop), name=f"server on port {port}")
+    return servers.spawn(serve_asgi(app, LOOPBACK, port, stop), name=f"master on port {port}")
+
+
+def serve_client(servers: TaskOwner, app, port: int, stop: asyncio.Event) -> asyncio.Task:
+    """Serve on loopback the way `rawp client` serves (hypercorn, client/server.py)."""
+    from client.server import serve_client as serve
+
+    return servers.spawn(serve(app, LOOPBACK, port, stop), name=f"client on port {port}")
 
 
 async def wait_until_up(url: str, server: asyncio.Task) -> None:
@@ -237,14 +247,14 @@ async def run_up(options: UpOptions) -> int:
     )
     stop_servers = asyncio.Event()
     servers = await TaskOwner("rawp up", logging.getLogger(__name__)).start()
-    master = await serve_app(servers, create_master_app(master_settings), master_port, stop_servers)
+    master = serve_master(servers, create_master_app(master_settings), master_port, stop_servers)
     client: asyncio.Task | None = None
     try:
         await wait_until_up(f"{master_url}/v1/edge/nodes", master)
         # Before the client app exists: it would start syncing with a stale pairing.
         await leave_stale_pairing(client_settings, master_url)
         client_app = create_client_app(client_settings)
-        client = await serve_app(servers, client_app, client_port, stop_servers)
+        client = serve_client(servers, client_app, client_port, stop_servers)
         await wait_until_up(f"{client_settings.address}/v1/health", client)
         client_services = client_app.config["client_services"]
         await pair_if_needed(client_services, master_url, edge_secret, options.owner)

@@ -29,7 +29,6 @@ from client.auth import ClientAuth
 from client.master_link import MasterLink, MasterLinkError
 from client.paths import PathGuard
 from client.process import AgentProcesses
-from client.rate_limit import RequestBucket
 from client.sessions import SessionManager
 from client.settings import ClientSettings
 from client.state import StateDir
@@ -38,6 +37,7 @@ from rawp.clock import SYSTEM_CLOCK, Clock, new_id
 from rawp.errors import RawpError
 from rawp.events import FileCandidates, FileSearch
 from rawp.logs import REQUEST_ID
+from rawp.rate_limit import Budget, MemoryRateLimiter
 from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,8 @@ class Services:
     sessions: SessionManager
     link: MasterLink
     search: Any
-    rate: RequestBucket
+    rate: MemoryRateLimiter  # §4.1.5: one bucket for every authenticated request
+    rate_budget: Budget
     processes: AgentProcesses
     started: float
     # The lifespan's own work (the config sync); the session table owns its sweep.
@@ -110,7 +111,8 @@ def build_services(
         sessions=sessions,
         link=link,
         search=search if search is not None else default_search(settings),
-        rate=RequestBucket(settings.limits.rate_limit, clock),
+        rate=MemoryRateLimiter(clock),
+        rate_budget=Budget.parse(f"{settings.limits.rate_limit}/s"),
         processes=processes,
         started=clock.monotonic(),
     )

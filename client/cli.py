@@ -38,11 +38,9 @@ def run_serve(args: argparse.Namespace) -> int:
     import logging
     import signal
 
-    from hypercorn.asyncio import serve
-    from hypercorn.config import Config
-
     from client.agents import AgentsFileError
     from client.app import create_app
+    from client.server import serve_client
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = build_settings(args)
@@ -53,12 +51,6 @@ def run_serve(args: argparse.Namespace) -> int:
         app = create_app(settings)
     except AgentsFileError as exc:
         raise CommandError(str(exc)) from None
-    config = Config()
-    config.bind = [f"{settings.host}:{settings.port}"]
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")  # through our handler (rawp.logs)
-    if settings.certfile:
-        config.certfile, config.keyfile = str(settings.certfile), str(settings.keyfile)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -66,7 +58,14 @@ def run_serve(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         print(f"rawp client listening on {settings.address}", flush=True)
-        await serve(app, config, shutdown_trigger=stop.wait)
+        await serve_client(
+            app,
+            settings.host,
+            settings.port,
+            stop,
+            certfile=settings.certfile,
+            keyfile=settings.keyfile,
+        )
 
     asyncio.run(main())
     return 0

@@ -19,12 +19,12 @@ from master.api.common import EXTENSION
 from master.edge import api as edge_api
 from master.edge import ws as edge_ws
 from master.metrics import MasterMetrics
-from master.services.rate_limit import RateLimiter
 from master.settings import Settings
 from master.wiring import build_services
 from rawp.clock import SYSTEM_CLOCK, Clock, is_uuid4, new_id
 from rawp.errors import RawpError
 from rawp.logs import REQUEST_ID, SESSION_ID
+from rawp.rate_limit import RateLimiter
 
 log = logging.getLogger("rawp.master")
 

@@ -16,7 +16,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, SecretStr, model_validator
 
 from master.services.budget_rules import BudgetRules
-from master.services.rate_limit import Budget
+from rawp.rate_limit import Budget
 from rawp.settings import (
     Accepts,
     CommandSettings,

@@ -14,7 +14,6 @@ from master.services.addresses import AddressPolicy
 from master.services.config_scopes import ConfigScopes
 from master.services.keys import load_or_create_signing_key
 from master.services.pairing import PairingService
-from master.services.rate_limit import MemoryRateLimiter, RateLimiter
 from master.services.session_start import SessionStarter
 from master.services.sockets import NodeSockets
 from master.services.tokens import TokenService
@@ -22,6 +21,7 @@ from master.settings import Settings
 from master.storage.db import Database, database_url, redacted
 from master.storage.migrations import migrate
 from rawp.clock import Clock
+from rawp.rate_limit import MemoryRateLimiter, RateLimiter
 from rawp.tokens import SigningKey
 
 log = logging.getLogger("rawp.master")

@@ -29,7 +29,8 @@ async def require_master() -> None:
     """C-AUTH-03: every master→client call carries a client access token we signed."""
     svc = services()
     svc.auth.check(request.headers.get("Authorization"))
-    svc.rate.take()  # §4.1.5 rate_limit, counted only for authenticated calls
+    # §4.1.5 rate_limit, counted only for authenticated calls; 429 + Retry-After when spent
+    await svc.rate.hit("requests", svc.rate_budget)
 
 
 async def body() -> dict:

@@ -1,5 +1,6 @@
 """Drive the local client the way the master does: real HTTP (aiohttp), a real WebSocket
-(`websockets`), the app served by hypercorn on a loopback port, agents as child processes."""
+(`websockets`), the app served as `rawp client` serves it (client/server.py: hypercorn) on a
+loopback port, agents as child processes."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from typing import Any
 import aiohttp
 import orjson
 import psutil
-from hypercorn.asyncio import serve
-from hypercorn.config import Config
 from websockets.asyncio.client import ClientConnection, connect
 
 from client.app import Services, create_app
+from client.server import serve_client
 from client.settings import ClientSettings
 from rawp.clock import Clock, FakeClock, new_id, new_secret
 from rawp.config import DEFAULT_LIMITS, Limits
@@ -142,11 +142,8 @@ async def running_client(
     clock = clock or FakeClock()
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     app = create_app(settings, clock, search=search)
-    config = Config()
-    config.bind = [f"127.0.0.1:{port}"]
-    config.accesslog = None
     stop = asyncio.Event()
-    server = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))
+    server = asyncio.create_task(serve_client(app, "127.0.0.1", port, stop))
     services: Services = app.config["client_services"]
     base = f"http://127.0.0.1:{port}"
     async with aiohttp.ClientSession() as http:

@@ -19,10 +19,10 @@ from sqlalchemy import text
 
 from master.api.common import EXTENSION
 from master.app import create_app
-from master.services.rate_limit import Budget
 from master.settings import Settings
 from master.storage.schema import metadata
 from rawp.clock import FakeClock, iso
+from rawp.rate_limit import Budget
 from tests.master.fake_client import FakeClient
 
 ADMIN_URL = os.environ.get("RAWP_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")

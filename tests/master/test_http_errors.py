@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from quart import Blueprint
 
-from master.services.rate_limit import Budget, MemoryRateLimiter
 from rawp.clock import FakeClock
 from rawp.errors import TooManyRequests
+from rawp.rate_limit import Budget, MemoryRateLimiter
 
 
 def _is_error_body(body) -> bool:

@@ -1,9 +1,11 @@
-"""Rate budgets (RAWP §7.1 `429` + `Retry-After`).
+"""Rate budgets (RAWP §7.1 `429` + `Retry-After`, §4.1.5 the client's `rate_limit`).
 
-`RateLimiter` is the seam: the in-process `MemoryRateLimiter` here counts per key with token
-buckets; a Redis-backed limiter shared by several master replicas (issue 9) implements the same
-one method. Keys name the caller: `node:<node_id>` for a node token, `addr:<ip>` for the
-unauthenticated routes (pair, refresh).
+One token bucket for the whole project (issue 18 §3): a `Budget` (`"20/s"`) says how many
+requests at once and how fast they refill; `RateLimiter` is the seam. The in-process
+`MemoryRateLimiter` here counts per key; the master keys it by caller (`node:<node_id>` for a
+node token, `addr:<ip>` for the unauthenticated routes, pair and refresh), the client spends one
+key for all of its HTTP requests. master.services.redis_rate_limit keeps the same bucket in
+Redis, shared by several master replicas (issue 9), behind the same one method.
 """
 
 from __future__ import annotations
