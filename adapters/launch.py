@@ -291,9 +291,7 @@ async def _open(
 
 async def _first_node(service: ConversationService, invocation: Invocation) -> str:
     """The console user's first online node, waiting a little for one to come up."""
-    from gateway.conversations import subject_of
-
-    subject = subject_of(invocation)
+    subject = service.subject_of(invocation)
 
     async def online_node() -> str:
         try:

@@ -76,7 +76,6 @@ FRIENDLY = {
     "NODE_NOT_FOUND": "No such machine on your account. List yours with the nodes command.",
     "SESSION_NOT_FOUND": SESSION_ENDED,
 }
-WORKSPACE_SCOPED = {"slack"}  # platforms whose user ids are unique per workspace only
 START_WAIT_S = 30.0  # how long a message in a thread being opened waits for its binding
 
 
@@ -93,10 +92,11 @@ def _channel_key(conversation: ConversationRef) -> tuple[str, str]:
     return (conversation.platform, conversation.channel_id)
 
 
-def subject_of(invocation: Invocation) -> str:
-    """The master user a chat user is (rule 1)."""
+def subject_of(invocation: Invocation, per_workspace: bool = False) -> str:
+    """The master user a chat user is (rule 1); `per_workspace`: the platform's user ids are
+    unique within a workspace only (`ChatPlatform.user_ids_per_workspace`, Slack)."""
     platform = invocation.conversation.platform
-    if platform in WORKSPACE_SCOPED and invocation.workspace_id:
+    if per_workspace and invocation.workspace_id:
         return f"{platform}:{invocation.workspace_id}:{invocation.user_id}"
     return f"{platform}:{invocation.user_id}"
 
@@ -169,6 +169,11 @@ class ConversationService(ConversationHooks):
         self.live.clear()
         await self._tasks.close()
 
+    def subject_of(self, invocation: Invocation) -> str:
+        """The master user a chat user is, as the bound platform scopes its user ids (rule 1)."""
+        per_workspace = self.platform is not None and self.platform.user_ids_per_workspace
+        return subject_of(invocation, per_workspace)
+
     @property
     def _platform(self) -> ChatPlatform:
         if self.platform is None:
@@ -188,7 +193,7 @@ class ConversationService(ConversationHooks):
         self, invocation: Invocation, node: str, agent: str, *, on_message: bool = False
     ) -> tuple[ConnectedSession, str]:
         """Rule 2: the live session and its greeting, or `StartRefused` saying why not."""
-        subject = subject_of(invocation)
+        subject = self.subject_of(invocation)
         try:
             chosen = await self._resolve_node(subject, node)
             if isinstance(chosen, str):
@@ -347,7 +352,7 @@ class ConversationService(ConversationHooks):
 
     async def _binding(self, invocation: Invocation) -> Binding | str:
         binding = await self.settled_binding(invocation.conversation)
-        subject = subject_of(invocation)
+        subject = self.subject_of(invocation)
         if (binding is None or binding.ended) and invocation.conversation.thread_id is None:
             binding = await self.store.latest_in_channel(invocation.conversation, subject) or (
                 binding
@@ -425,7 +430,7 @@ class ConversationService(ConversationHooks):
 
     async def pair(self, invocation: Invocation) -> str | None:
         try:
-            answer = await self.edge.pairing_url(subject_of(invocation))
+            answer = await self.edge.pairing_url(self.subject_of(invocation))
         except EdgeApiError as exc:
             return refusal(exc)
         minutes = max(1, int(answer.get("expires_in", 900)) // 60)
@@ -437,7 +442,7 @@ class ConversationService(ConversationHooks):
 
     async def list_nodes(self, invocation: Invocation) -> str | None:
         try:
-            nodes = await self.edge.list_nodes(subject_of(invocation))
+            nodes = await self.edge.list_nodes(self.subject_of(invocation))
         except EdgeApiError as exc:
             return refusal(exc)
         if not nodes:
@@ -453,10 +458,10 @@ class ConversationService(ConversationHooks):
 
     async def list_sessions(self, invocation: Invocation) -> str | None:
         try:
-            sessions = await self.edge.list_sessions(subject_of(invocation))
+            sessions = await self.edge.list_sessions(self.subject_of(invocation))
             names = {
                 n["node_id"]: n.get("device_name")
-                for n in await self.edge.list_nodes(subject_of(invocation))
+                for n in await self.edge.list_nodes(self.subject_of(invocation))
             }
         except EdgeApiError as exc:
             return refusal(exc)
@@ -475,7 +480,7 @@ class ConversationService(ConversationHooks):
 
     async def suggest_nodes(self, invocation: Invocation, typed: str) -> list[Suggestion]:
         try:
-            nodes = await self.edge.list_nodes(subject_of(invocation))
+            nodes = await self.edge.list_nodes(self.subject_of(invocation))
         except EdgeApiError:
             return []
         text = typed.casefold()
@@ -508,7 +513,7 @@ class ConversationService(ConversationHooks):
 
     async def usage(self, invocation: Invocation) -> str | None:
         """The master's figures for the user and this conversation's session (gateway.usage)."""
-        subject = subject_of(invocation)
+        subject = self.subject_of(invocation)
         binding = await self.store.get(invocation.conversation)
         if binding is None and invocation.conversation.thread_id is None:  # rule 6
             binding = await self.store.latest_in_channel(invocation.conversation, subject)

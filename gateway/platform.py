@@ -29,8 +29,12 @@ import abc
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rawp.events import Command, FileCandidate, PromptRequest
+
+if TYPE_CHECKING:
+    from gateway.prompt_board import PromptBoard
 
 _log = logging.getLogger(__name__)
 
@@ -81,27 +85,6 @@ class PlatformLimits:
         if self.typing_expiry_s is None:
             return 5.0
         return max(1.0, self.typing_expiry_s * 0.4)
-
-
-# Keyed by platform name: a constant spelled like an environment variable would read as one.
-# Uploads: Discord takes 10 MiB per file from a bot in a server without boosts (more in boosted
-# servers: DISCORD_MAX_UPLOAD_BYTES); Slack takes up to 1 GB per file (files.getUploadURLExternal).
-PLATFORM_LIMITS = {
-    "discord": PlatformLimits(
-        max_message_length=2000,
-        typing_expiry_s=10.0,
-        max_buttons=25,
-        max_upload_bytes=10 * 1024 * 1024,
-    ),
-    # Slack: `text` may hold 40,000 characters, a section block 3,000 (A-35; docs/gateway.md).
-    "slack": PlatformLimits(
-        max_message_length=40_000,
-        max_block_length=3_000,
-        typing_expiry_s=120.0,
-        max_buttons=25,
-        max_upload_bytes=1_000_000_000,
-    ),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +142,14 @@ class ChatPlatform(abc.ABC):
     """A chat platform as the gateway sees it. See the module docstring for the rules."""
 
     name: str
+    # Each adapter declares what its platform allows (gateway.platform never lists platforms).
     limits: PlatformLimits
+    # True where a user id is unique only within its workspace (Slack's U… ids per team): the
+    # master's user is then `platform:workspace:user` (gateway.conversations rule 1).
+    user_ids_per_workspace: bool = False
+    # The prompts this platform shows (gateway.prompt_board): an adapter that pushes its
+    # presses there keeps the default `wait_for_choice`.
+    prompt_board: PromptBoard | None = None
 
     # --- content ----------------------------------------------------------------------------
 
@@ -242,10 +232,15 @@ class ChatPlatform(abc.ABC):
         """`send_interaction` under a post key (rule 4)."""
         return await self.send_interaction(conversation, prompt)
 
-    @abc.abstractmethod
     async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:
         """The next answer to the prompt posted as `message`; None on timeout or when the
-        platform can no longer deliver one. Called again after a refused answer."""
+        platform can no longer deliver one. Called again after a refused answer.
+
+        The default waits on `prompt_board`, where the adapter pushes each press; a platform
+        without one (the console reads its own input) overrides this."""
+        if self.prompt_board is None:
+            raise NotImplementedError(f"{self.name}: no prompt board and no wait_for_choice")
+        return await self.prompt_board.wait(message, timeout_s)
 
     @abc.abstractmethod
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:

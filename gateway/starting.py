@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway.conversations import StartRefused, refusal, subject_of
+from gateway.conversations import StartRefused, refusal
 from gateway.edge_client import EdgeApiError
 from gateway.platform import ConversationRef, Invocation
 from rawp.events import PromptRequest
@@ -160,7 +160,7 @@ class Starter:
         bound = await service.settled_binding(invocation.conversation)
         if bound is not None and not bound.ended:
             return await service.prompt(invocation, request)  # rule 1
-        subject = subject_of(invocation)
+        subject = service.subject_of(invocation)
         try:
             nodes = await service.edge.list_nodes(subject)
         except EdgeApiError as exc:

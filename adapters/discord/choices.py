@@ -4,8 +4,9 @@
   (adapters.discord.custom_ids); the buttons are a `discord.ui.DynamicItem` registered when the
   bot starts, so a click on a prompt posted before a restart is still routed.
 - A click is acknowledged at once (a deferred update, inside Discord's 3 s), then handed to
-  whoever waits for that interaction in that thread — keyed by (thread, interaction), not by
-  message, so a prompt re-posted after a reconnect and the old prompt answer the same wait.
+  the gateway's prompt board (gateway.prompt_board) for that interaction in that thread — keyed
+  by (thread, interaction), not by message, so a prompt re-posted after a reconnect and the old
+  prompt answer the same wait.
 - A click nobody waits for goes to `ConversationHooks.stale_choice`; its answer is shown to the
   clicker only.
 - A free-text prompt (`kind: input`, no options) gets one "Answer…" button that opens a modal.
@@ -13,15 +14,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 import discord
 
 from adapters.discord import custom_ids
-from gateway.platform import Choice, ChoiceOption, InteractionPrompt
+from gateway.platform import InteractionPrompt
 
 log = logging.getLogger(__name__)
 
@@ -90,50 +89,3 @@ class AnswerModal(discord.ui.Modal):
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
         await self._on_answer(interaction, self.answer.value)
-
-
-@dataclass
-class OpenPrompt:
-    """A prompt someone waits on: its answers queue up until `wait_for_choice` takes them."""
-
-    prompt: InteractionPrompt
-    text: str
-    answers: asyncio.Queue[Choice] = field(default_factory=asyncio.Queue)
-
-
-class ChoiceBoard:
-    """Open prompts by (thread, interaction id), and which message shows which prompt."""
-
-    def __init__(self) -> None:
-        self._open: dict[tuple[str, str], OpenPrompt] = {}
-        self._by_message: dict[str, tuple[str, str]] = {}
-        self._digests: dict[str, str] = {}  # digest → interaction id (ids too long to fit)
-
-    def open(self, key: str, prompt: InteractionPrompt, message_id: str, text: str) -> None:
-        wanted = (key, prompt.interaction_id)
-        self._open.setdefault(wanted, OpenPrompt(prompt, text))
-        self._by_message[message_id] = wanted
-        self._digests[custom_ids.digest(prompt.interaction_id)] = prompt.interaction_id
-
-    def for_message(self, message_id: str) -> OpenPrompt | None:
-        wanted = self._by_message.get(message_id)
-        return self._open.get(wanted) if wanted else None
-
-    def close(self, message_id: str) -> OpenPrompt | None:
-        wanted = self._by_message.pop(message_id, None)
-        return self._open.pop(wanted, None) if wanted else None
-
-    def interaction_id(self, encoded: str) -> str:
-        return self._digests.get(encoded, encoded)
-
-    def find(self, key: str, interaction_id: str) -> OpenPrompt | None:
-        return self._open.get((key, self.interaction_id(interaction_id)))
-
-
-def option_of(prompt: InteractionPrompt | None, encoded: str) -> str:
-    """The option id a button names: itself, or `#index` into the prompt's options."""
-    if prompt is None or not encoded.startswith("#") or not encoded[1:].isdigit():
-        return encoded
-    options: tuple[ChoiceOption, ...] = tuple(prompt.options)
-    index = int(encoded[1:])
-    return options[index].option_id if index < len(options) else encoded

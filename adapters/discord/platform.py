@@ -36,16 +36,9 @@ import discord
 
 from adapters.discord import custom_ids
 from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
-from adapters.discord.choices import (
-    AnswerModal,
-    ChoiceBoard,
-    choice_button_class,
-    option_of,
-    prompt_view,
-)
+from adapters.discord.choices import AnswerModal, choice_button_class, prompt_view
 from gateway.hidden import spoiler_messages
 from gateway.platform import (
-    PLATFORM_LIMITS,
     ChatPlatform,
     Choice,
     ConversationHooks,
@@ -54,12 +47,22 @@ from gateway.platform import (
     InteractionPrompt,
     Invocation,
     MessageRef,
+    PlatformLimits,
     StaleChoice,
 )
+from gateway.prompt_board import PromptBoard, option_of
 
 log = logging.getLogger(__name__)
 NAME = "discord"
 NO_MENTIONS = discord.AllowedMentions.none()
+# Discord counts 2,000 code points per message; typing lasts 10 s; a bot in a server without
+# boosts uploads at most 10 MiB per file (more in boosted ones: DISCORD_MAX_UPLOAD_BYTES).
+LIMITS = PlatformLimits(
+    max_message_length=2000,
+    typing_expiry_s=10.0,
+    max_buttons=25,
+    max_upload_bytes=10 * 1024 * 1024,
+)
 
 
 def conversation_of(channel: discord.abc.Messageable | discord.abc.Snowflake) -> ConversationRef:
@@ -75,7 +78,8 @@ def target_id(conversation: ConversationRef) -> int:
 
 class DiscordPlatform(ChatPlatform):
     name = NAME
-    limits = PLATFORM_LIMITS[NAME]
+    limits = LIMITS
+    user_ids_per_workspace = False  # Discord user ids are global snowflakes
 
     def __init__(
         self,
@@ -94,7 +98,8 @@ class DiscordPlatform(ChatPlatform):
         # Set once the client has logged in (its REST session exists): a conversation layer
         # resuming sessions may render before the bot finished starting; that output waits.
         self.online = asyncio.Event()
-        self.board = ChoiceBoard()
+        self.prompt_board = PromptBoard()  # keyed by (thread id, interaction id)
+        self._digests: dict[str, str] = {}  # digest → interaction id (ids too long to fit)
         self.button_class = choice_button_class(self._on_click)
         # (thread id, user id) → that user's latest click there, for ephemeral notes
         self._clicks: dict[tuple[str, str], discord.Interaction] = {}
@@ -275,21 +280,17 @@ class DiscordPlatform(ChatPlatform):
         sent = await self._channel(conversation).send(
             text, view=view, allowed_mentions=NO_MENTIONS, **extra
         )
-        self.board.open(key, prompt, str(sent.id), text)
-        return MessageRef(conversation, str(sent.id))
+        ref = MessageRef(conversation, str(sent.id))
+        self._digests[custom_ids.digest(prompt.interaction_id)] = prompt.interaction_id
+        self.prompt_board.open(key, prompt, ref, text)
+        return ref
 
-    async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:
-        waiting = self.board.for_message(message.message_id)
-        if waiting is None:
-            return None
-        try:
-            return await asyncio.wait_for(waiting.answers.get(), timeout_s)
-        except TimeoutError:
-            return None
+    def _interaction_id(self, encoded: str) -> str:
+        return self._digests.get(encoded, encoded)
 
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:
         await self.online.wait()
-        closed = self.board.close(message.message_id)
+        closed = self.prompt_board.close(message)
         text = f"{closed.text}\n{outcome}" if closed else outcome
         with contextlib.suppress(discord.NotFound):
             await self._message(message).edit(
@@ -316,7 +317,7 @@ class DiscordPlatform(ChatPlatform):
         if await self.refuse(interaction):
             return
         user_id = str(interaction.user.id)
-        waiting = self.board.find(choice.key, choice.interaction)
+        waiting = self.prompt_board.find(choice.key, self._interaction_id(choice.interaction))
         if choice.option == custom_ids.INPUT_OPTION:
             question = waiting.prompt.prompt if waiting else "Answer"
             modal = AnswerModal(choice.key, choice.interaction, question, self._on_answer)
@@ -335,12 +336,11 @@ class DiscordPlatform(ChatPlatform):
     async def _deliver(
         self, interaction: discord.Interaction, key: str, interaction_id: str, choice: Choice
     ) -> None:
-        waiting = self.board.find(key, interaction_id)
-        if waiting is None:
+        interaction_id = self._interaction_id(interaction_id)
+        if self.prompt_board.find(key, interaction_id) is None:
             conversation = conversation_of(interaction.channel or discord.Object(int(key)))
             invocation = Invocation(choice.user_id, conversation, workspace_id=_guild(interaction))
-            stale = StaleChoice(invocation, self.board.interaction_id(interaction_id), choice)
-            note = await self.hooks.stale_choice(stale)
+            note = await self.hooks.stale_choice(StaleChoice(invocation, interaction_id, choice))
             if note:
                 await interaction.response.send_message(note, ephemeral=True)
             else:
@@ -349,7 +349,7 @@ class DiscordPlatform(ChatPlatform):
         # Acknowledge within Discord's 3 s; the core answers (or refuses) through this click.
         await interaction.response.defer()
         self._clicks[(key, choice.user_id)] = interaction
-        waiting.answers.put_nowait(choice)
+        self.prompt_board.answer(key, interaction_id, choice)
 
 
 def nonce_of(conversation: ConversationRef, key: str) -> str:

@@ -64,7 +64,7 @@ class DiscordSettings(CommandSettings):
         help="direct messages: none allows them only when no guild, channel or role list is set; "
         "1 allows them whatever the lists say; 0 refuses them",
     )
-    # None: Discord's limit without boosts (gateway.platform PLATFORM_LIMITS).
+    # None: Discord's limit without boosts (adapters.discord.platform LIMITS).
     max_upload_bytes: Annotated[
         int | None, Field(gt=0), Accepts("a whole number of bytes above 0")
     ] = setting(

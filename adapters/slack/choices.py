@@ -2,20 +2,20 @@
 
 A button's `action_id` is `rawp_choice:<n>` (unique within the message) and its `value` a small
 JSON object naming the channel, thread, interaction and option: a click carries everything
-needed to route it, also to a gateway that restarted since the prompt was posted. Open prompts
-are keyed by (channel, thread, interaction id), so a prompt re-posted after a reconnect and the
+needed to route it, also to a gateway that restarted since the prompt was posted. The handlers
+push it to the gateway's prompt board (gateway.prompt_board), where open prompts are keyed by
+((channel, thread), interaction id), so a prompt re-posted after a reconnect and the
 old one answer the same wait. A free-text prompt (`kind: input`) gets one "Answer…" button that
 opens a modal.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from adapters.slack.mrkdwn import escape, section
-from gateway.platform import Choice, ConversationRef, InteractionPrompt
+from gateway.platform import ConversationRef, InteractionPrompt
 
 CHOICE_ACTION = "rawp_choice"  # + ":<n>"
 ANSWER_ACTION = "rawp_answer"
@@ -40,8 +40,13 @@ class ChoiceValue:
         )
 
     @property
-    def key(self) -> tuple[str, str | None, str]:
-        return (self.channel, self.thread, self.interaction)
+    def where(self) -> tuple[str, str | None]:
+        """The conversation this button answers in, as the prompt board knows it."""
+        return (self.channel, self.thread)
+
+
+def where_of(conversation: ConversationRef) -> tuple[str, str | None]:
+    return (conversation.channel_id, conversation.thread_id)
 
 
 def parse_value(raw: str | None) -> ChoiceValue | None:
@@ -98,40 +103,3 @@ def answer_view(value: ChoiceValue, question: str) -> dict:
             }
         ],
     }
-
-
-@dataclass
-class OpenPrompt:
-    prompt: InteractionPrompt
-    text: str
-    answers: asyncio.Queue[Choice] = field(default_factory=asyncio.Queue)
-
-
-class ChoiceBoard:
-    def __init__(self) -> None:
-        self._open: dict[tuple[str, str | None, str], OpenPrompt] = {}
-        self._by_message: dict[tuple[str, str], tuple[str, str | None, str]] = {}
-
-    def open(self, conversation: ConversationRef, prompt, ts: str, text: str) -> None:
-        key = (conversation.channel_id, conversation.thread_id, prompt.interaction_id)
-        self._open.setdefault(key, OpenPrompt(prompt, text))
-        self._by_message[(conversation.channel_id, ts)] = key
-
-    def for_message(self, channel: str, ts: str) -> OpenPrompt | None:
-        key = self._by_message.get((channel, ts))
-        return self._open.get(key) if key else None
-
-    def close(self, channel: str, ts: str) -> OpenPrompt | None:
-        key = self._by_message.pop((channel, ts), None)
-        return self._open.pop(key, None) if key else None
-
-    def find(self, value: ChoiceValue) -> OpenPrompt | None:
-        return self._open.get(value.key)
-
-
-def option_of(waiting: OpenPrompt | None, encoded: str) -> str:
-    if waiting is None or not encoded.startswith("#") or not encoded[1:].isdigit():
-        return encoded
-    index = int(encoded[1:])
-    options = list(waiting.prompt.options)
-    return options[index].option_id if index < len(options) else encoded

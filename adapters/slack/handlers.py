@@ -27,6 +27,7 @@ from adapters.slack.mrkdwn import from_slack_text
 from adapters.slack.platform import REVEAL_ACTION
 from gateway.platform import Choice, ConversationRef, Invocation, MessageRef, StaleChoice
 from gateway.prompt import PickedFile, PromptDraft, PromptError, slash_prompt
+from gateway.prompt_board import option_of
 
 if TYPE_CHECKING:
     from adapters.slack.bot import SlackBot
@@ -137,8 +138,8 @@ def register(app, bot: SlackBot) -> None:
         await ack()
         value = choices.parse_value(action.get("value"))
         if value is not None:
-            waiting = platform.board.find(value)
-            option = choices.option_of(waiting, value.option)
+            waiting = platform.prompt_board.find(value.where, value.interaction)
+            option = option_of(waiting.prompt if waiting else None, value.option)
             await deliver(body, value, Choice(body["user"]["id"], option_id=option))
 
     @app.action(choices.ANSWER_ACTION)
@@ -147,7 +148,7 @@ def register(app, bot: SlackBot) -> None:
         value = choices.parse_value(action.get("value"))
         if value is None or not await allowed(body, value.channel, body["user"]["id"]):
             return
-        waiting = platform.board.find(value)
+        waiting = platform.prompt_board.find(value.where, value.interaction)
         question = waiting.prompt.prompt if waiting else "Answer"
         await client.views_open(
             trigger_id=body["trigger_id"], view=choices.answer_view(value, question)
@@ -167,10 +168,8 @@ def register(app, bot: SlackBot) -> None:
         if not await allowed(body, value.channel, choice.user_id):
             await platform.send_ephemeral(conversation, choice.user_id, REFUSAL)
             return
-        waiting = platform.board.find(value)
-        if waiting is not None:
-            waiting.answers.put_nowait(choice)  # the core accepts it or refuses it privately
-            return
+        if platform.prompt_board.answer(value.where, value.interaction, choice):
+            return  # the core accepts it or refuses it privately
         invocation = Invocation(choice.user_id, conversation, None, _team(body))
         note = await platform.hooks.stale_choice(StaleChoice(invocation, value.interaction, choice))
         if note:

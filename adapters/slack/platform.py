@@ -29,7 +29,6 @@ the thread's parent `ts`), a message reference holds the message `ts`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -40,24 +39,33 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import mrkdwn
-from adapters.slack.choices import ChoiceBoard, prompt_blocks
+from adapters.slack.choices import prompt_blocks, where_of
 from adapters.slack.views import compose_button
 from gateway.platform import (
-    PLATFORM_LIMITS,
     ChatPlatform,
-    Choice,
     ConversationHooks,
     ConversationRef,
     GuardedHooks,
     InteractionPrompt,
     MessageRef,
+    PlatformLimits,
 )
+from gateway.prompt_board import PromptBoard
 
 log = logging.getLogger(__name__)
 NAME = "slack"
 TYPING_STATUS = "is working…"
 FALLBACK_STATUS = "⋯ working…"
 REVEAL_ACTION = "rawp_reveal"
+# Slack: `text` may hold 40,000 characters, a section block 3,000 (A-35; docs/gateway.md); the
+# assistant status lasts 2 minutes; one file may be up to 1 GB (files.getUploadURLExternal).
+LIMITS = PlatformLimits(
+    max_message_length=40_000,
+    max_block_length=3_000,
+    typing_expiry_s=120.0,
+    max_buttons=25,
+    max_upload_bytes=1_000_000_000,
+)
 GONE = {"message_not_found", "channel_not_found", "thread_not_found"}
 REACTIONS = {
     "⏳": "hourglass_flowing_sand",
@@ -83,7 +91,8 @@ def _error(refused: SlackApiError) -> str:
 
 class SlackPlatform(ChatPlatform):
     name = NAME
-    limits = PLATFORM_LIMITS[NAME]
+    limits = LIMITS
+    user_ids_per_workspace = True  # a U… id is unique within its team only
 
     def __init__(
         self,
@@ -94,7 +103,7 @@ class SlackPlatform(ChatPlatform):
         self.client = client
         self._approver_ids = approver_ids  # members of SLACK_APPROVER_USERGROUPS (bot)
         self.hooks = GuardedHooks(hooks or ConversationHooks())
-        self.board = ChoiceBoard()
+        self.prompt_board = PromptBoard()  # keyed by ((channel, thread ts), interaction id)
         self.hidden: dict[str, str] = {}  # reveal key → hidden text (this process only)
         self._assistant_off: set[ConversationRef] = set()  # setStatus refused there
         self._status_text: dict[ConversationRef, str] = {}
@@ -349,20 +358,11 @@ class SlackPlatform(ChatPlatform):
         text = f"❓ {mrkdwn.escape(prompt.prompt)}"[:3000]
         blocks = prompt_blocks(conversation, prompt)
         ref = await self._post(conversation, text, blocks, metadata)
-        self.board.open(conversation, prompt, ref.message_id, text)
+        self.prompt_board.open(where_of(conversation), prompt, ref, text)
         return ref
 
-    async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:
-        waiting = self.board.for_message(message.conversation.channel_id, message.message_id)
-        if waiting is None:
-            return None
-        try:
-            return await asyncio.wait_for(waiting.answers.get(), timeout_s)
-        except TimeoutError:
-            return None
-
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:
-        closed = self.board.close(message.conversation.channel_id, message.message_id)
+        closed = self.prompt_board.close(message)
         text = f"{closed.text}\n{mrkdwn.to_mrkdwn(outcome)}" if closed else outcome
         await self._quietly(
             self.client.chat_update(

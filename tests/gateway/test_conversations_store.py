@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import stat
 
+from adapters.console.platform import ConsolePlatform
+from adapters.discord.platform import DiscordPlatform
+from adapters.slack.platform import SlackPlatform
 from gateway.conversation_store import ConversationStore
 from gateway.conversations import subject_of
 from gateway.platform import ConversationRef, Invocation
@@ -65,8 +68,11 @@ async def test_the_channel_lookup_finds_the_users_newest_open_thread(tmp_path):
 
 
 def test_subjects_follow_the_masters_platform_id_form():
+    scoped = {"discord": DiscordPlatform, "slack": SlackPlatform, "console": ConsolePlatform}
+
     def who(platform, user, workspace=None):
-        return subject_of(Invocation(user, ConversationRef(platform, "c"), None, workspace))
+        invocation = Invocation(user, ConversationRef(platform, "c"), None, workspace)
+        return subject_of(invocation, scoped[platform].user_ids_per_workspace)
 
     assert who("discord", "123", "guild-9") == "discord:123"  # Discord ids are global
     assert who("slack", "U2", "T1") == "slack:T1:U2"  # Slack ids are per workspace

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from adapters.slack.platform import SlackPlatform
 from gateway.edge_link import SeenIds
 from gateway.interactions import TIMED_OUT, TURN_ENDED
-from gateway.platform import PLATFORM_LIMITS, Choice, ConversationRef, MessageRef, PlatformLimits
+from gateway.platform import Choice, ConversationRef, MessageRef, PlatformLimits
 from gateway.render import RenderOptions, SessionRenderer
 from rawp.clock import FakeClock
 from tests.gateway.support import ManualSleep, Recorder, RecordingPlatform, frame, settle
@@ -226,7 +227,7 @@ async def test_commands_are_cached_and_replaced_on_republish():
 
 
 async def test_slack_limits_chunk_at_forty_thousand():
-    s = Setup(RecordingPlatform(PLATFORM_LIMITS["slack"]))
+    s = Setup(RecordingPlatform(SlackPlatform.limits))
     long = ("paragraph " * 500 + "\n\n") * 10  # about 50,000 characters
     await s.feed(start(), done(0, long), end())
     assert len(s.texts()) == 2

@@ -6,7 +6,9 @@ import itertools
 
 import pytest
 
-from gateway.platform import PLATFORM_LIMITS, PlatformLimits
+from adapters.discord.platform import DiscordPlatform
+from adapters.slack.platform import SlackPlatform
+from gateway.platform import PlatformLimits
 from gateway.typing import TypingHeartbeat
 from rawp.clock import FakeClock
 from rawp.tasks import TaskOwner
@@ -22,7 +24,7 @@ async def owner():
 
 
 def test_refresh_interval_is_shorter_than_the_expiry():
-    discord, slack = PLATFORM_LIMITS["discord"], PLATFORM_LIMITS["slack"]
+    discord, slack = DiscordPlatform.limits, SlackPlatform.limits
     assert 3 <= discord.typing_refresh_s <= 5  # issue 10: every 3–5 s on Discord
     assert discord.typing_refresh_s < discord.typing_expiry_s
     assert slack.typing_refresh_s < slack.typing_expiry_s
@@ -37,14 +39,14 @@ async def test_typing_is_refreshed_before_it_expires_and_never_after_stop(owner)
     async def trigger():
         triggered.append(clock.monotonic())
 
-    beat = TypingHeartbeat(trigger, PLATFORM_LIMITS["discord"].typing_refresh_s, owner, sleep=sleep)
+    beat = TypingHeartbeat(trigger, DiscordPlatform.limits.typing_refresh_s, owner, sleep=sleep)
     start = clock.monotonic()
     await beat.start()
     await sleep.advance(60)
     assert triggered[0] == start  # typing shows at once (G-NS-04)
     gaps = [b - a for a, b in itertools.pairwise(triggered)]
     assert len(triggered) == 16  # 0, 4, …, 60
-    assert all(gap < PLATFORM_LIMITS["discord"].typing_expiry_s for gap in gaps)
+    assert all(gap < DiscordPlatform.limits.typing_expiry_s for gap in gaps)
     await beat.stop()
     assert not beat.running
     count = len(triggered)
