@@ -61,7 +61,9 @@ async def test_the_skeleton_platform_renders_a_turn_with_an_approval():
     prompt_ref = next(
         MessageRef(CONV, mid) for mid, text in platform.messages.items() if "[Allow]" in text
     )
-    platform.press(prompt_ref, Choice("alice", option_id="allow"))
+    assert platform.press(
+        prompt_ref, request.payload.interaction_id, Choice("alice", option_id="allow")
+    )
     response = await sent.next()
     assert response.type == "control.interaction.response"
     assert response.payload.option_id == "allow" and response.parent_id == request.message_id
@@ -69,6 +71,8 @@ async def test_the_skeleton_platform_renders_a_turn_with_an_approval():
         await renderer.feed(f)
     await settle()
     await renderer.close()
+    again = Choice("alice", option_id="allow")  # answered and closed: nobody waits any more
+    assert not platform.press(prompt_ref, request.payload.interaction_id, again)
     texts = list(platform.messages.values())
     assert "All green." in texts
     assert any(t.startswith("Run the tests?") and "Allow" in t.split("—")[-1] for t in texts)

@@ -3,13 +3,13 @@
 Copy this to `adapters/<name>/platform.py` and replace each body with the platform's API
 calls (docs/architecture.md, "Adding a chat platform"). What it keeps from the seam's rules
 (gateway/platform.py docstring): every method is async, a message already gone is not an
-error, a rate limit is waited out inside the adapter, and an answer to a prompt reaches
-`wait_for_choice` through one bounded queue per prompt message.
+error, a rate limit is waited out inside the adapter, and a prompt's answers are pushed to
+the gateway's prompt board (gateway/prompt_board.py): the adapter `open`s each prompt it
+posts and `answer`s it when a button is pressed; the gateway waits (issue 18 §1).
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 
 from gateway.platform import (
@@ -20,18 +20,22 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
+from gateway.prompt_board import PromptBoard
 
 
 class SkeletonPlatform(ChatPlatform):
     name = "skeleton"
     # What the platform allows, counted as it counts (A-35); the renderer chunks to this.
     limits = PlatformLimits(max_message_length=500, typing_expiry_s=None, max_buttons=5)
+    # Are user ids unique only within a workspace (as Slack's are)? Then the master subject
+    # carries the workspace too (gateway.conversations rule 1).
+    user_ids_per_workspace = False
 
     def __init__(self) -> None:
         self._ids = itertools.count(1)
         self.messages: dict[str, str] = {}  # message id → text: the "platform"
         self.reactions: dict[str, set[str]] = {}
-        self._answers: dict[str, asyncio.Queue[Choice | None]] = {}
+        self.prompt_board = PromptBoard()  # keyed by (channel id, interaction id)
 
     def _new_ref(self, conversation: ConversationRef, text: str) -> MessageRef:
         message_id = f"m{next(self._ids)}"
@@ -73,26 +77,18 @@ class SkeletonPlatform(ChatPlatform):
         self, conversation: ConversationRef, prompt: InteractionPrompt
     ) -> MessageRef:
         buttons = " ".join(f"[{o.label}]" for o in prompt.options)
-        ref = self._new_ref(conversation, f"{prompt.prompt} {buttons}".strip())
-        self._answers[ref.message_id] = asyncio.Queue(maxsize=16)  # bounded, like every queue
+        text = f"{prompt.prompt} {buttons}".strip()
+        ref = self._new_ref(conversation, text)
+        # `where` is the adapter's own key for the conversation, one a button carries.
+        self.prompt_board.open(conversation.channel_id, prompt, ref, text)
         return ref
 
-    def press(self, message: MessageRef, choice: Choice) -> None:
-        """What the platform's button/submit handler calls (the bot's event loop)."""
-        queue = self._answers.get(message.message_id)
-        if queue is not None:
-            queue.put_nowait(choice)
-
-    async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:
-        queue = self._answers.get(message.message_id)
-        if queue is None:
-            return None
-        try:
-            return await asyncio.wait_for(queue.get(), timeout_s)
-        except TimeoutError:
-            return None
+    def press(self, message: MessageRef, interaction_id: str, choice: Choice) -> bool:
+        """What the platform's button/submit handler does: push the answer; False when nobody
+        waits for it (a press from before a restart: the bot hands it to `stale_choice`)."""
+        return self.prompt_board.answer(message.conversation.channel_id, interaction_id, choice)
 
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:
-        self._answers.pop(message.message_id, None)
+        self.prompt_board.close(message)
         if message.message_id in self.messages:
             self.messages[message.message_id] += f" — {outcome}"
