@@ -27,7 +27,7 @@ def check_agents(agents_file: Path | None) -> list[tuple[bool, str, str]]:
     try:
         specs = load_agents(agents_file)
     except AgentsFileError as exc:
-        return [(False, f"agents file {exc}", "correct the file (docs/agents.md has examples)")]
+        return [(False, str(exc), "correct the file (docs/agents.md has examples)")]
     where = f"agents file {agents_file}" if agents_file else "no agents file: the demo agent"
     found: list[tuple[bool, str, str]] = []
     for spec in specs.values():
@@ -35,13 +35,13 @@ def check_agents(agents_file: Path | None) -> list[tuple[bool, str, str]]:
             continue
         label = f"agent {spec.name!r} ({spec.kind}, {where})"
         if spec.kind == "openai":
-            variable = spec.settings.get("api_key_env")
+            variable = getattr(spec.settings, "api_key_env", None)
             if variable and not os.environ.get(variable):
                 found.append((False, f"{label}: {variable} is empty", f"set {variable}"))
             else:
                 found.append((True, f"{label} can run", ""))
             continue
-        command = spec.settings.get("command") or DEFAULT_COMMANDS.get(spec.kind)
+        command = getattr(spec.settings, "command", None) or DEFAULT_COMMANDS.get(spec.kind)
         if isinstance(command, str):
             command = shlex.split(command)
         program = str(command[0]) if command else ""

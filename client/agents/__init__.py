@@ -25,11 +25,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from client.agents.base import Agent, AgentSpec
-from client.agents.script import script_command
-from client.attachments import DEFAULT_ATTACHMENTS_DIR, check_attachments_dir
+from client.agents.kinds import ScriptSettings, kind_settings
 from rawp.events import CatalogTool
 
 # kind → "module:class". Imported only when a configured agent uses the kind: the ACP client
@@ -61,7 +58,9 @@ def demo_spec() -> AgentSpec:
     return AgentSpec(
         name="demo",
         kind="script",
-        settings={"command": [sys.executable, "-m", "rawp.cli", "demo-agent"], "mode": "jsonl"},
+        settings=ScriptSettings(
+            command=[sys.executable, "-m", "rawp.cli", "demo-agent"], mode="jsonl"
+        ),
         description="the deterministic demo agent (rawp demo-agent)",
         tools=DEMO_TOOLS,
     )
@@ -75,47 +74,35 @@ def load_agents(path: Path | None) -> dict[str, AgentSpec]:
     try:
         data = tomllib.loads(path.read_text())
     except OSError as exc:
-        raise AgentsFileError(f"{path}: {exc.strerror}") from None
+        raise AgentsFileError(f"agents file {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise AgentsFileError(f"{path}: not valid TOML: {exc}") from None
+        raise AgentsFileError(f"agents file {path}: not valid TOML: {exc}") from None
     agents = data.get("agents")
     if not isinstance(agents, dict) or not agents:
-        raise AgentsFileError(f"{path}: no [agents.NAME] tables")
+        raise AgentsFileError(f"agents file {path}: no [agents.NAME] tables")
     return {name: _spec(path, name, entry) for name, entry in agents.items()}
 
 
 def _spec(path: Path, name: str, entry: Any) -> AgentSpec:
-    where = f"{path}: agent {name!r}"
+    where = f"agents file {path}: [agents.{name}]"
     if not isinstance(entry, dict):
         raise AgentsFileError(f"{where} must be a table")
     kind = entry.get("kind")
     if kind not in KINDS:
-        raise AgentsFileError(f"{where}: kind must be one of {sorted(KINDS)}, not {kind!r}")
-    common = ("kind", "description", "active", "tools", "attachments_dir")
-    settings = {k: v for k, v in entry.items() if k not in common}
+        known = ", ".join(sorted(KINDS))
+        raise AgentsFileError(f"{where} kind: expected one of {known}, got {kind!r}")
     try:
-        attachments_dir = check_attachments_dir(
-            entry.get("attachments_dir", DEFAULT_ATTACHMENTS_DIR)
-        )
-        if kind == "script":
-            script_command(settings)
-        elif check := getattr(kind_class(kind), "check_settings", None):
-            check(settings)  # each kind names what is wrong with its own settings
-        tools = tuple(
-            # A script cannot run a tool on the edge's behalf: nothing it publishes is direct.
-            CatalogTool.model_validate({**tool, "direct": False})
-            for tool in entry.get("tools", [])
-        )
-    except (ValueError, TypeError, ValidationError) as exc:
-        raise AgentsFileError(f"{where}: {exc}") from None
+        settings = kind_settings(kind, entry)  # the one validation (client.agents.kinds)
+    except ValueError as exc:
+        raise AgentsFileError(f"{where} {exc}") from None
     return AgentSpec(
         name=name,
         kind=kind,
         settings=settings,
-        description=str(entry.get("description", "")),
-        is_active=bool(entry.get("active", True)),
-        tools=tools,
-        attachments_dir=attachments_dir,
+        description=settings.description,
+        is_active=settings.active,
+        tools=settings.tools,
+        attachments_dir=settings.attachments_dir,
     )
 
 

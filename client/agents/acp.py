@@ -49,6 +49,7 @@ from acp.schema import (
 
 from client.agents.acp_updates import AcpTurn
 from client.agents.base import Agent, Prompt, Reference
+from client.agents.kinds import AcpSettings
 from client.fs import FileTooLarge, read_text, write_text
 from client.paths import PathGuard
 from rawp.attachments import IMAGE_TYPES
@@ -63,15 +64,6 @@ STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cance
 # The most an `fs/read_text_file` answer or an `fs/write_text_file` content may hold; past it
 # the agent gets invalid-params (the client never holds an agent-named file of any size).
 FILE_MAX_BYTES = 8 * 1024 * 1024
-
-
-def check_settings(settings: dict[str, Any]) -> None:
-    command = settings.get("command")
-    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
-        raise ValueError("`command` must be a non-empty list of strings (the agent's argv)")
-    env = settings.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise ValueError("`env` must be a table of strings")
 
 
 class _Client:
@@ -142,12 +134,10 @@ class _Client:
 
 class AcpAgent(Agent):
     kind = "acp"
-    check_settings = staticmethod(check_settings)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        check_settings(self.spec.settings)
-        self.settings = self.spec.settings
+        self.settings: AcpSettings = self.spec.settings  # type: ignore[assignment]
         self.turn: AcpTurn | None = None
         self.early_updates: list[Any] = []
         self._proc: asyncio.subprocess.Process | None = None
@@ -181,14 +171,12 @@ class AcpAgent(Agent):
         if self._proc is not None and self._proc.returncode is None and self._acp_session:
             return None
         await self._stop()
-        command = self.settings["command"]
+        command = self.settings.command
         binary = shutil.which(command[0]) if os.sep not in command[0] else command[0]
-        hint = (
-            self.settings.get("install_hint") or f"install the agent that provides {command[0]!r}"
-        )
+        hint = self.settings.install_hint or f"install the agent that provides {command[0]!r}"
         if binary is None or not os.access(binary, os.X_OK):
             return f"the ACP agent command {command[0]!r} was not found; {hint}"
-        env = {**os.environ, **self.settings.get("env", {})}
+        env = {**os.environ, **self.settings.env}
         try:
             proc = self._proc = await self.processes.spawn(
                 [binary, *command[1:]], cwd=self.workspace, env=env
@@ -210,11 +198,11 @@ class AcpAgent(Agent):
                     ),
                     client_info=Implementation(name="rawp-client", version="0.1.0"),
                 ),
-                float(self.settings.get("startup_timeout", 60)),
+                self.settings.startup_timeout,
             )
             session = await self._until_exit(
                 self._conn.new_session(cwd=str(self.workspace), mcp_servers=[]),
-                float(self.settings.get("startup_timeout", 60)),
+                self.settings.startup_timeout,
             )
         except (ConnectionError, RequestError, TimeoutError) as exc:
             await self._stop()

@@ -35,10 +35,11 @@ from __future__ import annotations
 import base64
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from client.agents.kinds import AgentEntry
 from client.attachments import DEFAULT_ATTACHMENTS_DIR, AttachmentRefused, save_attachment
 from client.process import AgentProcesses
 from rawp.attachments import NOT_DELIVERED
@@ -54,7 +55,7 @@ class AgentSpec:
 
     name: str
     kind: str
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: AgentEntry  # the kind's own model, validated once (client.agents.kinds)
     description: str = ""
     is_active: bool = True
     tools: tuple[CatalogTool, ...] = ()

@@ -49,6 +49,7 @@ from typing import Any
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.claude_stream import ClaudeTurn
 from client.agents.claude_tools import CATEGORIES, DESCRIPTIONS, catalog
+from client.agents.kinds import ClaudeCodeSettings
 from rawp.attachments import IMAGE_TYPES
 from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
@@ -94,19 +95,6 @@ class Inbox:
                 return
 
 
-def check_settings(settings: dict[str, Any]) -> None:
-    command = settings.get("command", ["claude"])
-    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
-        raise ValueError("`command` must be a non-empty list of strings")
-    for key in LIST_SETTINGS:
-        value = settings.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError(f"`{key}` must be a list of tool names")
-    env = settings.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise ValueError("`env` must be a table of strings")
-
-
 def mention(path: str) -> str:
     return f'@"{path}"' if any(c.isspace() for c in path) else f"@{path}"
 
@@ -131,12 +119,10 @@ def user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
 
 class ClaudeCodeAgent(Agent):
     kind = "claude-code"
-    check_settings = staticmethod(check_settings)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        check_settings(self.spec.settings)
-        self.settings = self.spec.settings
+        self.settings: ClaudeCodeSettings = self.spec.settings  # type: ignore[assignment]
         self._proc: asyncio.subprocess.Process | None = None
         # The running CLI's stdout and stderr readers: owned by the agent, one owner per process.
         self._readers: TaskOwner | None = None
@@ -178,7 +164,7 @@ class ClaudeCodeAgent(Agent):
 
     def _argv(self, binary: str) -> list[str]:
         s = self.settings
-        argv = [binary, *s.get("command", ["claude"])[1:]]
+        argv = [binary, *s.command[1:]]
         argv += ["--input-format", "stream-json", "--output-format", "stream-json"]
         argv += ["--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"]
         for key, flag in (
@@ -187,14 +173,14 @@ class ClaudeCodeAgent(Agent):
             ("append_system_prompt", "--append-system-prompt"),
             ("max_turns", "--max-turns"),
         ):
-            if s.get(key) is not None:
-                argv.append(f"{flag}={s[key]}")
+            if (value := getattr(s, key)) is not None:
+                argv.append(f"{flag}={value}")
         for key, flag in (
             ("allowed_tools", "--allowedTools"),
             ("disallowed_tools", "--disallowedTools"),
         ):
-            if s.get(key):
-                argv.append(f"{flag}={','.join(s[key])}")
+            if names := getattr(s, key):
+                argv.append(f"{flag}={','.join(names)}")
         if self._claude_session:
             argv.append(f"--resume={self._claude_session}")
         return argv
@@ -221,11 +207,11 @@ class ClaudeCodeAgent(Agent):
         return problem
 
     async def _start_process(self) -> str | None:
-        name = self.settings.get("command", ["claude"])[0]
+        name = self.settings.command[0]
         binary = shutil.which(name) if os.sep not in name else name
         if binary is None or not os.access(binary, os.X_OK):
             return f"the Claude Code CLI {name!r} was not found; {INSTALL_HINT}"
-        env = {**os.environ, **self.settings.get("env", {})}
+        env = {**os.environ, **self.settings.env}
         try:
             self._proc = await self.processes.spawn(self._argv(binary), cwd=self.workspace, env=env)
         except OSError as exc:
@@ -238,7 +224,7 @@ class ClaudeCodeAgent(Agent):
         try:
             answer = await asyncio.wait_for(
                 self._control({"subtype": "initialize", "hooks": None}),
-                float(self.settings.get("startup_timeout", 60)),
+                self.settings.startup_timeout,
             )
         except (TimeoutError, ConnectionError) as exc:
             await self._stop_process()

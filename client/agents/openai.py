@@ -43,12 +43,12 @@ import orjson
 
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.blocks import Blocks
+from client.agents.kinds import OpenAISettings
 from client.agents.sse import ThinkSplitter, sse_events
 from rawp.attachments import IMAGE_TYPES
 from rawp.events import InteractionResponse, StopReason
 from rawp.fileref import FileToken, Part, extract_paths, to_generic_llm
 
-FILE_MODES = ("reference", "inline")
 FINISH_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
     "length": "max_tokens",
@@ -56,29 +56,6 @@ FINISH_REASONS: dict[str, StopReason] = {
     "tool_calls": "end_turn",
     "function_call": "end_turn",
 }
-PRICE_KEYS = ("input", "output", "cached_input")
-
-
-def check_settings(settings: dict[str, Any]) -> None:
-    """Refuse an unusable `[agents.X]` table with a `ValueError` naming the field."""
-    for key in ("base_url", "model"):
-        if not isinstance(settings.get(key), str) or not settings[key]:
-            raise ValueError(f"`{key}` must be a non-empty string")
-    if not settings["base_url"].startswith(("http://", "https://")):
-        raise ValueError("`base_url` must start with http:// or https://")
-    if "api_key" in settings:
-        raise ValueError("write the key in an environment variable and name it in `api_key_env`")
-    if "api_key_env" in settings and not isinstance(settings["api_key_env"], str):
-        raise ValueError("`api_key_env` must be the name of an environment variable")
-    if not isinstance(settings.get("images", True), bool):
-        raise ValueError("`images` must be true or false")
-    if settings.get("files", "reference") not in FILE_MODES:
-        raise ValueError(f"`files` must be one of {', '.join(FILE_MODES)}")
-    prices = settings.get("prices", {})
-    if not isinstance(prices, dict) or not all(
-        k in PRICE_KEYS and isinstance(v, int | float) and v >= 0 for k, v in prices.items()
-    ):
-        raise ValueError(f"`prices` must be a table of {', '.join(PRICE_KEYS)} (USD per 1M tokens)")
 
 
 def _is_text(path: Path) -> bool:
@@ -105,15 +82,13 @@ async def _events_until_cut(resp: aiohttp.ClientResponse):
 
 class OpenAIAgent(Agent):
     kind = "openai"
-    check_settings = staticmethod(check_settings)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        check_settings(self.spec.settings)
-        self.settings = self.spec.settings
+        self.settings: OpenAISettings = self.spec.settings  # type: ignore[assignment]
         self.history: list[dict[str, Any]] = []
-        if self.settings.get("system_prompt"):
-            self.history.append({"role": "system", "content": str(self.settings["system_prompt"])})
+        if self.settings.system_prompt:
+            self.history.append({"role": "system", "content": self.settings.system_prompt})
         self._http: aiohttp.ClientSession | None = None
         # The running request's cancel scope: cancel() expires it, which stops the request and
         # nothing else (no task of its own to own).
@@ -140,12 +115,12 @@ class OpenAIAgent(Agent):
         return Prompt(message_id, to_generic_llm(usable), tuple(files), input_type)
 
     def image_types(self) -> frozenset[str]:
-        return IMAGE_TYPES if self.settings.get("images", True) else frozenset()
+        return IMAGE_TYPES if self.settings.images else frozenset()
 
     def _inlined(self, prompt: Prompt) -> list[str]:
         """The files whose text goes into the message: none unless `files = "inline"`; of the
         attachments, only those that are UTF-8 text."""
-        if self.settings.get("files", "reference") != "inline":
+        if self.settings.files != "inline":
             return []
         attached = {a.path for a in prompt.attachments}
         return [p for p in prompt.files if p not in attached or _is_text(self.workspace / p)]
@@ -172,7 +147,7 @@ class OpenAIAgent(Agent):
     def _with_files(self, text: str, inlined: list[str]) -> str:
         if not inlined:
             return text
-        budget = int(self.settings.get("inline_max_bytes", 64 * 1024))
+        budget = self.settings.inline_max_bytes
         sections = [text]
         for path in inlined:
             raw = (self.workspace / path).read_bytes()[: budget + 1]
@@ -209,15 +184,15 @@ class OpenAIAgent(Agent):
 
     async def _stream(self, messages: list[dict[str, Any]], blocks: Blocks) -> StopReason:
         body: dict[str, Any] = {
-            "model": self.settings["model"],
+            "model": self.settings.model,
             "messages": messages,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
         for key in ("temperature", "max_tokens"):
-            if key in self.settings:
-                body[key] = self.settings[key]
-        url = self.settings["base_url"].rstrip("/") + "/chat/completions"
+            if (value := getattr(self.settings, key)) is not None:
+                body[key] = value
+        url = self.settings.base_url.rstrip("/") + "/chat/completions"
         http = self._session()
         try:
             async with http.post(url, data=orjson.dumps(body), headers=self._headers()) as resp:
@@ -227,7 +202,7 @@ class OpenAIAgent(Agent):
         except (aiohttp.ClientError, TimeoutError) as exc:
             await self._error(
                 "MODEL_UNREACHABLE",
-                f"cannot reach {self.settings['base_url']}: {type(exc).__name__} {exc}".strip(),
+                f"cannot reach {self.settings.base_url}: {type(exc).__name__} {exc}".strip(),
                 retryable=True,
             )
             return "error"
@@ -305,7 +280,7 @@ class OpenAIAgent(Agent):
         await self.emit("session.usage", payload)
 
     def _cost(self, usage: dict[str, Any]) -> float | None:
-        prices = self.settings.get("prices")
+        prices = self.settings.prices
         if not prices:
             return None
         cached = usage.get("cache_read_tokens", 0)
@@ -321,13 +296,13 @@ class OpenAIAgent(Agent):
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None:
-            timeout = aiohttp.ClientTimeout(total=None, sock_read=self.settings.get("timeout", 300))
+            timeout = aiohttp.ClientTimeout(total=None, sock_read=self.settings.timeout)
             self._http = aiohttp.ClientSession(timeout=timeout)
         return self._http
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        env = self.settings.get("api_key_env")
+        env = self.settings.api_key_env
         key = os.environ.get(env) if env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
@@ -338,8 +313,8 @@ class OpenAIAgent(Agent):
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             text = str(orjson.loads(text)["error"]["message"])
         hint = ""
-        if resp.status == 401 and not os.environ.get(self.settings.get("api_key_env") or "-"):
-            hint = f" (set {self.settings.get('api_key_env') or 'api_key_env'} to the API key)"
+        if resp.status == 401 and not os.environ.get(self.settings.api_key_env or "-"):
+            hint = f" (set {self.settings.api_key_env or 'api_key_env'} to the API key)"
         await self._error(
             f"MODEL_HTTP_{resp.status}",
             f"the model answered {resp.status}: {text}{hint}",

@@ -29,7 +29,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,27 +51,6 @@ SCRIPT_EVENTS = frozenset(
     for t, spec in EVENTS.items()
     if spec.direction in (Direction.AGENT_TO_EDGE, Direction.BOTH) and t not in CLIENT_OWNED
 )
-MODES = ("plain", "jsonl")
-
-
-def script_command(settings: dict[str, Any]) -> list[str]:
-    """The argv from the agents file; a `ValueError` names what is wrong with it."""
-    command = settings.get("command")
-    if isinstance(command, str):
-        command = shlex.split(command)
-    if (
-        not isinstance(command, list)
-        or not command
-        or not all(isinstance(arg, str) and arg for arg in command)
-    ):
-        raise ValueError("`command` must be a non-empty list of strings (or a string)")
-    mode = settings.get("mode", "plain")
-    if mode not in MODES:
-        raise ValueError(f"`mode` must be one of {', '.join(MODES)}, not {mode!r}")
-    env = settings.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise ValueError("`env` must be a table of strings")
-    return command
 
 
 class ScriptAgent(Agent):
@@ -80,8 +58,8 @@ class ScriptAgent(Agent):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.command = script_command(self.spec.settings)
-        self.mode: str = self.spec.settings.get("mode", "plain")
+        self.command = list(self.spec.settings.command)
+        self.mode: str = self.spec.settings.mode
         self._proc: asyncio.subprocess.Process | None = None
         self._in_turn = False
         self._cancelled = False
@@ -113,7 +91,7 @@ class ScriptAgent(Agent):
         argv = [*self.command, *(f"./{f}" if f.startswith("-") else f for f in files)]
         env = {
             **os.environ,
-            **self.spec.settings.get("env", {}),
+            **self.spec.settings.env,
             "RAWP_PROMPT": prompt.text,
             "RAWP_INPUT_TYPE": prompt.input_type,
             "RAWP_SESSION_ID": self.session_id,

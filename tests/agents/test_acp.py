@@ -169,7 +169,7 @@ async def test_a_missing_command_is_fatal_and_says_what_to_install(tmp_path):
 
 def test_an_acp_entry_needs_a_command(tmp_path):
     path = write_agents_file(tmp_path, '[agents.x]\nkind = "acp"\n')
-    with pytest.raises(AgentsFileError, match="`command`"):
+    with pytest.raises(AgentsFileError, match=r"\[agents.x\] command: missing"):
         load_agents(path)
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from client.agents import create_agent
 from client.agents.base import AgentSpec, Reference
+from client.agents.kinds import kind_settings
 from master.edge.policy import command_names
 from rawp.events import FileReference, PromptRequest
 from rawp.fileref import parse
@@ -194,7 +195,7 @@ def test_no_kind_turns_a_prompt_into_a_command_the_master_did_not_read(kind, tmp
         raise AssertionError("convert emits nothing")
 
     agent = create_agent(
-        AgentSpec(name="a", kind=kind, settings=SPECS[kind]),
+        AgentSpec(name="a", kind=kind, settings=kind_settings(kind, SPECS[kind])),
         workspace=tmp_path,
         session_id="s",
         emit=emit,

@@ -238,15 +238,21 @@ async def test_file_references_as_file_markers_or_inlined(setup):
 @pytest.mark.parametrize(
     "line,complaint",
     [
-        ('base_url = "http://x/v1"', "`model`"),
+        ('base_url = "http://x/v1"', "model: missing"),
         ('base_url = "ftp://x"\nmodel = "m"', "http://"),
         ('base_url = "http://x/v1"\nmodel = "m"\napi_key = "sk-1"', "api_key_env"),
-        ('base_url = "http://x/v1"\nmodel = "m"\nfiles = "attach"', "`files`"),
-        ('base_url = "http://x/v1"\nmodel = "m"\nprices = { input = -1 }', "`prices`"),
+        (
+            'base_url = "http://x/v1"\nmodel = "m"\nfiles = "attach"',
+            "files: expected one of reference, inline",
+        ),
+        (
+            'base_url = "http://x/v1"\nmodel = "m"\nprices = { input = -1 }',
+            "prices: expected a table of input",
+        ),
     ],
 )
 def test_bad_settings_are_refused_with_the_field_named(tmp_path, line, complaint):
     path = write_agents_file(tmp_path, f'[agents.x]\nkind = "openai"\n{line}\n')
     with pytest.raises(AgentsFileError) as refused:
         load_agents(path)
-    assert "agent 'x'" in str(refused.value) and complaint in str(refused.value)
+    assert "[agents.x]" in str(refused.value) and complaint in str(refused.value)

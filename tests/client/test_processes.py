@@ -187,11 +187,23 @@ async def test_only_listed_active_agents_run(tmp_path):
     [
         ("not toml [", "not valid TOML"),
         ("[other]\nx = 1\n", "no [agents.NAME] tables"),
-        ('[agents.a]\nkind = "rocket"\n', "kind must be one of"),
-        ('[agents.a]\nkind = "script"\n', "`command` must be"),
-        ('[agents.a]\nkind = "script"\ncommand = []\n', "`command` must be"),
-        ('[agents.a]\nkind = "script"\ncommand = ["x"]\nmode = "xml"\n', "`mode` must be"),
-        ('[agents.a]\nkind = "script"\ncommand = ["x"]\nenv = { A = 1 }\n', "`env` must be"),
+        (
+            '[agents.a]\nkind = "rocket"\n',
+            "[agents.a] kind: expected one of acp, claude-code, openai, script, got 'rocket'",
+        ),
+        ('[agents.a]\nkind = "script"\n', "[agents.a] command: missing, expected a non-empty list"),
+        (
+            '[agents.a]\nkind = "script"\ncommand = []\n',
+            "[agents.a] command: expected a non-empty list of strings (or one string), got []",
+        ),
+        (
+            '[agents.a]\nkind = "script"\ncommand = ["x"]\nmode = "xml"\n',
+            "[agents.a] mode: expected one of plain, jsonl, got 'xml'",
+        ),
+        (
+            '[agents.a]\nkind = "script"\ncommand = ["x"]\nenv = { A = 1 }\n',
+            "[agents.a] env: expected a table of strings, got {'A': 1}",
+        ),
         ('[agents.a]\nkind = "script"\ncommand = ["x"]\n[[agents.a.tools]]\nnope = 1\n', "name"),
     ],
 )
@@ -209,7 +221,7 @@ def test_agents_file_tools_are_never_direct(tmp_path):
         '[[agents.a.tools]]\nname = "Bash"\ncategory = "execute"\ndirect = true\n'
     )
     spec = load_agents(file)["a"]
-    assert spec.settings["command"] == "bin/run --fast"
+    assert spec.settings.command == ["bin/run", "--fast"]  # split once, when loaded
     assert [(t.name, t.direct) for t in spec.tools] == [("Bash", False)]
 
 
