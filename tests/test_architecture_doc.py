@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from client.agents.base import AgentSpec, Reference
-from docs.examples.agent_kind import EchoAgent
+from docs.examples.agent_kind import EchoAgent, EchoSettings
 from docs.examples.chat_platform import SkeletonPlatform
 from gateway.platform import ChatPlatform, Choice, ConversationRef, MessageRef
 from gateway.render import SessionRenderer
@@ -87,7 +89,7 @@ async def test_the_skeleton_agent_answers_a_prompt_rendered_on_the_skeleton_plat
         # As the client's session does: each event becomes a validated DPS frame of the turn.
         frames.append(make_frame(type, payload, session_id="sess-1", turn_id="turn-1"))
 
-    spec = AgentSpec(name="echo", kind="echo")
+    spec = AgentSpec(name="echo", kind="echo", settings=EchoSettings())
     agent = EchoAgent(spec, workspace=tmp_path, session_id="sess-1", emit=emit, kill_grace=1.0)
     await agent.start()
     parts = ["fix the bug in ", FileToken("r1", "src/app.py")]
@@ -110,7 +112,7 @@ async def test_a_cancelled_skeleton_turn_stops_with_cancelled(tmp_path):
     async def cancel_on_first(type: str, payload: dict) -> None:
         await agent.cancel()
 
-    spec = AgentSpec(name="echo", kind="echo")
+    spec = AgentSpec(name="echo", kind="echo", settings=EchoSettings())
     agent = EchoAgent(
         spec, workspace=tmp_path, session_id="s", emit=cancel_on_first, kill_grace=1.0
     )
@@ -126,3 +128,14 @@ def test_the_doc_shows_both_skeletons_and_names_only_modules_that_exist():
     missing = sorted(p for p in cited if not (ROOT / p).is_file())
     assert not missing, f"architecture.md names modules that do not exist: {missing}"
     assert "docs/architecture.md" in (ROOT / "README.md").read_text()
+
+
+def test_the_skeleton_kinds_settings_are_validated_once_with_a_one_line_error(monkeypatch):
+    from client.agents import kinds
+
+    monkeypatch.setitem(kinds.KIND_MODELS, "echo", EchoSettings)
+    assert kinds.kind_settings("echo", {"pieces": 3}).pieces == 3
+    with pytest.raises(ValueError) as refused:
+        kinds.kind_settings("echo", {"pieces": 0})
+    assert str(refused.value).startswith("pieces: ") and "1 or more" in str(refused.value)
+    assert "\n" not in str(refused.value)
