@@ -209,7 +209,8 @@ async def wait_until_up(url: str, server: asyncio.Task) -> None:
 
 
 async def run_up(options: UpOptions) -> int:
-    from adapters.launch import GatewayConfig, run_gateway
+    from adapters.launch import GatewayConfig, LaunchError, run_gateway
+    from client.agents import AgentsFileError
     from client.app import create_app as create_client_app
     from client.settings import ClientSettings
     from master.app import create_app as create_master_app
@@ -253,7 +254,10 @@ async def run_up(options: UpOptions) -> int:
         await wait_until_up(f"{master_url}/v1/edge/nodes", master)
         # Before the client app exists: it would start syncing with a stale pairing.
         await leave_stale_pairing(client_settings, master_url)
-        client_app = create_client_app(client_settings)
+        try:
+            client_app = create_client_app(client_settings)
+        except AgentsFileError as exc:  # one line, as `rawp client` says it; no traceback
+            raise LaunchError(str(exc)) from None
         client = serve_client(servers, client_app, client_port, stop_servers)
         await wait_until_up(f"{client_settings.address}/v1/health", client)
         client_services = client_app.config["client_services"]

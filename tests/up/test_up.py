@@ -212,6 +212,17 @@ def test_an_agent_the_machine_does_not_have_is_a_clear_error(processes, tmp_path
     assert "Traceback" not in err
 
 
+def test_an_agents_file_with_a_wrong_type_is_one_line_not_a_traceback(processes, tmp_path):
+    """The agents file is validated once (client.agents.kinds): `rawp up` says what `rawp
+    client` says, in one line naming the agent, the field and what it accepts, and exits 2."""
+    agents = tmp_path / "agents.toml"
+    agents.write_text('[agents.coder]\nkind = "script"\ncommand = 5\n')
+    code, _, err = run_up(processes, tmp_path, "hello\n", "--agents-file", str(agents))
+    assert code == 2
+    assert "Traceback" not in err
+    assert "[agents.coder] command: expected a non-empty list of strings" in err
+
+
 def test_an_unanswered_approval_is_denied_at_the_configured_timeout(processes, tmp_path):
     """Issue 15 §4: the input stays open and says nothing; after --approval-timeout the gateway
     answers with the deny option, the console says so, and the agent goes on with it."""
