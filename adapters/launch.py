@@ -78,6 +78,10 @@ class GatewayConfig:
     # GET /metrics and /health on this host:port (gateway.metrics); None: not served.
     metrics_address: tuple[str, int] | None = None
     metrics_token: str | None = field(default=None, repr=False)
+    # Several replicas (docs/scale-out.md): the shared store, and Redis for what they share.
+    database_url: str | None = field(default=None, repr=False)  # None: `database` (SQLite)
+    redis_url: str | None = field(default=None, repr=False)  # None: one process
+    redis_prefix: str = DEFAULTS.redis_prefix
 
 
 def choose_platforms(

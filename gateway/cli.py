@@ -68,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
         usage_footer=options.usage_footer,
         metrics_address=parse_address(options.metrics_address) if options.metrics_address else None,
         metrics_token=_plain(options.metrics_token),
+        database_url=_plain(options.database_url),
+        redis_url=_plain(options.redis_url),
+        redis_prefix=options.redis_prefix,
     )
     try:
         return asyncio.run(launch.run_gateway(config))

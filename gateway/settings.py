@@ -94,6 +94,29 @@ class GatewayOptions(CommandSettings):
         help="where the conversation ↔ session database (conversations.sqlite3) lives; it "
         "also keeps each user's last machine and agent, the default of a mention or DM start",
     )
+    database_url: Annotated[SecretStr | None, Accepts("an SQLAlchemy URL (kept secret)")] = setting(
+        None,
+        env="RAWP_GATEWAY_DATABASE_URL",
+        flag="--database-url",
+        help="SQLAlchemy URL of the conversation store shared by several gateway replicas "
+        "(docs/scale-out.md); none: conversations.sqlite3 in the state directory",
+        example="postgresql+asyncpg://rawp:password@db:5432/rawp_gateway",
+    )
+    redis_url: Annotated[SecretStr | None, Accepts("a redis:// URL (kept secret)")] = setting(
+        None,
+        env="RAWP_REDIS_URL",
+        flag="--redis-url",
+        help="Redis shared by several gateway replicas: session leases, cross-replica "
+        "signals, Discord shard leases and the platform rate budget (docs/scale-out.md); "
+        "none: one gateway process, nothing shared",
+        example="redis://127.0.0.1:6379/0",
+    )
+    redis_prefix: str = setting(
+        "rawp:gw:",
+        env="RAWP_GATEWAY_REDIS_PREFIX",
+        flag="--redis-prefix",
+        help="start of every Redis key the gateway writes (several deployments, one Redis)",
+    )
     agents: Names = setting(
         ("demo",),
         env="RAWP_GATEWAY_AGENTS",
