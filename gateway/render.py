@@ -57,6 +57,7 @@ from gateway.chunker import split_markdown
 from gateway.conversation_store import ConversationStore
 from gateway.interactions import InteractionFlow, SendFrame
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
+from gateway.platform_budget import Priority, call_priority
 from gateway.posting import Poster
 from gateway.prompt import CommandCache
 from gateway.redact import Redactor
@@ -298,7 +299,10 @@ class SessionRenderer:
 
     async def _on_turn_end(self, frame: Frame, p: ev.TurnEnd, turn: Turn | None) -> None:
         if turn is not None:
-            await self._end_turn(turn, p.stop_reason)
+            # Issue 19 §5: a turn's last posts go before other conversations' chunks and
+            # statuses in the shared platform budget (gateway.platform_budget rule 2).
+            with call_priority(Priority.ANSWER):
+                await self._end_turn(turn, p.stop_reason)
 
     async def _end_turn(self, turn: Turn, stop_reason: str) -> None:
         self._turn = None
