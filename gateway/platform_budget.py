@@ -11,8 +11,9 @@ Rules:
 1. A token bucket per (platform, route, scope): `burst` tokens, refilled at `per_second`. The
    scope is the channel where the platform counts per channel (Discord's per-route buckets,
    Slack's chat.postMessage), else the route for the whole bot (Slack's method tiers, which
-   count per workspace; one Slack token is one workspace). Discord's global limit is a second
-   bucket every Discord call spends from as well; a take spends from all its buckets or none.
+   count per workspace; one Slack token is one workspace). A platform's `global` route, where
+   its table has one (Discord's 50 per second), is a second bucket every call to the platform
+   spends from as well; a take spends from all its buckets or none.
 2. Priorities: ANSWER (approval prompts, a turn's last posts) > CHUNK (answer chunks while
    streaming, any other content) > STATUS (typing, assistant status, reactions). Across
    replicas a take at a priority may only leave its bucket above that priority's reserve
@@ -97,10 +98,10 @@ class Limit:
 # https://api.slack.com/methods/<method> (chat.update, chat.delete, reactions.add,
 # conversations.replies, assistant.threads.setStatus: Tier 3; reactions.remove,
 # files.getUploadURLExternal: Tier 2; chat.postEphemeral: Tier 4).
-DISCORD_GLOBAL = "global"
+GLOBAL = "global"  # rule 1: spent by every call of the platform
 ROUTES: dict[str, dict[str, Limit]] = {
     "discord": {
-        DISCORD_GLOBAL: Limit(50.0, 50),
+        GLOBAL: Limit(50.0, 50),
         "message.create": Limit(1.0, 5, per_channel=True),
         "message.edit": Limit(1.0, 5, per_channel=True),
         "message.delete": Limit(1.0, 5, per_channel=True),
@@ -140,8 +141,8 @@ def spends(
         return ()
     scope = f":{channel}" if limit.per_channel and channel else ""
     found = [Spend(f"{platform}:{route}{scope}", limit)]
-    if platform == "discord" and DISCORD_GLOBAL in routes and route != DISCORD_GLOBAL:
-        found.append(Spend(f"{platform}:{DISCORD_GLOBAL}", routes[DISCORD_GLOBAL]))
+    if GLOBAL in routes and route != GLOBAL:
+        found.append(Spend(f"{platform}:{GLOBAL}", routes[GLOBAL]))
     return tuple(found)
 
 
