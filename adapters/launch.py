@@ -44,6 +44,7 @@ from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.live import ConnectedSession
 from gateway.metrics import GatewayMetrics, MetricsServer
 from gateway.platform import Invocation
+from gateway.platform_budget import parse_limits
 from gateway.render import RenderOptions
 from gateway.settings import GatewayOptions
 from rawp.tasks import race
@@ -83,6 +84,7 @@ class GatewayConfig:
     database_url: str | None = field(default=None, repr=False)  # None: `database` (SQLite)
     redis_url: str | None = field(default=None, repr=False)  # None: one process
     redis_prefix: str = DEFAULTS.redis_prefix
+    platform_limits: str = DEFAULTS.platform_limits  # overrides of the budget's table
 
 
 def choose_platforms(
@@ -131,7 +133,9 @@ async def run_gateway(
     metrics = GatewayMetrics()
     server = MetricsServer(metrics, config.metrics_token)
     # One platform budget, shared through Redis by every replica (issue 19 §5).
-    budget = await PlatformBudget.open(config.redis_url, config.redis_prefix)
+    budget = await PlatformBudget.open(
+        config.redis_url, config.redis_prefix, parse_limits(config.platform_limits)
+    )
     metrics.rate_limit_listeners.append(block_on_429(budget.queue))
     try:
         if config.metrics_address is not None:

@@ -43,8 +43,10 @@ from gateway.platform_budget import (
     MemoryBuckets,
     Priority,
     current_priority,
+    routes_of,
     spends,
 )
+from rawp.rate_limit import Budget
 from rawp.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
@@ -272,20 +274,32 @@ class PlatformBudget:
     """The budget one gateway process spends: its buckets (Redis when `redis_url` is set, so
     shared with every replica; else this process's), its queue and the queue's tasks."""
 
-    def __init__(self, buckets: Buckets, **queue_options: Any) -> None:
+    def __init__(
+        self,
+        buckets: Buckets,
+        overrides: dict[str, Budget] | None = None,
+        **queue_options: Any,
+    ) -> None:
         self.buckets = buckets
+        self.overrides = overrides or {}  # RAWP_GATEWAY_PLATFORM_LIMITS
         self.tasks = TaskOwner("platform budget", log)
         self.queue = BudgetQueue(buckets, self.tasks, **queue_options)
 
     @classmethod
-    async def open(cls, redis_url: str | None, redis_prefix: str, **queue_options: Any):
+    async def open(
+        cls,
+        redis_url: str | None,
+        redis_prefix: str,
+        overrides: dict[str, Budget] | None = None,
+        **queue_options: Any,
+    ) -> PlatformBudget:
         if redis_url:
             from gateway.redis_budget import RedisBuckets  # one process never imports redis
 
             buckets: Buckets = RedisBuckets.from_url(redis_url, redis_prefix)
         else:
             buckets = MemoryBuckets()
-        budget = cls(buckets, **queue_options)
+        budget = cls(buckets, overrides, **queue_options)
         await budget.tasks.start()
         return budget
 
@@ -293,7 +307,8 @@ class PlatformBudget:
         """`platform` budgeted; one the table has no routes for (the console) as it is."""
         if routes is None and platform.name not in ROUTES:
             return platform
-        return BudgetedPlatform(platform, self.queue, routes)
+        chosen = routes if routes is not None else routes_of(platform.name, self.overrides)
+        return BudgetedPlatform(platform, self.queue, chosen)
 
     async def close(self) -> None:
         await self.tasks.close()

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rawp.clock import SYSTEM_CLOCK, Clock
+from rawp.rate_limit import Budget
 
 
 class Priority(enum.IntEnum):
@@ -121,6 +122,35 @@ ROUTES: dict[str, dict[str, Limit]] = {
         "files.upload": Limit(20 / 60, 3),
     },
 }
+
+
+def parse_limits(text: str) -> dict[str, Budget]:
+    """`RAWP_GATEWAY_PLATFORM_LIMITS`: `route=rate` items overriding the table, comma-separated
+    (`global=5/s,chat.postMessage=2/s`; `*=…` every route), rates as rawp.rate_limit.Budget
+    reads them (the count is the burst). Raises ValueError naming what is wrong."""
+    known = {route for table in ROUTES.values() for route in table} | {"*"}
+    found: dict[str, Budget] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        route, sep, rate = (piece.strip() for piece in item.partition("="))
+        if not sep or route not in known:
+            raise ValueError(
+                f"a platform limit looks like 'chat.postMessage=2/s' with a route of "
+                f"{', '.join(sorted(known))}; not {item!r}"
+            )
+        found[route] = Budget.parse(rate)
+    return found
+
+
+def routes_of(platform: str, overrides: dict[str, Budget] | None = None) -> dict[str, Limit]:
+    """The platform's table with the operator's overrides (a route keeps its scope)."""
+    table = dict(ROUTES.get(platform, {}))
+    for route, limit in table.items():
+        chosen = (overrides or {}).get(route) or (overrides or {}).get("*")
+        if chosen is not None:
+            table[route] = Limit(chosen.per_second, chosen.burst, limit.per_channel)
+    return table
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,8 @@ from gateway.platform_budget import (
     Priority,
     Spend,
     blocked_key,
+    parse_limits,
+    routes_of,
     spends,
 )
 from gateway.platform_budget import ROUTES as PLATFORM_ROUTES
@@ -41,6 +44,18 @@ def test_spends_name_the_route_its_scope_and_the_global_bucket():
     assert [s.key for s in found] == ["discord:message.create:42", "discord:global"]
     assert [blocked_key(s) for s in found] == ["discord:message.create", "discord:global"]
     assert spends(ROUTES, "discord", "no.such.route", "42") == ()
+
+
+def test_operator_overrides_replace_a_rate_and_keep_the_scope():
+    overrides = parse_limits(" global=5/s , chat.postMessage=2/s,")
+    slack = routes_of("slack", overrides)
+    assert slack["chat.postMessage"] == Limit(2.0, 2, per_channel=True)
+    assert slack["chat.update"] == PLATFORM_ROUTES["slack"]["chat.update"]
+    assert "global" not in slack  # Slack has no platform-wide limit unless the table says so
+    assert routes_of("discord", parse_limits("*=1000/s"))["reaction"] == Limit(1000.0, 1000, True)
+    for wrong in ("chat.post=2/s", "global", "global=fast", "=2/s"):
+        with pytest.raises(ValueError):
+            parse_limits(wrong)
 
 
 def test_a_reserve_is_never_larger_than_the_bucket():
