@@ -465,15 +465,17 @@ class SessionRenderer:
         if text == turn.status_message_text:
             return
         turn.status_message_text = text
-        if turn.status_message is not None and self.platform.limits.supports_edit:
-            await self._best_effort(self.platform.edit_message(turn.status_message, text))
-            return
-        if turn.status_message is not None:
-            await self._best_effort(self.platform.delete_message(turn.status_message))
-        # Keyed by turn, not by frame: a heartbeat tick (a timer) may post it.
-        key = _interim_key(turn, turn.interim_posts)
-        turn.interim_posts += 1
-        turn.status_message = await self._poster.send(text, key=key)
+        # Issue 19 §5: the status line is a status in the platform budget, after any content.
+        with call_priority(Priority.STATUS):
+            if turn.status_message is not None and self.platform.limits.supports_edit:
+                await self._best_effort(self.platform.edit_message(turn.status_message, text))
+                return
+            if turn.status_message is not None:
+                await self._best_effort(self.platform.delete_message(turn.status_message))
+            # Keyed by turn, not by frame: a heartbeat tick (a timer) may post it.
+            key = _interim_key(turn, turn.interim_posts)
+            turn.interim_posts += 1
+            turn.status_message = await self._poster.send(text, key=key)
 
     async def _typing(self) -> None:
         await self.platform.trigger_typing(self.conversation)
