@@ -287,3 +287,25 @@ async def test_a_429_storm_delays_but_never_loses_or_reorders_an_answer(redis_pr
 
 def _refused(call) -> bool:
     return call.status == 429
+
+
+def test_a_429_names_the_route_it_blocks():
+    from adapters.call_labels import discord_route, slack_method
+    from gateway.budgeted_platform import asked_wait, route_of_label
+
+    def discord(method: str, path: str, **headers: str) -> str | None:
+        return route_of_label("discord", discord_route(method, "/api/v10" + path), headers)
+
+    assert discord("POST", "/channels/1/messages") == "discord:message.create"
+    assert discord("PATCH", "/channels/1/messages/2") == "discord:message.edit"
+    assert discord("PUT", "/channels/1/messages/2/reactions/%E2%9C%85/@me") == "discord:reaction"
+    assert discord("POST", "/channels/1/typing") == "discord:typing"
+    assert discord("POST", "/channels/1/messages", **{"X-RateLimit-Global": "true"}) == (
+        "discord:global"
+    )
+    assert discord("GET", "/users/@me") is None  # not budgeted: nothing to block
+    slack = slack_method("/api/chat.postMessage")
+    assert route_of_label("slack", slack, {}) == "slack:chat.postMessage"
+    assert route_of_label("slack", "files.getUploadURLExternal", {}) == "slack:files.upload"
+    assert asked_wait({"X-RateLimit-Reset-After": "0.25", "Retry-After": "1"}) == 0.25
+    assert asked_wait({"Retry-After": "3"}) == 3.0
