@@ -13,7 +13,8 @@ Rules:
    platform; a route the platform does not have (Discord's status line) costs nothing.
 2. Priority: `call_priority` where the caller set one (the renderer's turn end: ANSWER), else
    the kind's default: approvals ANSWER; content CHUNK; typing, status and reactions STATUS
-   whatever the caller set (a decoration never outranks content).
+   whatever the caller set (a decoration never outranks content). Clearing the status is the
+   exception: at a turn's end (ANSWER) it goes with the turn's last posts, which wait for it.
 3. Typing and a status text are droppable (coalesced per conversation, dropped when late,
    gateway.budget_queue rule 3): a dropped one returns as if shown. A status being cleared
    (None) and reactions are kept: they are the state a turn ends in.
@@ -80,7 +81,7 @@ CALLS: dict[str, tuple[dict[str, str], Priority, bool]] = {
     "status": ({"slack": "assistant.threads.setStatus"}, Priority.STATUS, True),
     "clear": ({"slack": "assistant.threads.setStatus"}, Priority.STATUS, False),
 }
-_DECORATIONS = {"react", "unreact", "typing", "status", "clear"}
+_DECORATIONS = {"react", "unreact", "typing", "status"}  # STATUS whatever the caller set
 
 
 def channel_of(conversation: ConversationRef) -> str:

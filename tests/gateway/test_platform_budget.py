@@ -309,3 +309,35 @@ def test_a_429_names_the_route_it_blocks():
     assert route_of_label("slack", "files.getUploadURLExternal", {}) == "slack:files.upload"
     assert asked_wait({"X-RateLimit-Reset-After": "0.25", "Retry-After": "1"}) == 0.25
     assert asked_wait({"Retry-After": "3"}) == 3.0
+
+
+async def test_through_the_slack_platform_an_answer_passes_statuses_that_keep_a_reserve():
+    from adapters.slack.platform import SlackPlatform, web_client
+    from gateway.budgeted_platform import PlatformBudget
+    from gateway.platform import ConversationRef
+    from gateway.platform_budget import call_priority
+    from tests.fakes.slack_server import FakeSlack
+
+    routes = {  # a shared bucket of 3 that does not refill within the test
+        GLOBAL: Limit(0.001, 3),
+        "chat.postMessage": Limit(100.0, 100),
+        "assistant.threads.setStatus": Limit(100.0, 100),
+    }
+    budget = PlatformBudget(MemoryBuckets())
+    async with FakeSlack() as slack, budget.tasks:
+        api = web_client(slack.world.bot_token, slack.api_base_url)
+        platform = budget.wrap(SlackPlatform(api), routes)
+        where = [ConversationRef("slack", slack.world.channel_id, f"{n}.0001") for n in range(5)]
+        statuses = [asyncio.create_task(platform.set_status(c, "thinking")) for c in where]
+        await asyncio.gather(*statuses[:2])  # 3 → 1 token: under the status reserve (2)
+        typing = asyncio.create_task(platform.trigger_typing(where[2]))
+        await statuses[2]  # replaced by the newer status of its conversation: no call
+        chunk = asyncio.create_task(platform.send_message(where[3], "a chunk"))  # needs 1.4
+        with call_priority(Priority.ANSWER):
+            await platform.send_message(where[4], "the answer")  # the last token is its
+        for waiting in (typing, *statuses[3:], chunk):
+            assert not waiting.done()
+            waiting.cancel()
+        await asyncio.gather(typing, chunk, *statuses[3:], return_exceptions=True)
+    assert len(slack.calls("assistant.threads.setStatus")) == 2
+    assert [str(c.body["text"]) for c in slack.calls("chat.postMessage")] == ["the answer"]
