@@ -37,12 +37,14 @@ from typing import TextIO
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from gateway import redact
+from gateway.budgeted_platform import PlatformBudget, block_on_429
 from gateway.conversation_store import ConversationStore
 from gateway.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.live import ConnectedSession
 from gateway.metrics import GatewayMetrics, MetricsServer
 from gateway.platform import Invocation
+from gateway.platform_budget import parse_limits
 from gateway.render import RenderOptions
 from gateway.settings import GatewayOptions
 from rawp.tasks import race
@@ -82,6 +84,7 @@ class GatewayConfig:
     database_url: str | None = field(default=None, repr=False)  # None: `database` (SQLite)
     redis_url: str | None = field(default=None, repr=False)  # None: one process
     redis_prefix: str = DEFAULTS.redis_prefix
+    platform_limits: str = DEFAULTS.platform_limits  # overrides of the budget's table
 
 
 def choose_platforms(
@@ -129,6 +132,11 @@ async def run_gateway(
     services: list[ConversationService] = []
     metrics = GatewayMetrics()
     server = MetricsServer(metrics, config.metrics_token)
+    # One platform budget, shared through Redis by every replica (issue 19 §5).
+    budget = await PlatformBudget.open(
+        config.redis_url, config.redis_prefix, parse_limits(config.platform_limits)
+    )
+    metrics.rate_limit_listeners.append(block_on_429(budget.queue))
     try:
         if config.metrics_address is not None:
             await server.start(*config.metrics_address)
@@ -145,13 +153,14 @@ async def run_gateway(
             service = ConversationService(edge, store, settings)
             services.append(service)
             metrics.watch(name, lambda service=service: list(service.live.values()))
-            bots.append(_bot(name, service, metrics))
+            bots.append(_bot(name, service, metrics, budget))
         await _wait_for_master(edge)  # after the bots: a bad platform setting is said at once
         return await _serve_bots(bots, services, stop or _signal_event())
     finally:
         await server.close()
         for service in services:
             await service.close()
+        await budget.close()
         await store.close()
         await edge.close()
 
@@ -163,7 +172,12 @@ async def _wait_for_master(edge: EdgeClient) -> None:
         raise LaunchError(exc.message) from None
 
 
-def _bot(name: str, service: ConversationService, metrics: GatewayMetrics | None = None):
+def _bot(
+    name: str,
+    service: ConversationService,
+    metrics: GatewayMetrics | None = None,
+    budget: PlatformBudget | None = None,
+):
     if name == "discord":
         from adapters.discord import DiscordBot, DiscordSettings
 
@@ -180,7 +194,7 @@ def _bot(name: str, service: ConversationService, metrics: GatewayMetrics | None
             raise LaunchError(str(exc)) from None
     else:
         raise LaunchError(f"the {name} platform runs on its own (--platform {name})")
-    service.bind_platform(bot.platform)
+    service.bind_platform(budget.wrap(bot.platform) if budget else bot.platform)
     return bot
 
 

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         database_url=_plain(options.database_url),
         redis_url=_plain(options.redis_url),
         redis_prefix=options.redis_prefix,
+        platform_limits=options.platform_limits,
     )
     try:
         return asyncio.run(launch.run_gateway(config))

@@ -10,7 +10,9 @@ once with status 429 and once with its final status. The adapter names the metho
 
 The wait of a 429 is what the platform asked for (`Retry-After`, else Discord's
 `X-RateLimit-Reset-After`): discord.py sleeps exactly that, slack_sdk that plus up to a second
-of jitter. A rate limit delays a call; it never drops it (issue 16).
+of jitter. A rate limit delays a call; it never drops it (issue 16). Each 429 is also handed
+to the `rate_limit_listeners` (platform, label, response headers): the shared platform budget
+blocks the route for every replica there (gateway.budgeted_platform rule 4).
 
 `MetricsServer` serves `GET /metrics` (rawp.scrape_access decides who may read it) and
 `GET /health` (200 while the gateway runs) on `RAWP_GATEWAY_METRICS_ADDRESS`.
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from types import SimpleNamespace
 from typing import Any
 
@@ -72,6 +74,8 @@ class GatewayMetrics:
             buckets=CALL_BUCKETS,
             registry=r,
         )
+        # awaited on each 429 with (platform, label, headers): gateway.budgeted_platform
+        self.rate_limit_listeners: list[Callable[[str, str, Any], Awaitable[None]]] = []
         # (platform, the live sessions of its conversation service), read when scraped
         self.sources: list[tuple[str, Callable[[], Iterable[Any]]]] = []
         r.register(_LiveSessions(self))
@@ -94,6 +98,8 @@ class GatewayMetrics:
             if status == 429:
                 self.rate_limited.labels(platform, method).inc()
                 self.rate_limit_wait.labels(platform, method).inc(_asked_wait(params.response))
+                for listener in self.rate_limit_listeners:
+                    await listener(platform, method, params.response.headers)
 
         async def failed(_session: Any, context: SimpleNamespace, params: Any) -> None:
             self._done(platform, label_of(params), "error", context)

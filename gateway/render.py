@@ -57,6 +57,7 @@ from gateway.chunker import split_markdown
 from gateway.conversation_store import ConversationStore
 from gateway.interactions import InteractionFlow, SendFrame
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
+from gateway.platform_budget import Priority, call_priority
 from gateway.posting import Poster
 from gateway.prompt import CommandCache
 from gateway.redact import Redactor
@@ -298,7 +299,10 @@ class SessionRenderer:
 
     async def _on_turn_end(self, frame: Frame, p: ev.TurnEnd, turn: Turn | None) -> None:
         if turn is not None:
-            await self._end_turn(turn, p.stop_reason)
+            # Issue 19 §5: a turn's last posts go before other conversations' chunks and
+            # statuses in the shared platform budget (gateway.platform_budget rule 2).
+            with call_priority(Priority.ANSWER):
+                await self._end_turn(turn, p.stop_reason)
 
     async def _end_turn(self, turn: Turn, stop_reason: str) -> None:
         self._turn = None
@@ -461,15 +465,17 @@ class SessionRenderer:
         if text == turn.status_message_text:
             return
         turn.status_message_text = text
-        if turn.status_message is not None and self.platform.limits.supports_edit:
-            await self._best_effort(self.platform.edit_message(turn.status_message, text))
-            return
-        if turn.status_message is not None:
-            await self._best_effort(self.platform.delete_message(turn.status_message))
-        # Keyed by turn, not by frame: a heartbeat tick (a timer) may post it.
-        key = _interim_key(turn, turn.interim_posts)
-        turn.interim_posts += 1
-        turn.status_message = await self._poster.send(text, key=key)
+        # Issue 19 §5: the status line is a status in the platform budget, after any content.
+        with call_priority(Priority.STATUS):
+            if turn.status_message is not None and self.platform.limits.supports_edit:
+                await self._best_effort(self.platform.edit_message(turn.status_message, text))
+                return
+            if turn.status_message is not None:
+                await self._best_effort(self.platform.delete_message(turn.status_message))
+            # Keyed by turn, not by frame: a heartbeat tick (a timer) may post it.
+            key = _interim_key(turn, turn.interim_posts)
+            turn.interim_posts += 1
+            turn.status_message = await self._poster.send(text, key=key)
 
     async def _typing(self) -> None:
         await self.platform.trigger_typing(self.conversation)

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, SecretStr
 
+from gateway.platform_budget import parse_limits
 from rawp.settings import Accepts, CommandSettings, Flag, Names, metrics_token_setting, setting
 
 WEEK_S = 7 * 24 * 3600
@@ -60,6 +61,16 @@ def _address(text: str | None) -> str | None:
 
 
 Address = Annotated[str | None, AfterValidator(_address), Accepts("host:port, e.g. 127.0.0.1:9464")]
+
+
+def _platform_limits(value: str) -> str:
+    parse_limits(value)  # said at start-up, not at the first post
+    return value
+
+
+LimitOverrides = Annotated[
+    str, AfterValidator(_platform_limits), Accepts("route=rate, …, e.g. global=5/s")
+]
 
 # The console group of --help lists these; the others come first.
 CONSOLE_OPTIONS = ("console_user", "node", "agent")
@@ -116,6 +127,14 @@ class GatewayOptions(CommandSettings):
         env="RAWP_GATEWAY_REDIS_PREFIX",
         flag="--redis-prefix",
         help="start of every Redis key the gateway writes (several deployments, one Redis)",
+    )
+    platform_limits: LimitOverrides = setting(
+        "",
+        env="RAWP_GATEWAY_PLATFORM_LIMITS",
+        flag="--platform-limits",
+        help="overrides of the platform budget's table (docs/scale-out.md, one platform "
+        "budget), e.g. 'global=5/s,chat.postMessage=2/s'; '*=…' sets every route; none: "
+        "the platforms' published limits",
     )
     agents: Names = setting(
         ("demo",),

@@ -34,6 +34,9 @@ def module_stack(name: str, owner: str):
     return stack
 
 
+NO_PLATFORM_LIMITS = "*=1000/s"
+
+
 def discord_env(fake: FakeDiscord, world: DiscordWorld, **extra: str) -> dict[str, str]:
     """The gateway's environment for the fake Discord; `extra` adds settings (RAWP_…)."""
     return {
@@ -43,6 +46,9 @@ def discord_env(fake: FakeDiscord, world: DiscordWorld, **extra: str) -> dict[st
         "DISCORD_GATEWAY_URL": fake.gateway_url,
         "SLACK_BOT_TOKEN": "",
         "RAWP_PLATFORM": "",
+        # The fakes enforce no rate limit: the published ones would only slow these tests
+        # (the budget's own tests inject theirs: tests/gateway/test_platform_budget*.py).
+        "RAWP_GATEWAY_PLATFORM_LIMITS": NO_PLATFORM_LIMITS,
         **extra,
     }
 
@@ -59,6 +65,9 @@ def slack_env(slack: FakeSlack, world: SlackWorld, port: int, **extra: str) -> d
         "SLACK_HTTP_PORT": str(port),
         "DISCORD_BOT_TOKEN": "",
         "RAWP_PLATFORM": "",
+        # The fakes enforce no rate limit: the published ones would only slow these tests
+        # (the budget's own tests inject theirs: tests/gateway/test_platform_budget*.py).
+        "RAWP_GATEWAY_PLATFORM_LIMITS": NO_PLATFORM_LIMITS,
         **extra,
     }
 
