@@ -21,13 +21,15 @@ Rules:
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 SQLITE_TIMEOUT_S = 30  # a writer waits this long for another process's write to end
 ASYNC_DRIVERS = {
@@ -84,7 +86,9 @@ class Database:
             _create_private_file(parsed.database)
             kwargs["connect_args"] = {"timeout": SQLITE_TIMEOUT_S}
             if not parsed.database or parsed.database == ":memory:":
-                kwargs["poolclass"] = StaticPool  # one in-memory database, shared
+                # An in-memory database lives as long as its one connection: keep exactly
+                # one, and let callers take turns with it (a shared one would mix transactions).
+                kwargs |= {"poolclass": AsyncAdaptedQueuePool, "pool_size": 1, "max_overflow": 0}
         else:
             kwargs["pool_pre_ping"] = True  # a replica outlives a database restart
         try:
@@ -106,33 +110,17 @@ class Database:
         """`async with db.read() as conn`: a transaction that only reads."""
         return self.engine.begin()
 
-    def write(self):
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
         """`async with db.write() as conn`: one write transaction, committed on success
         (rule 3: `BEGIN IMMEDIATE` on SQLite)."""
-        return _Write(self.engine)
+        async with self.engine.connect() as conn:
+            await conn.execution_options(**{_BEGIN: "BEGIN IMMEDIATE"})
+            async with conn.begin():
+                yield conn
 
     async def dispose(self) -> None:
         await self.engine.dispose()
-
-
-class _Write:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
-        self._conn = None
-        self._tx = None
-
-    async def __aenter__(self):
-        self._conn = await self._engine.connect()
-        await self._conn.execution_options(**{_BEGIN: "BEGIN IMMEDIATE"})
-        self._tx = self._conn.begin()
-        await self._tx.__aenter__()
-        return self._conn
-
-    async def __aexit__(self, *exc_info) -> None:
-        try:
-            await self._tx.__aexit__(*exc_info)
-        finally:
-            await self._conn.close()
 
 
 def _create_private_file(database: str | None) -> None:

@@ -131,6 +131,29 @@ async def test_an_intent_never_overwrites_a_recorded_post_even_from_another_repl
         await second.close()
 
 
+async def test_two_replicas_writing_at_once_lose_nothing(store_target):
+    first = await ConversationStore.open(store_target)
+    second = await ConversationStore.open(store_target)
+    try:
+        stores = (first, second) * 10
+        await asyncio.gather(
+            *(s.record_queued("s1", f"p{n:02}", None, None) for n, s in enumerate(stores)),
+            *(s.record_post("s1", f"k/{n}", f"m{n}") for n, s in enumerate(stores)),
+            *(
+                s.bind(THREAD, subject="u", session_id=f"s{n}", node_id="n", agent_name="a")
+                for n, s in enumerate(stores)
+            ),
+        )
+        assert sorted(p for p, _, _ in await second.queued("s1")) == [f"p{n:02}" for n in range(20)]
+        assert [await first.recorded("s1", f"k/{n}") for n in range(20)] == [
+            f"m{n}" for n in range(20)
+        ]
+        assert len(await first.open_bindings()) == 1  # one thread, one row: the last bind won
+    finally:
+        await first.close()
+        await second.close()
+
+
 async def test_settings_defaults_origins_and_cursors_are_replaced_in_place(store_target):
     store = await ConversationStore.open(store_target)
     try:
