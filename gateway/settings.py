@@ -100,7 +100,7 @@ class GatewayOptions(CommandSettings):
         flag="--database-url",
         help="SQLAlchemy URL of the conversation store shared by several gateway replicas "
         "(docs/scale-out.md); none: conversations.sqlite3 in the state directory",
-        example="postgresql+asyncpg://rawp:password@db:5432/rawp_gateway",
+        example="postgresql+asyncpg://rawp@db:5432/rawp_gateway",
     )
     redis_url: Annotated[SecretStr | None, Accepts("a redis:// URL (kept secret)")] = setting(
         None,
