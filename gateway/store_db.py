@@ -58,7 +58,8 @@ def target_url(target: Path | str) -> str:
 
 
 class Database:
-    """One async engine; `read()` and `write()` give a connection inside one transaction."""
+    """One async engine; `write()` gives a connection inside one write transaction, `read()`
+    one for reading."""
 
     def __init__(self, engine: AsyncEngine, dialect: str) -> None:
         self.engine = engine
@@ -100,7 +101,10 @@ class Database:
                 f"postgresql+asyncpg://…  ({type(exc).__name__})"
             ) from None
         except Exception as exc:  # e.g. a sync driver given to the async engine
-            raise StoreError(f"the conversation database URL cannot be used: {exc}") from None
+            raise StoreError(  # the type only: a driver's message might quote the URL
+                f"the conversation database URL cannot be used ({parsed.drivername}, "
+                f"{type(exc).__name__}): use an async driver such as postgresql+asyncpg"
+            ) from None
         if dialect == "sqlite":
             event.listen(engine.sync_engine, "connect", _sqlite_connect)
             event.listen(engine.sync_engine, "begin", _sqlite_begin)
