@@ -38,7 +38,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_e
 
 from gateway import redact
 from gateway.budgeted_platform import PlatformBudget, block_on_429
-from gateway.conversation_store import ConversationStore
+from gateway.conversation_store import ConversationStore, StoreError
 from gateway.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.live import ConnectedSession
@@ -118,7 +118,10 @@ async def run_gateway(
         raise LaunchError(NO_CONSOLE_INPUT)  # docker run without -i: said at once
     await asyncio.to_thread(redact.prepare)  # issue 15 §3: its patterns, compiled once
     edge = EdgeClient(config.master_url, config.edge_secret)
-    store = await ConversationStore.open(config.database)
+    try:  # issue 19 §1: a shared database for replicas, else the SQLite file
+        store = await ConversationStore.open(config.database_url or config.database)
+    except StoreError as exc:  # one line, never the URL (it may hold a password)
+        raise LaunchError(str(exc)) from None
     settings = ConversationSettings(
         agents=config.agents,
         workspace_path=config.workspace,
