@@ -39,6 +39,7 @@ from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
 from adapters.discord.commands import RawpCommands
 from adapters.discord.platform import DiscordPlatform, conversation_of
 from adapters.discord.settings import DiscordSettings
+from adapters.discord.shards import ShardPlan
 from gateway.metrics import GatewayMetrics
 from gateway.platform import ConversationHooks, Invocation, MessageRef
 from gateway.prompt import PromptDraft, PromptError
@@ -65,6 +66,18 @@ def intents(settings: DiscordSettings) -> discord.Intents:
     return chosen
 
 
+def new_client(shards: ShardPlan, chosen: discord.Intents, options: dict[str, Any]):
+    """One shard of one: a plain Client (one connection, as before sharding existed). Anything
+    else: an AutoShardedClient running this replica's shards in one process (docs/discord.md).
+    Render-only replicas get the same client; they never connect it."""
+    if not shards.sharded:
+        return discord.Client(intents=chosen, **options)
+    ids = list(shards.ids) if shards.ids else None  # None: all (an empty list also means all)
+    return discord.AutoShardedClient(
+        intents=chosen, shard_count=shards.count, shard_ids=ids, **options
+    )
+
+
 class DiscordBot:
     def __init__(
         self,
@@ -76,7 +89,8 @@ class DiscordBot:
         self.settings = settings
         if metrics is not None:  # every REST call, 429s included (gateway.metrics)
             client_options["http_trace"] = metrics.platform_trace("discord", discord_label)
-        self.client = discord.Client(intents=intents(settings), **client_options)
+        self.shards = settings.shard_plan
+        self.client = new_client(self.shards, intents(settings), client_options)
         self.tree = app_commands.CommandTree(self.client)
         policy = AccessPolicy(
             settings.allowed_guilds,
@@ -95,6 +109,7 @@ class DiscordBot:
         self._tasks = TaskOwner("discord bot", log)
         self._stopped = asyncio.Event()  # the background client ended (closed or failed)
         self._failure: BaseException | None = None
+        self._closing = asyncio.Event()  # close() called: a render-only bot's start() returns
 
     @property
     def hooks(self) -> ConversationHooks:
@@ -104,7 +119,8 @@ class DiscordBot:
         """After login, before the gateway connects: REST works from here on."""
         self.platform.register()
         self.platform.online.set()
-        await self.tree.sync()
+        if self.shards.syncs_commands:  # one replica registers them, not each (shards.py)
+            await self.tree.sync()
 
     async def on_ready(self) -> None:
         log.info("discord: logged in as %s", self.client.user)
@@ -115,7 +131,16 @@ class DiscordBot:
     async def start(self) -> None:
         """Log in and run until closed (the token is never logged)."""
         apply_endpoints(self.settings)
-        await self.client.start(self.settings.bot_token.get_secret_value())
+        log.info("discord: %s", self.shards.describe())
+        token = self.settings.bot_token.get_secret_value()
+        if self.shards.connects:
+            await self.client.start(token)
+            return
+        # Render-only (DISCORD_SHARD_IDS=none): login() is REST only (setup_hook runs in it);
+        # no gateway connection, so no guild is known and no event arrives here.
+        await self.client.login(token)
+        self.ready.set()
+        await self._closing.wait()
 
     async def serve(self) -> None:
         """Run until closed: what `rawp gateway` awaits."""
@@ -142,6 +167,7 @@ class DiscordBot:
 
     async def close(self) -> None:
         self.platform.online.clear()
+        self._closing.set()
         await self.client.close()
         if self._tasks.running:
             # The client's task ends once the client is closed; one that does not is cancelled.
