@@ -69,8 +69,10 @@ def _valid_shard(shard: Any) -> bool:
 class GatewaySession:
     """One connected client: its websocket, its sequence number and its compressor."""
 
-    def __init__(self, ws: web.WebSocketResponse, compress: bool) -> None:
+    def __init__(self, ws: web.WebSocketResponse, compress: bool, peer=None) -> None:
         self.ws = ws
+        self.peer = peer  # the client's (host, port): which process holds this connection
+        self.received: list[tuple[str, dict[str, Any]]] = []  # dispatches sent by dispatch()
         self.sequence = 0
         self.session_id = secrets.token_hex(16)
         self.intents = 0  # from IDENTIFY
@@ -107,7 +109,8 @@ class DiscordGateway:
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
         await ws.prepare(request)
         compress = request.query.get("compress") == "zlib-stream"
-        session = GatewaySession(ws, compress=compress)
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        session = GatewaySession(ws, compress=compress, peer=peer)
         self.log.record(Call("WS", "CONNECT", {"zlib_stream": compress}, query=dict(request.query)))
         await session.send(OP_HELLO, {"heartbeat_interval": HEARTBEAT_INTERVAL_MS})
         try:
@@ -171,6 +174,7 @@ class DiscordGateway:
         """Send one DISPATCH to every identified session holding the event's shard (no-op when
         none is connected)."""
         for session in self.receivers(data):
+            session.received.append((event, data))
             await session.send(OP_DISPATCH, self._as_seen_by(session, event, data), event)
 
     def receivers(self, data: dict[str, Any]) -> list[GatewaySession]:
