@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 import discord.gateway
@@ -36,6 +36,7 @@ from discord import app_commands
 
 from adapters.call_labels import discord_label
 from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
+from adapters.discord.auto_shards import AutoShards
 from adapters.discord.commands import RawpCommands
 from adapters.discord.platform import DiscordPlatform, conversation_of
 from adapters.discord.settings import DiscordSettings
@@ -45,6 +46,9 @@ from gateway.platform import ConversationHooks, Invocation, MessageRef
 from gateway.prompt import PromptDraft, PromptError
 from rawp.events import PromptRequest
 from rawp.tasks import TaskOwner, race
+
+if TYPE_CHECKING:  # redis is imported only by a replica that shares shards (launch.py)
+    from adapters.discord.shard_leases import ShardLeases
 
 log = logging.getLogger(__name__)
 CLOSE_WAIT_S = 10.0  # how long close() lets the client's task end before cancelling it
@@ -84,9 +88,11 @@ class DiscordBot:
         settings: DiscordSettings,
         hooks: ConversationHooks | None = None,
         metrics: GatewayMetrics | None = None,
+        shard_leases: ShardLeases | None = None,
         **client_options: Any,
     ) -> None:
         self.settings = settings
+        self.shard_leases = shard_leases  # DISCORD_SHARD_IDS=auto (auto_shards.py)
         if metrics is not None:  # every REST call, 429s included (gateway.metrics)
             client_options["http_trace"] = metrics.platform_trace("discord", discord_label)
         self.shards = settings.shard_plan
@@ -122,6 +128,9 @@ class DiscordBot:
         if self.shards.syncs_commands:  # one replica registers them, not each (shards.py)
             await self.tree.sync()
 
+    def _use_plan(self, plan: ShardPlan) -> None:
+        self.shards = plan
+
     async def on_ready(self) -> None:
         log.info("discord: logged in as %s", self.client.user)
         self.ready.set()
@@ -133,6 +142,14 @@ class DiscordBot:
         apply_endpoints(self.settings)
         log.info("discord: %s", self.shards.describe())
         token = self.settings.bot_token.get_secret_value()
+        if self.shards.auto:
+            if self.shard_leases is None:
+                raise RuntimeError("DISCORD_SHARD_IDS=auto needs RAWP_REDIS_URL (shard leases)")
+            auto = AutoShards(
+                self.client, self.shard_leases, self._use_plan, self.shards, self.platform.online
+            )
+            await auto.run(token, self._closing, self.ready)
+            return
         if self.shards.connects:
             await self.client.start(token)
             return

@@ -91,12 +91,13 @@ class DiscordSettings(CommandSettings):
         ShardIds,
         NoDecode,  # "0,1" is ours to parse, not JSON
         BeforeValidator(parse_shard_ids),
-        Accepts("all, none, or comma-separated shard ids below DISCORD_SHARD_COUNT"),
+        Accepts("all, none, auto, or comma-separated shard ids below DISCORD_SHARD_COUNT"),
     ] = setting(
         "all",
         env="DISCORD_SHARD_IDS",
         help="the shards this replica runs; none: it only renders and posts (no gateway "
-        "connection); the replica running shard 0 syncs the slash commands",
+        "connection); auto: the replicas share them through Redis leases (needs "
+        "RAWP_REDIS_URL); the replica running shard 0 syncs the slash commands",
     )
 
     @model_validator(mode="after")

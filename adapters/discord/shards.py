@@ -10,7 +10,9 @@ Rules:
   for its recommended count; then this replica runs every shard (ids cannot be checked
   against a count not yet known, so explicit ids need a number).
 - DISCORD_SHARD_IDS is `all` (default), `none` (a render-only replica: it logs in for REST and
-  opens no gateway connection) or comma-separated ids, each below the count.
+  opens no gateway connection), comma-separated ids, each below the count, or `auto`: the
+  replicas share the shards through Redis leases (shard_leases.py; needs RAWP_REDIS_URL and a
+  numeric count), and the set a replica runs changes as replicas come and go.
 - Application commands are synced by the replica that runs shard 0 only (`syncs_commands`):
   one registration per application, not one per replica.
 - One shard of one (the default) keeps a plain `discord.Client`; anything else is an
@@ -24,8 +26,9 @@ from typing import Literal
 
 ALL = "all"
 NONE = "none"
+AUTO = "auto"
 
-ShardIds = tuple[int, ...] | Literal["all"]
+ShardIds = tuple[int, ...] | Literal["all", "auto"]
 
 
 def parse_shard_count(value: object) -> object:
@@ -36,18 +39,22 @@ def parse_shard_count(value: object) -> object:
 
 
 def parse_shard_ids(value: object) -> object:
-    """`all` → "all"; `none` → (); `"0, 2"` → (0, 2). A bad id raises ValueError."""
+    """`all`, `auto` as they are; `none` → (); `"0, 2"` → (0, 2). A bad id raises ValueError."""
     if not isinstance(value, str):
         return value
     text = value.strip().lower()
-    if text in (ALL, NONE):
-        return ALL if text == ALL else ()
+    if text in (ALL, AUTO):
+        return text
+    if text == NONE:
+        return ()
     ids: list[int] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
         if not part.isdigit():
-            raise ValueError(f"expected all, none or comma-separated shard ids, got {value!r}")
+            raise ValueError(
+                f"expected all, none, auto or comma-separated shard ids, got {value!r}"
+            )
         if int(part) not in ids:
             ids.append(int(part))
     return tuple(sorted(ids))
@@ -55,21 +62,27 @@ def parse_shard_ids(value: object) -> object:
 
 @dataclass(frozen=True)
 class ShardPlan:
-    """What the client runs: `count` None means "ask Discord"; `ids` None means all of them."""
+    """What the client runs: `count` None means "ask Discord"; `ids` None means all of them;
+    `auto`: the ids come from Redis leases at run time (`ids` is then empty until some are
+    held; `with_ids` gives the plan for a held set)."""
 
     count: int | None
     ids: tuple[int, ...] | None
+    auto: bool = False
 
     @classmethod
     def of(cls, count: int | None, ids: ShardIds) -> ShardPlan:
         """The plan from the two settings; ValueError (one line) when they disagree."""
         if ids == ALL:
             return cls(count, None)
-        assert isinstance(ids, tuple)
         if count is None:
             raise ValueError(
-                "DISCORD_SHARD_IDS names shard ids: DISCORD_SHARD_COUNT must be a number, not auto"
+                f"DISCORD_SHARD_IDS={'auto' if ids == AUTO else ','.join(map(str, ids))} needs "
+                "a number in DISCORD_SHARD_COUNT, not auto"
             )
+        if ids == AUTO:
+            return cls(count, (), auto=True)
+        assert isinstance(ids, tuple)
         outside = [i for i in ids if i >= count]
         if outside:
             raise ValueError(
@@ -78,10 +91,13 @@ class ShardPlan:
             )
         return cls(count, ids)
 
+    def with_ids(self, ids: tuple[int, ...]) -> ShardPlan:
+        return ShardPlan(self.count, ids, self.auto)
+
     @property
     def sharded(self) -> bool:
         """An AutoShardedClient is needed (anything but one shard of one)."""
-        return not (self.count == 1 and self.ids in (None, (0,)))
+        return self.auto or not (self.count == 1 and self.ids in (None, (0,)))
 
     @property
     def connects(self) -> bool:
@@ -96,7 +112,7 @@ class ShardPlan:
     def describe(self) -> str:
         count = "auto" if self.count is None else str(self.count)
         ids = "all" if self.ids is None else ",".join(map(str, self.ids)) or "none"
-        return f"shards {ids} of {count}"
+        return f"shards {ids} of {count}" + (" (auto: Redis leases)" if self.auto else "")
 
 
 def shard_of(guild_id: int, count: int) -> int:

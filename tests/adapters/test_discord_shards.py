@@ -72,11 +72,11 @@ def test_auto_count_runs_every_shard():
         ),
         (
             {"DISCORD_SHARD_COUNT": "auto", "DISCORD_SHARD_IDS": "0"},
-            "DISCORD_SHARD_IDS names shard ids: DISCORD_SHARD_COUNT must be a number, not auto",
+            "DISCORD_SHARD_IDS=0 needs a number in DISCORD_SHARD_COUNT, not auto",
         ),
         (
             {"DISCORD_SHARD_IDS": "zero"},
-            "DISCORD_SHARD_IDS: expected all, none or comma-separated shard ids, got 'zero'",
+            "DISCORD_SHARD_IDS: expected all, none, auto or comma-separated shard ids, got 'zero'",
         ),
         ({"DISCORD_SHARD_COUNT": "0"}, "DISCORD_SHARD_COUNT: expected a number of shards ≥ 1"),
     ],

@@ -207,7 +207,9 @@ class DiscordGateway:
         """Wait until a client has identified (or resumed); with `shard`, one holding it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not (found := [s for s in self.sessions if shard in (None, s.shard[0])]):
+        while not (
+            found := [s for s in self.sessions if shard in (None, s.shard[0]) and not s.ws.closed]
+        ):
             if loop.time() >= deadline:
                 which = "no client" if shard is None else f"no client for shard {shard}"
                 raise TimeoutError(f"{which} identified on the fake gateway within {timeout}s")
