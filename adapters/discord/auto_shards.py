@@ -87,6 +87,10 @@ class AutoShards:
             # close() closed the connector with the session; login() makes a new one only
             # when none is set.
             self.client.http.connector = discord.utils.MISSING
+            # login() runs discord.py's internal setup (a new event queue for the shards) only
+            # on the first login; the old queue still holds close()'s clean_close item, which
+            # would end the next connect() as soon as its shards were launched. Run it again.
+            await self.client._async_setup_hook()
         self.plan = self.plan.with_ids(held)
         self._set_plan(self.plan)
         self.client.shard_ids = list(held) or None

@@ -110,6 +110,8 @@ class DiscordBot:
         self.tree.add_command(RawpCommands(self.platform))
         self.ready = asyncio.Event()
         self.client.setup_hook = self._setup
+        self.client.before_identify_hook = self._before_identify
+        self._identify_concurrency = 1  # Discord's session_start_limit.max_concurrency
         self.client.event(self.on_ready)
         self.client.event(self.on_message)
         self._tasks = TaskOwner("discord bot", log)
@@ -124,9 +126,19 @@ class DiscordBot:
     async def _setup(self) -> None:
         """After login, before the gateway connects: REST works from here on."""
         self.platform.register()
+        if self.shards.sharded:  # how many IDENTIFYs Discord takes per 5 s (large bots: 16+)
+            *_, limit = await self.client.http.get_bot_gateway()
+            self._identify_concurrency = max(1, int(limit.get("max_concurrency") or 1))
         self.platform.online.set()
         if self.shards.syncs_commands:  # one replica registers them, not each (shards.py)
             await self.tree.sync()
+
+    async def _before_identify(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Discord takes `max_concurrency` IDENTIFYs per 5 s, shard i in bucket
+        i % max_concurrency; discord.py's own hook waits 5 s before every one but the first.
+        Wait only where a new round of buckets starts."""
+        if not initial and (shard_id or 0) % self._identify_concurrency == 0:
+            await asyncio.sleep(5.0)
 
     def _use_plan(self, plan: ShardPlan) -> None:
         self.shards = plan

@@ -101,8 +101,9 @@ def test_any_written_id_list_reads_back_sorted_and_unique(ids, separator):
 
 
 def world_on_every_shard(count: int = SHARDS) -> tuple[DiscordWorld, list[tuple[str, str]]]:
-    """A world with one guild on each shard: [(guild id, channel id)] by shard."""
-    world = DiscordWorld()
+    """A world with one guild on each shard: [(guild id, channel id)] by shard. Discord lets
+    it identify 16 shards at once (a large bot's max_concurrency), so no 5 s waits."""
+    world = DiscordWorld(max_concurrency=16)
     guilds = [world.add_guild(f"guild {i}", shard=i, shard_count=count) for i in range(count)]
     assert [shard_of(int(g), count) for g, _ in guilds] == list(range(count))
     return world, guilds
@@ -196,6 +197,7 @@ async def test_a_render_only_replica_posts_without_a_gateway_connection():
 async def test_auto_takes_discords_recommended_count():
     world, guilds = world_on_every_shard(2)
     world.recommended_shards = 2
+    world.max_concurrency = 1  # Discord's default: the second IDENTIFY waits its 5 s
     async with FakeDiscord(world) as fake, bots(fake, ("auto", "all")) as running:
         ((_, hooks),) = running
         assert fake.calls("GET", "/gateway/bot")

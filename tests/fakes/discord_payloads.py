@@ -143,6 +143,8 @@ class DiscordWorld:
     application_flags: int = 1 << 19
     # GET /gateway/bot `shards`: the count Discord recommends (DISCORD_SHARD_COUNT=auto).
     recommended_shards: int = 1
+    # GET /gateway/bot `session_start_limit.max_concurrency`: IDENTIFYs allowed per 5 s.
+    max_concurrency: int = 1
 
     def __post_init__(self) -> None:
         self.application_id = self.ids.next()

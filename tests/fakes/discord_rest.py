@@ -257,7 +257,8 @@ class DiscordRest:
         return json_response(self.world.application_info())
 
     async def gateway(self, request: web.Request) -> web.Response:
-        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        concurrency = self.world.max_concurrency
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": concurrency}
         shards = self.world.recommended_shards  # GET /gateway/bot; what shard_count=None uses
         return json_response(
             {"url": self.gateway_url(), "shards": shards, "session_start_limit": limit}

@@ -6,18 +6,25 @@ Every guild is served, each by the replica holding its shard: the fake sends a g
 on its shard's connection only, and which process holds a connection is read from the
 operating system (the connection's local port among the process's sockets). The slash commands
 are registered once, by shard 0's replica.
+
+With DISCORD_SHARD_IDS=auto and the machine's Redis, two replicas split the four shards, and
+when one is SIGKILLed its shards move to the survivor, which then serves their guilds.
 """
 
 from __future__ import annotations
+
+import asyncio
+import signal
 
 import psutil
 
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.chat_stack import content, discord_env, gateway_args, module_stack, sub
+from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
 
 SHARDS = 4
-WORLD = DiscordWorld()
+WORLD = DiscordWorld(max_concurrency=16)  # all four shards may identify at once
 GUILDS = [WORLD.add_guild(f"guild {i}", shard=i, shard_count=SHARDS) for i in range(SHARDS)]
 OWNER = f"discord:{WORLD.alice['id']}"
 
@@ -27,6 +34,33 @@ stack = module_stack("discord-shards", OWNER)
 def local_ports(pid: int) -> set[int]:
     """The local TCP ports of a process's sockets."""
     return {c.laddr.port for c in psutil.Process(pid).net_connections(kind="tcp") if c.laddr}
+
+
+def holders(fake: FakeDiscord, replicas: dict) -> dict[int, str]:
+    """shard → the replica (key of `replicas`) whose process holds its open connection."""
+    ports = {name: local_ports(proc.pid) for name, proc in replicas.items() if proc.poll() is None}
+    held = {}
+    for session in [s for s in fake.gateway.sessions if not s.ws.closed]:
+        for name, mine in ports.items():
+            if session.peer[1] in mine:
+                held[session.shard[0]] = name
+    return held
+
+
+async def until(check, what: str, state, within: float = 90.0) -> None:
+    """Poll `check()` until it holds; fail naming `what` and `state()` (a deadline for
+    failing, not a timing claim)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not check():
+        assert loop.time() < deadline, f"not within {within:.0f} s: {what}; now {state()}"
+        await asyncio.sleep(0.2)
+
+
+async def ask_nodes(fake: FakeDiscord, channel_id: str) -> str:
+    command = await fake.inject_slash_command("rawp", sub("nodes"), channel_id=channel_id)
+    webhook = f"/webhooks/{WORLD.application_id}/{command['token']}"
+    return content(await fake.wait_for_call("POST", webhook, timeout=60))
 
 
 async def test_two_replicas_each_running_half_of_four_shards_serve_every_guild(
@@ -68,3 +102,43 @@ async def test_two_replicas_each_running_half_of_four_shards_serve_every_guild(
         for proc in replicas.values():
             proc.terminate()
             assert proc.wait(timeout=30) == 0
+
+
+async def test_auto_replicas_split_the_shards_and_a_killed_ones_move_to_the_survivor(
+    stack,
+    processes,
+    tmp_path,
+    redis_prefix,  # noqa: F811
+):
+    _, prefix = redis_prefix
+    async with FakeDiscord(WORLD) as fake:
+        env = discord_env(
+            fake,
+            WORLD,
+            DISCORD_SHARD_COUNT=str(SHARDS),
+            DISCORD_SHARD_IDS="auto",
+            RAWP_REDIS_URL=REDIS_URL,
+            RAWP_GATEWAY_REDIS_PREFIX=prefix,
+        )
+        replicas = {
+            name: processes.rawp(*gateway_args(stack, tmp_path / name), env=env)
+            for name in ("a", "b")
+        }
+        await until(
+            lambda: sorted(holders(fake, replicas).values()) == ["a", "a", "b", "b"],
+            "the two replicas each run two of the four shards",
+            lambda: holders(fake, replicas),
+        )
+        victim = holders(fake, replicas)[SHARDS - 1]
+        survivor = "a" if victim == "b" else "b"
+        moved = [shard for shard, name in holders(fake, replicas).items() if name == victim]
+        replicas[victim].send_signal(signal.SIGKILL)
+        replicas[victim].wait(timeout=30)
+
+        await until(
+            lambda: holders(fake, replicas) == dict.fromkeys(range(SHARDS), survivor),
+            "the survivor runs every shard after the other was killed",
+            lambda: holders(fake, replicas),
+        )
+        for shard in moved:  # the dead replica's guilds are served again
+            assert "test-box" in await ask_nodes(fake, GUILDS[shard][1])
