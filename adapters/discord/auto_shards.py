@@ -14,7 +14,9 @@ Rules:
 - Zero held shards: logged in, not connected (an empty `shard_ids` would mean "all" to
   discord.py).
 - A connection that ends on its own (not because of a restart) is restarted at the next round.
-- On stop every lease is released, so the survivors take the shards within one round.
+- On stop the client is closed again after the loop (a restart racing close() must not leave
+  connections open) and every lease is released, so the survivors take the shards within one
+  round.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ class AutoShards:
             try:
                 while not closing.is_set():
                     held = await self.leases.step()
+                    if closing.is_set():  # close() ran meanwhile: no restart after it
+                        break
                     ended = self._connection is not None and self._connection.done()
                     if held != self.running or (held and ended):
                         await self._restart(owner, token, held)
@@ -68,6 +72,10 @@ class AutoShards:
                         async with asyncio.timeout(self.leases.interval_s):
                             await closing.wait()
             finally:
+                # A restart racing close() may have connected again: close what is open now.
+                if self._connection is not None:
+                    self._connection.cancel()
+                await self.client.close()
                 await self.leases.close()
 
     async def _restart(self, owner: TaskOwner, token: str, held: tuple[int, ...]) -> None:

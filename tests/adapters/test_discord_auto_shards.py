@@ -83,8 +83,14 @@ async def auto_bot(fake: FakeDiscord, prefix: str, me: str):
         await bot.close()
 
 
-def connected(fake: FakeDiscord) -> set[int]:
-    return {s.shard[0] for s in fake.gateway.sessions if not s.ws.closed}
+def settled(bot: DiscordBot, leases: ShardLeases) -> bool:
+    """The bot's client runs exactly the shards it holds, all of them ready."""
+    return bot.client.is_ready() and sorted(bot.client.shard_ids or []) == sorted(leases.held)
+
+
+def connected(fake: FakeDiscord) -> list[int]:
+    """The shards of the open gateway connections (a shard twice: two bots both run it)."""
+    return sorted(s.shard[0] for s in fake.gateway.sessions if not s.ws.closed)
 
 
 async def test_auto_bots_share_the_shards_and_one_takes_over_when_the_other_stops(
@@ -94,15 +100,16 @@ async def test_auto_bots_share_the_shards_and_one_takes_over_when_the_other_stop
     world, guilds = world_on_every_shard()
     async with FakeDiscord(world) as fake:
         with discord_endpoints(fake):
-            async with auto_bot(fake, prefix, "a") as (_, a, a_hooks):
-                async with auto_bot(fake, prefix, "b") as (_, b, b_hooks):
+            async with auto_bot(fake, prefix, "a") as (a_bot, a, a_hooks):
+                async with auto_bot(fake, prefix, "b") as (b_bot, b, b_hooks):
                     await until(
-                        lambda: len(a.held) == len(b.held) == 2 and connected(fake) == {0, 1, 2, 3},
+                        lambda: (
+                            len(a.held) == len(b.held) == 2
+                            and settled(a_bot, a)
+                            and settled(b_bot, b)
+                            and connected(fake) == [0, 1, 2, 3]
+                        ),
                         "the two bots split the four shards and connected them",
-                    )
-                    await until(
-                        lambda: all(s.shard[0] in a.held | b.held for s in fake.gateway.sessions),
-                        "old sessions closed",
                     )
                     for _, channel_id in guilds:
                         assert await ask_nodes(fake, channel_id) == "laptop · online"
@@ -111,8 +118,14 @@ async def test_auto_bots_share_the_shards_and_one_takes_over_when_the_other_stop
                     assert reached(b_hooks, "nodes") == {channels[i] for i in b.held}
                     taken = set(b.held)
                 # b stopped (its leases released): a takes its shards and serves their guilds.
-                await until(lambda: a.held == {0, 1, 2, 3}, "a took over b's shards")
-                await until(lambda: connected(fake) == {0, 1, 2, 3}, "a connected them")
+                await until(
+                    lambda: (
+                        a.held == {0, 1, 2, 3}
+                        and settled(a_bot, a)
+                        and connected(fake) == [0, 1, 2, 3]
+                    ),
+                    "a took over b's shards and connected them",
+                )
                 for shard in sorted(taken):
                     assert await ask_nodes(fake, guilds[shard][1]) == "laptop · online"
                     assert guilds[shard][1] in reached(a_hooks, "nodes")

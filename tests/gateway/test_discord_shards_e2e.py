@@ -110,7 +110,7 @@ async def test_auto_replicas_split_the_shards_and_a_killed_ones_move_to_the_surv
     tmp_path,
     redis_prefix,  # noqa: F811
 ):
-    _, prefix = redis_prefix
+    redis, prefix = redis_prefix
     async with FakeDiscord(WORLD) as fake:
         env = discord_env(
             fake,
@@ -138,6 +138,14 @@ async def test_auto_replicas_split_the_shards_and_a_killed_ones_move_to_the_surv
         await until(
             lambda: holders(fake, replicas) == dict.fromkeys(range(SHARDS), survivor),
             "the survivor runs every shard after the other was killed",
+            lambda: holders(fake, replicas),
+        )
+        # Its leases name it for all four: it holds them all, so no restart is still to come.
+        owners = await redis.mget([f"{prefix}shard:{i}" for i in range(SHARDS)])
+        assert len(set(owners)) == 1 and None not in owners
+        await until(
+            lambda: holders(fake, replicas) == dict.fromkeys(range(SHARDS), survivor),
+            "the survivor's connections are still all four",
             lambda: holders(fake, replicas),
         )
         for shard in moved:  # the dead replica's guilds are served again
