@@ -156,7 +156,7 @@ async def run_gateway(
             service = ConversationService(edge, store, settings)
             services.append(service)
             metrics.watch(name, lambda service=service: list(service.live.values()))
-            bots.append(_bot(name, service, metrics, budget))
+            bots.append(_bot(name, service, metrics, budget, config))
         await _wait_for_master(edge)  # after the bots: a bad platform setting is said at once
         return await _serve_bots(bots, services, stop or _signal_event())
     finally:
@@ -180,12 +180,22 @@ def _bot(
     service: ConversationService,
     metrics: GatewayMetrics | None = None,
     budget: PlatformBudget | None = None,
+    config: GatewayConfig | None = None,
 ):
     if name == "discord":
         from adapters.discord import DiscordBot, DiscordSettings
 
         try:
-            bot = DiscordBot(DiscordSettings.from_env(), service, metrics)
+            discord_settings = DiscordSettings.from_env()
+            leases = None
+            if discord_settings.shard_plan.auto:  # DISCORD_SHARD_IDS=auto: Redis leases
+                from adapters.discord.shard_leases import ShardLeases
+
+                redis_url, prefix = (
+                    (config.redis_url, config.redis_prefix) if config else (None, "")
+                )
+                leases = ShardLeases.for_plan(discord_settings.shard_count, redis_url, prefix)
+            bot = DiscordBot(discord_settings, service, metrics, shard_leases=leases)
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     elif name == "slack":

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 import discord.gateway
@@ -36,14 +36,19 @@ from discord import app_commands
 
 from adapters.call_labels import discord_label
 from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
+from adapters.discord.auto_shards import AutoShards
 from adapters.discord.commands import RawpCommands
 from adapters.discord.platform import DiscordPlatform, conversation_of
 from adapters.discord.settings import DiscordSettings
+from adapters.discord.shards import ShardPlan
 from gateway.metrics import GatewayMetrics
 from gateway.platform import ConversationHooks, Invocation, MessageRef
 from gateway.prompt import PromptDraft, PromptError
 from rawp.events import PromptRequest
 from rawp.tasks import TaskOwner, race
+
+if TYPE_CHECKING:  # redis is imported only by a replica that shares shards (launch.py)
+    from adapters.discord.shard_leases import ShardLeases
 
 log = logging.getLogger(__name__)
 CLOSE_WAIT_S = 10.0  # how long close() lets the client's task end before cancelling it
@@ -65,18 +70,33 @@ def intents(settings: DiscordSettings) -> discord.Intents:
     return chosen
 
 
+def new_client(shards: ShardPlan, chosen: discord.Intents, options: dict[str, Any]):
+    """One shard of one: a plain Client (one connection, as before sharding existed). Anything
+    else: an AutoShardedClient running this replica's shards in one process (docs/discord.md).
+    Render-only replicas get the same client; they never connect it."""
+    if not shards.sharded:
+        return discord.Client(intents=chosen, **options)
+    ids = list(shards.ids) if shards.ids else None  # None: all (an empty list also means all)
+    return discord.AutoShardedClient(
+        intents=chosen, shard_count=shards.count, shard_ids=ids, **options
+    )
+
+
 class DiscordBot:
     def __init__(
         self,
         settings: DiscordSettings,
         hooks: ConversationHooks | None = None,
         metrics: GatewayMetrics | None = None,
+        shard_leases: ShardLeases | None = None,
         **client_options: Any,
     ) -> None:
         self.settings = settings
+        self.shard_leases = shard_leases  # DISCORD_SHARD_IDS=auto (auto_shards.py)
         if metrics is not None:  # every REST call, 429s included (gateway.metrics)
             client_options["http_trace"] = metrics.platform_trace("discord", discord_label)
-        self.client = discord.Client(intents=intents(settings), **client_options)
+        self.shards = settings.shard_plan
+        self.client = new_client(self.shards, intents(settings), client_options)
         self.tree = app_commands.CommandTree(self.client)
         policy = AccessPolicy(
             settings.allowed_guilds,
@@ -90,11 +110,14 @@ class DiscordBot:
         self.tree.add_command(RawpCommands(self.platform))
         self.ready = asyncio.Event()
         self.client.setup_hook = self._setup
+        self.client.before_identify_hook = self._before_identify
+        self._identify_concurrency = 1  # Discord's session_start_limit.max_concurrency
         self.client.event(self.on_ready)
         self.client.event(self.on_message)
         self._tasks = TaskOwner("discord bot", log)
         self._stopped = asyncio.Event()  # the background client ended (closed or failed)
         self._failure: BaseException | None = None
+        self._closing = asyncio.Event()  # close() called: a render-only bot's start() returns
 
     @property
     def hooks(self) -> ConversationHooks:
@@ -103,8 +126,22 @@ class DiscordBot:
     async def _setup(self) -> None:
         """After login, before the gateway connects: REST works from here on."""
         self.platform.register()
+        if self.shards.sharded:  # how many IDENTIFYs Discord takes per 5 s (large bots: 16+)
+            *_, limit = await self.client.http.get_bot_gateway()
+            self._identify_concurrency = max(1, int(limit.get("max_concurrency") or 1))
         self.platform.online.set()
-        await self.tree.sync()
+        if self.shards.syncs_commands:  # one replica registers them, not each (shards.py)
+            await self.tree.sync()
+
+    async def _before_identify(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Discord takes `max_concurrency` IDENTIFYs per 5 s, shard i in bucket
+        i % max_concurrency; discord.py's own hook waits 5 s before every one but the first.
+        Wait only where a new round of buckets starts."""
+        if not initial and (shard_id or 0) % self._identify_concurrency == 0:
+            await asyncio.sleep(5.0)
+
+    def _use_plan(self, plan: ShardPlan) -> None:
+        self.shards = plan
 
     async def on_ready(self) -> None:
         log.info("discord: logged in as %s", self.client.user)
@@ -115,7 +152,24 @@ class DiscordBot:
     async def start(self) -> None:
         """Log in and run until closed (the token is never logged)."""
         apply_endpoints(self.settings)
-        await self.client.start(self.settings.bot_token.get_secret_value())
+        log.info("discord: %s", self.shards.describe())
+        token = self.settings.bot_token.get_secret_value()
+        if self.shards.auto:
+            if self.shard_leases is None:
+                raise RuntimeError("DISCORD_SHARD_IDS=auto needs RAWP_REDIS_URL (shard leases)")
+            auto = AutoShards(
+                self.client, self.shard_leases, self._use_plan, self.shards, self.platform.online
+            )
+            await auto.run(token, self._closing, self.ready)
+            return
+        if self.shards.connects:
+            await self.client.start(token)
+            return
+        # Render-only (DISCORD_SHARD_IDS=none): login() is REST only (setup_hook runs in it);
+        # no gateway connection, so no guild is known and no event arrives here.
+        await self.client.login(token)
+        self.ready.set()
+        await self._closing.wait()
 
     async def serve(self) -> None:
         """Run until closed: what `rawp gateway` awaits."""
@@ -142,6 +196,7 @@ class DiscordBot:
 
     async def close(self) -> None:
         self.platform.online.clear()
+        self._closing.set()
         await self.client.close()
         if self._tasks.running:
             # The client's task ends once the client is closed; one that does not is cancelled.

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated
 
-from pydantic import Field, SecretStr
+from pydantic import BeforeValidator, Field, SecretStr, model_validator
+from pydantic_settings import NoDecode
 
+from adapters.discord.shards import ShardIds, ShardPlan, parse_shard_count, parse_shard_ids
 from rawp.settings import Accepts, AutoFlag, CommandSettings, IdSet, setting
 
 PUBLIC_API_BASE_URL = "https://discord.com/api/v10"
@@ -73,6 +75,39 @@ class DiscordSettings(CommandSettings):
         help="the largest file the bot uploads; none: 10485760 (10 MiB, a server without "
         "boosts); a boosted server takes more",
     )
+    # Sharding across replicas (adapters.discord.shards states the rules; docs/discord.md).
+    shard_count: Annotated[
+        int | None,
+        Field(ge=1),
+        BeforeValidator(parse_shard_count),
+        Accepts("a number of shards ≥ 1, or auto (Discord's recommendation)"),
+    ] = setting(
+        1,
+        env="DISCORD_SHARD_COUNT",
+        help="how many shards the bot's guilds are split over, across all replicas; auto asks "
+        "Discord (then this replica runs them all)",
+    )
+    shard_ids: Annotated[
+        ShardIds,
+        NoDecode,  # "0,1" is ours to parse, not JSON
+        BeforeValidator(parse_shard_ids),
+        Accepts("all, none, auto, or comma-separated shard ids below DISCORD_SHARD_COUNT"),
+    ] = setting(
+        "all",
+        env="DISCORD_SHARD_IDS",
+        help="the shards this replica runs; none: it only renders and posts (no gateway "
+        "connection); auto: the replicas share them through Redis leases (needs "
+        "RAWP_REDIS_URL); the replica running shard 0 syncs the slash commands",
+    )
+
+    @model_validator(mode="after")
+    def _shards_exist(self) -> DiscordSettings:
+        ShardPlan.of(self.shard_count, self.shard_ids)  # one line naming both settings
+        return self
+
+    @property
+    def shard_plan(self) -> ShardPlan:
+        return ShardPlan.of(self.shard_count, self.shard_ids)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DiscordSettings:

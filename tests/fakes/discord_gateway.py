@@ -9,6 +9,11 @@ discord.py asks for `compress=zlib-stream` unless zstandard is installed: then e
 one zlib stream shared by the connection, each message ending in a Z_SYNC_FLUSH (00 00 ff ff),
 sent as a binary frame. Any other (or no) compression request is answered with plain text frames,
 which discord.py also accepts.
+
+Shards: an IDENTIFY may carry `shard: [id, count]` (an unsharded client is shard 0 of 1). Its
+READY and GUILD_CREATEs list only that shard's guilds (`(guild_id >> 22) % count`), and every
+dispatch about a guild goes only to the connections holding the guild's shard; events without
+a guild (direct messages) go to shard 0, as on Discord.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from .calls import Call, CallLog
-from .discord_payloads import DiscordWorld
+from .discord_payloads import DiscordWorld, shard_of
 
 OP_DISPATCH, OP_HEARTBEAT, OP_IDENTIFY, OP_RESUME = 0, 1, 2, 6
 OP_REQUEST_MEMBERS, OP_HELLO, OP_HEARTBEAT_ACK = 8, 10, 11
@@ -51,14 +56,27 @@ def _decode(message) -> dict[str, Any] | None:
     return frame if isinstance(frame, dict) else None
 
 
+def _valid_shard(shard: Any) -> bool:
+    """`[id, count]` with 0 <= id < count."""
+    return (
+        isinstance(shard, list)
+        and len(shard) == 2
+        and all(isinstance(n, int) for n in shard)
+        and 0 <= shard[0] < shard[1]
+    )
+
+
 class GatewaySession:
     """One connected client: its websocket, its sequence number and its compressor."""
 
-    def __init__(self, ws: web.WebSocketResponse, compress: bool) -> None:
+    def __init__(self, ws: web.WebSocketResponse, compress: bool, peer=None) -> None:
         self.ws = ws
+        self.peer = peer  # the client's (host, port): which process holds this connection
+        self.received: list[tuple[str, dict[str, Any]]] = []  # dispatches sent by dispatch()
         self.sequence = 0
         self.session_id = secrets.token_hex(16)
         self.intents = 0  # from IDENTIFY
+        self.shard = (0, 1)  # (id, count) from IDENTIFY
         self._compressor = zlib.compressobj() if compress else None
         self._send_lock = asyncio.Lock()
 
@@ -85,12 +103,14 @@ class DiscordGateway:
         self.log = log
         self.resume_url = resume_url  # callable → the URL put in READY.resume_gateway_url
         self.sessions: list[GatewaySession] = []
+        self.shard_of_session: dict[str, tuple[int, int]] = {}  # a RESUME keeps its shard
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
         await ws.prepare(request)
         compress = request.query.get("compress") == "zlib-stream"
-        session = GatewaySession(ws, compress=compress)
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        session = GatewaySession(ws, compress=compress, peer=peer)
         self.log.record(Call("WS", "CONNECT", {"zlib_stream": compress}, query=dict(request.query)))
         await session.send(OP_HELLO, {"heartbeat_interval": HEARTBEAT_INTERVAL_MS})
         try:
@@ -127,26 +147,46 @@ class DiscordGateway:
                 await session.ws.close(code=4004, message=b"Authentication failed.")
                 return
             session.intents = data.get("intents") or 0
-            ready = self.world.ready(session.session_id, self.resume_url())
+            shard = data.get("shard") or [0, 1]
+            if not _valid_shard(shard):  # Discord closes with 4010 on an invalid shard
+                await session.ws.close(code=4010, message=b"Invalid shard.")
+                return
+            session.shard = (shard[0], shard[1])
+            self.shard_of_session[session.session_id] = session.shard
+            guilds = self.world.guilds_on(*session.shard)
+            ready = self.world.ready(session.session_id, self.resume_url(), guilds)
             if "shard" in data:  # a sharded client's READY echoes [shard_id, num_shards]
                 ready["shard"] = data["shard"]
             await session.send(OP_DISPATCH, ready, "READY")
-            await session.send(OP_DISPATCH, self.world.guild_create(), "GUILD_CREATE")
+            for guild_id in guilds:
+                await session.send(OP_DISPATCH, self.world.guild_create(guild_id), "GUILD_CREATE")
             self.sessions.append(session)  # from now on, injected events reach this client
         elif op == OP_RESUME:
             session.session_id = data.get("session_id") or session.session_id
+            session.shard = self.shard_of_session.get(session.session_id, session.shard)
             await session.send(OP_DISPATCH, {}, "RESUMED")
             self.sessions.append(session)
         elif op == OP_REQUEST_MEMBERS:
-            await session.send(
-                OP_DISPATCH, self.world.members_chunk(data.get("nonce")), "GUILD_MEMBERS_CHUNK"
-            )
+            chunk = self.world.members_chunk(data.get("nonce"), data.get("guild_id"))
+            await session.send(OP_DISPATCH, chunk, "GUILD_MEMBERS_CHUNK")
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
-        """Send one DISPATCH to every identified session (no-op when none is connected)."""
-        for session in list(self.sessions):
-            if not session.ws.closed:
-                await session.send(OP_DISPATCH, self._as_seen_by(session, event, data), event)
+        """Send one DISPATCH to every identified session holding the event's shard (no-op when
+        none is connected)."""
+        for session in self.receivers(data):
+            session.received.append((event, data))
+            await session.send(OP_DISPATCH, self._as_seen_by(session, event, data), event)
+
+    def receivers(self, data: dict[str, Any]) -> list[GatewaySession]:
+        """The open sessions an event about `data` reaches: those holding its guild's shard;
+        shard 0 for an event without a guild (a DM)."""
+        guild_id = data.get("guild_id") or self.world.guild_of(data.get("channel_id"))
+        return [
+            session
+            for session in list(self.sessions)
+            if not session.ws.closed
+            and session.shard[0] == (shard_of(guild_id, session.shard[1]) if guild_id else 0)
+        ]
 
     def _as_seen_by(self, session: GatewaySession, event: str, data: dict[str, Any]) -> dict:
         """Without the MESSAGE_CONTENT intent Discord blanks a message's content, embeds,
@@ -159,15 +199,22 @@ class DiscordGateway:
             return data
         return {**data, "content": "", "embeds": [], "attachments": [], "components": []}
 
-    async def wait_for_session(self, timeout: float = 10.0) -> GatewaySession:  # noqa: ASYNC109
-        """Wait until a client has identified (or resumed)."""
+    async def wait_for_session(
+        self,
+        timeout: float = 10.0,  # noqa: ASYNC109
+        shard: int | None = None,
+    ) -> GatewaySession:
+        """Wait until a client has identified (or resumed); with `shard`, one holding it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not self.sessions:
+        while not (
+            found := [s for s in self.sessions if shard in (None, s.shard[0]) and not s.ws.closed]
+        ):
             if loop.time() >= deadline:
-                raise TimeoutError(f"no client identified on the fake gateway within {timeout}s")
+                which = "no client" if shard is None else f"no client for shard {shard}"
+                raise TimeoutError(f"{which} identified on the fake gateway within {timeout}s")
             await asyncio.sleep(0.01)
-        return self.sessions[-1]
+        return found[-1]
 
     async def close_all(self) -> None:
         for session in list(self.sessions):

@@ -4,7 +4,9 @@ Shapes follow discord/types/*.py and what discord/state.py parse_* and the model
 read with `data['key']` (required keys) — every required key is present here, optional ones only
 where a test needs them. `DiscordWorld` is the little universe the fake serves: one application
 with its bot user, one guild with a text channel, two roles and two human members, and the DM
-channels the bot has with them (`dm_channel`).
+channels the bot has with them (`dm_channel`). `add_guild` adds more guilds (each with its own
+text channel, the same roles and members), placed on a chosen shard for the sharding tests:
+Discord sends a guild's events on shard `(guild_id >> 22) % shard_count` (`shard_of`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ class Snowflakes:
     def next(self) -> str:
         # Step by 1<<12 so consecutive ids differ in the "increment" bits and stay unique.
         return str(next(self._counter) + (1 << 12))
+
+
+def shard_of(guild_id: str | int, shard_count: int) -> int:
+    """The shard a guild's events arrive on, by Discord's formula."""
+    return (int(guild_id) >> 22) % shard_count
 
 
 def user(user_id: str, username: str, *, bot: bool = False) -> dict[str, Any]:
@@ -134,6 +141,10 @@ class DiscordWorld:
     # switched on in the Developer Portal (GATEWAY_MESSAGE_CONTENT_LIMITED, 1 << 19), as the
     # bot needs; a test sets 0 to see `rawp doctor` name the missing intent.
     application_flags: int = 1 << 19
+    # GET /gateway/bot `shards`: the count Discord recommends (DISCORD_SHARD_COUNT=auto).
+    recommended_shards: int = 1
+    # GET /gateway/bot `session_start_limit.max_concurrency`: IDENTIFYs allowed per 5 s.
+    max_concurrency: int = 1
 
     def __post_init__(self) -> None:
         self.application_id = self.ids.next()
@@ -144,10 +155,8 @@ class DiscordWorld:
         self.operator_role_id = self.ids.next()
         self.alice = user(self.ids.next(), "alice")
         self.bob = user(self.ids.next(), "bob")
-        self.roles = [
-            role(self.guild_id, "@everyone", 0, "0"),  # @everyone shares the guild id
-            role(self.operator_role_id, "rawp-operator", 1, ALL_PERMISSIONS),
-        ]
+        self.roles = self.roles_of(self.guild_id)
+        self.guilds: dict[str, str] = {self.guild_id: "rawp test guild"}  # id → name
         self.members = {
             self.alice["id"]: member(self.alice, [self.operator_role_id]),
             self.bob["id"]: member(self.bob, []),
@@ -156,6 +165,32 @@ class DiscordWorld:
         self.channels: dict[str, dict[str, Any]] = {
             self.channel_id: text_channel(self.channel_id, self.guild_id, "rawp"),
         }
+
+    def roles_of(self, guild_id: str) -> list[dict[str, Any]]:
+        return [
+            role(guild_id, "@everyone", 0, "0"),  # @everyone shares the guild id
+            role(self.operator_role_id, "rawp-operator", 1, ALL_PERMISSIONS),
+        ]
+
+    def add_guild(self, name: str, *, shard: int = 0, shard_count: int = 1) -> tuple[str, str]:
+        """Another guild, its id chosen so it lands on `shard` of `shard_count`, with a text
+        channel: (guild id, channel id). Its snowflake's timestamp bits are moved forward to
+        the wanted shard; its low bits stay unique."""
+        fresh = int(self.ids.next())
+        stamp, low = fresh >> 22, fresh & ((1 << 22) - 1)
+        stamp += (shard - stamp) % shard_count
+        guild_id = str((stamp << 22) | low)
+        channel_id = self.ids.next()
+        self.guilds[guild_id] = name
+        self.channels[channel_id] = text_channel(channel_id, guild_id, name)
+        return guild_id, channel_id
+
+    def guild_of(self, channel_id: str | None) -> str | None:
+        """The guild a channel belongs to (None for a DM or an unknown channel)."""
+        return self.channels.get(channel_id or "", {}).get("guild_id")
+
+    def guilds_on(self, shard: int, shard_count: int) -> list[str]:
+        return [g for g in self.guilds if shard_of(g, shard_count) == shard]
 
     # --- bootstrap payloads -------------------------------------------------------------
 
@@ -174,12 +209,18 @@ class DiscordWorld:
             "bot": self.bot_user,
         }
 
-    def ready(self, session_id: str, resume_gateway_url: str) -> dict[str, Any]:
-        """READY: guilds start unavailable and arrive later as GUILD_CREATE, as on Discord."""
+    def ready(
+        self, session_id: str, resume_gateway_url: str, guild_ids: list[str] | None = None
+    ) -> dict[str, Any]:
+        """READY: guilds start unavailable and arrive later as GUILD_CREATE, as on Discord;
+        `guild_ids`: the connection's shard's guilds (default: the test guild)."""
         return {
             "v": 10,
             "user": {**self.bot_user, "verified": True, "mfa_enabled": False, "flags": 0},
-            "guilds": [{"id": self.guild_id, "unavailable": True}],
+            "guilds": [
+                {"id": g, "unavailable": True}
+                for g in (guild_ids if guild_ids is not None else [self.guild_id])
+            ],
             "session_id": session_id,
             "resume_gateway_url": resume_gateway_url,
             "application": {"id": self.application_id, "flags": 0},
@@ -187,19 +228,22 @@ class DiscordWorld:
             "relationships": [],
         }
 
-    def guild_create(self) -> dict[str, Any]:
-        """GUILD_CREATE for the test guild (discord/guild.py Guild._from_data)."""
-        channels = [c for c in self.channels.values() if c["type"] == CHANNEL_TEXT]
-        threads = [c for c in self.channels.values() if c["type"] == CHANNEL_PUBLIC_THREAD]
+    def guild_create(self, guild_id: str | None = None) -> dict[str, Any]:
+        """GUILD_CREATE for a guild, default the test guild (discord/guild.py
+        Guild._from_data), with its channels and threads."""
+        guild_id = guild_id or self.guild_id
+        mine = [c for c in self.channels.values() if c.get("guild_id") == guild_id]
+        channels = [c for c in mine if c["type"] == CHANNEL_TEXT]
+        threads = [c for c in mine if c["type"] == CHANNEL_PUBLIC_THREAD]
         return {
-            "id": self.guild_id,
-            "name": "rawp test guild",
+            "id": guild_id,
+            "name": self.guilds.get(guild_id, "rawp test guild"),
             "icon": None,
             "owner_id": self.owner_user["id"],
             "unavailable": False,
             "large": False,
             "member_count": len(self.members),
-            "roles": self.roles,
+            "roles": self.roles if guild_id == self.guild_id else self.roles_of(guild_id),
             "emojis": [],
             "stickers": [],
             "features": [],
@@ -225,10 +269,10 @@ class DiscordWorld:
             "system_channel_id": None,
         }
 
-    def members_chunk(self, nonce: str | None) -> dict[str, Any]:
+    def members_chunk(self, nonce: str | None, guild_id: str | None = None) -> dict[str, Any]:
         """GUILD_MEMBERS_CHUNK answering discord.py's REQUEST_GUILD_MEMBERS (op 8)."""
         return {
-            "guild_id": self.guild_id,
+            "guild_id": guild_id or self.guild_id,
             "members": list(self.members.values()),
             "chunk_index": 0,
             "chunk_count": 1,
@@ -252,7 +296,7 @@ class DiscordWorld:
         payload: dict[str, Any] = {
             "id": message_id or self.ids.next(),
             "channel_id": channel_id,
-            "guild_id": self.guild_id,
+            "guild_id": self.guild_of(channel_id) or self.guild_id,
             "author": author,
             "member": {k: v for k, v in self.members[author["id"]].items() if k != "user"}
             if author["id"] in self.members
@@ -299,7 +343,8 @@ class DiscordWorld:
         return channel
 
     def new_thread(self, parent_id: str, owner_id: str, name: str, thread_id: str) -> dict:
-        thread = thread_channel(thread_id, self.guild_id, parent_id, owner_id, name)
+        guild_id = self.guild_of(parent_id) or self.guild_id
+        thread = thread_channel(thread_id, guild_id, parent_id, owner_id, name)
         self.channels[thread_id] = thread
         return thread
 
@@ -317,13 +362,14 @@ class DiscordWorld:
         """INTERACTION_CREATE (discord/interactions.py Interaction._from_data)."""
         user_payload = user_payload or self.alice
         channel = self.channels[channel_id or self.channel_id]
+        guild_id = channel.get("guild_id") or self.guild_id
         payload: dict[str, Any] = {
             "id": self.ids.next(),
             "application_id": self.application_id,
             "type": interaction_type,
             "data": data,
-            "guild_id": self.guild_id,
-            "guild": {"id": self.guild_id, "locale": "en-US", "features": []},
+            "guild_id": guild_id,
+            "guild": {"id": guild_id, "locale": "en-US", "features": []},
             "channel_id": channel["id"],
             "channel": channel,
             "member": {**self.members[user_payload["id"]], "permissions": ALL_PERMISSIONS},
@@ -333,7 +379,7 @@ class DiscordWorld:
             "locale": "en-US",
             "guild_locale": "en-US",
             "entitlements": [],
-            "authorizing_integration_owners": {"0": self.guild_id},
+            "authorizing_integration_owners": {"0": guild_id},
             "context": 0,
             "attachment_size_limit": 8 * 1024 * 1024,
         }

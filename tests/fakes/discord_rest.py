@@ -257,8 +257,12 @@ class DiscordRest:
         return json_response(self.world.application_info())
 
     async def gateway(self, request: web.Request) -> web.Response:
-        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
-        return json_response({"url": self.gateway_url(), "shards": 1, "session_start_limit": limit})
+        concurrency = self.world.max_concurrency
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": concurrency}
+        shards = self.world.recommended_shards  # GET /gateway/bot; what shard_count=None uses
+        return json_response(
+            {"url": self.gateway_url(), "shards": shards, "session_start_limit": limit}
+        )
 
     async def app_commands(self, request: web.Request) -> web.Response:
         if request.match_info["app"] != self.world.application_id:

@@ -119,10 +119,15 @@ class FakeDiscord:
             method, path, times=times, retry_after=retry_after, is_global=is_global
         )
 
-    async def wait_for_ready_client(self, timeout: float = 10.0) -> None:  # noqa: ASYNC109
-        """Wait until a client identified and got READY and GUILD_CREATE; injected events
-        arrive after those. (discord.py fires on_ready `guild_ready_timeout` seconds later.)"""
-        await self.gateway.wait_for_session(timeout)
+    async def wait_for_ready_client(
+        self,
+        timeout: float = 10.0,  # noqa: ASYNC109
+        shard: int | None = None,
+    ) -> None:
+        """Wait until a client (with `shard`: one holding that shard) identified and got READY
+        and GUILD_CREATE; injected events arrive after those. (discord.py fires on_ready
+        `guild_ready_timeout` seconds later.)"""
+        await self.gateway.wait_for_session(timeout, shard)
 
     async def wait_for_interaction_answer(
         self,
@@ -141,7 +146,7 @@ class FakeDiscord:
 
     async def _inject(self, event: str, data: dict[str, Any]) -> None:
         # An injected event nobody receives would only show up as a puzzling timeout later.
-        if not self.gateway.sessions:
+        if not self.gateway.receivers(data):
             raise RuntimeError(f"cannot inject {event}: no client is connected to the fake gateway")
         await self.gateway.dispatch(event, data)
 

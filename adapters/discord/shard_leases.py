@@ -1,0 +1,139 @@
+"""Automatic shard assignment through Redis leases (DISCORD_SHARD_IDS=auto, issue 19 §4).
+
+Rules:
+
+1. Every replica in auto mode heartbeats into one registry, the sorted set
+   `{prefix}shard-replicas` (member: its replica id; score: when its heartbeat expires, in
+   Redis's own clock, so replicas need no clock sync). Expired members are swept by whoever
+   counts next. (This tiny registry is the shard assigner's own: the gateway has no cluster
+   registry of its own to reuse.)
+2. Shard i is held through the lease `{prefix}shard:{i}` = the holder's replica id, taken with
+   SET NX PX, renewed by compare-and-extend every third of the lease, let go by
+   compare-and-delete. A replica that dies stops renewing: within one lease its shards are free.
+3. A replica holds at most its fair share, ceil(count / live replicas): above it, it lets its
+   highest shards go (a replica that joins gets work); below it, it claims free shards, lowest
+   first. Each `step()` is one round of that, and returns the shards held now.
+4. A renewal that finds the lease gone or someone else's drops the shard at once: two replicas
+   never both run a shard for longer than one round.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+# KEYS[1] lease, ARGV[1] me, ARGV[2] lease ms → 1 if still ours and extended.
+RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+# KEYS[1] lease, ARGV[1] me → 1 if it was ours and is deleted.
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+DEFAULT_LEASE_MS = 6000
+
+
+class ShardLeases:
+    """One replica's side of rules 1–4; `step()` is called every `lease_ms / 3`."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        prefix: str,
+        count: int,
+        *,
+        me: str | None = None,
+        lease_ms: int = DEFAULT_LEASE_MS,
+    ) -> None:
+        self._redis = redis
+        self.prefix = prefix
+        self.count = count
+        self.me = me or secrets.token_hex(8)
+        self.lease_ms = lease_ms
+        self.held: set[int] = set()
+        self._renew = redis.register_script(RENEW)
+        self._release = redis.register_script(RELEASE)
+
+    @property
+    def interval_s(self) -> float:
+        return self.lease_ms / 3000
+
+    def key(self, shard: int) -> str:
+        return f"{self.prefix}shard:{shard}"
+
+    @property
+    def registry(self) -> str:
+        return f"{self.prefix}shard-replicas"
+
+    async def live_replicas(self) -> int:
+        """Rule 1: heartbeat, sweep the expired, count the rest (this replica included)."""
+        seconds, micros = await self._redis.time()
+        now_ms = seconds * 1000 + micros // 1000
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.zadd(self.registry, {self.me: now_ms + self.lease_ms})
+            pipe.zremrangebyscore(self.registry, "-inf", now_ms)
+            pipe.pexpire(self.registry, self.lease_ms * 10)
+            pipe.zcard(self.registry)
+            *_, live = await pipe.execute()
+        return max(1, int(live))
+
+    async def step(self) -> tuple[int, ...]:
+        """One round of rules 1–4; the shards held after it, sorted. A Redis error keeps
+        the current set (its leases outlive a short outage; a long one frees them for others,
+        and the next successful renewal then drops them, rule 4)."""
+        try:
+            share = math.ceil(self.count / await self.live_replicas())
+            for shard in sorted(self.held):  # rule 2/4: keep what is still ours
+                if not await self._renew(keys=[self.key(shard)], args=[self.me, self.lease_ms]):
+                    log.warning("discord: shard %d's lease was lost; dropping it", shard)
+                    self.held.discard(shard)
+            for shard in sorted(self.held, reverse=True)[: max(0, len(self.held) - share)]:
+                await self.release(shard)  # rule 3: above the fair share
+            for shard in range(self.count):  # rule 3: up to the fair share, lowest first
+                if len(self.held) >= share:
+                    break
+                if shard not in self.held and await self._redis.set(
+                    self.key(shard), self.me, nx=True, px=self.lease_ms
+                ):
+                    self.held.add(shard)
+        except (RedisError, OSError) as exc:
+            log.warning("discord: shard leases not renewed this round: %s", exc)
+        return tuple(sorted(self.held))
+
+    async def release(self, shard: int) -> None:
+        self.held.discard(shard)
+        await self._release(keys=[self.key(shard)], args=[self.me])
+
+    @classmethod
+    def for_plan(cls, count: int | None, redis_url: str | None, prefix: str) -> ShardLeases:
+        """The leases of DISCORD_SHARD_IDS=auto; ValueError (one line) without Redis."""
+        if not redis_url:
+            raise ValueError("DISCORD_SHARD_IDS=auto needs RAWP_REDIS_URL (the shard leases)")
+        assert count is not None  # settings: auto ids need a numeric count
+        return cls(Redis.from_url(redis_url, decode_responses=True), prefix, count)
+
+    async def close(self) -> None:
+        """Release everything (rule 2) and close the Redis connection."""
+        await self.release_all()
+        await self._redis.aclose()
+
+    async def release_all(self) -> None:
+        """Let every shard and the registry entry go (a clean stop: others take over at once)."""
+        try:
+            for shard in sorted(self.held):
+                await self.release(shard)
+            await self._redis.zrem(self.registry, self.me)
+        except (RedisError, OSError) as exc:
+            log.info("discord: shard leases not released (they expire): %s", exc)
