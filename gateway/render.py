@@ -327,6 +327,10 @@ class SessionRenderer:
         await self._files.turn_ended()
         for group_id in list(turn.group_results):
             await self._flush_group(turn, group_id)
+        if stop_reason in STOP_NOTES:  # the turn's last content, before any decoration
+            await self._send_text(STOP_NOTES[stop_reason])
+        if self.options.usage_footer:
+            await self._send_text(footer_line(turn.usage) or "")
         if turn.heartbeat:
             await turn.heartbeat.stop()
         await self._interactions.close_turn(turn.turn_id)
@@ -337,10 +341,6 @@ class SessionRenderer:
             status = turn.status_message or await self._poster.recorded(_interim_key(turn, 0))
             if status is not None:
                 await self._best_effort(self.platform.delete_message(status))
-        if stop_reason in STOP_NOTES:
-            await self._send_text(STOP_NOTES[stop_reason])
-        if self.options.usage_footer:
-            await self._send_text(footer_line(turn.usage) or "")
         if turn.user_message is not None and self.platform.limits.supports_reactions:
             if turn.working_shown:  # rule 7: a short turn never had ⏳
                 await self._best_effort(self.platform.remove_reaction(turn.user_message, WORKING))
