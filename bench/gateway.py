@@ -11,7 +11,7 @@ path (their relay cost is bench/relay.py's).
 1. Platform calls per turn, by method: a short turn (what `rawp demo-agent` sends for a plain
    prompt: states, thinking, an `Edit` with its diff, a task list, a short answer), a long
    answer (the same for a `long` prompt) and a tool-heavy turn (ten tools over about 4 s).
-   Each is run `--repeat` times; the median run's calls are listed.
+   Each is run `--repeat` times after one warm-up turn; the median run's calls are listed.
 2. Turn end → last chunk: an answer whose `done` never came is sent at `session.turn.end`; the
    delay from handing that frame to the renderer to the fake receiving the last chunk, median
    and p99 over `--turns` turns. Beside it, the platform's own latency in the same run: from
@@ -25,8 +25,9 @@ path (their relay cost is bench/relay.py's).
    receives the post).
 
 Targets (issue 19): a short turn ≤ 5 calls on Discord and ≤ 6 on Slack; turn end → last chunk
-≤ 50 ms plus the platform's latency; 1,000 conversations ≤ 300 MB. Figures go to
-docs/benchmarks.md ("Gateway") by hand: this prints the tables.
+≤ 50 ms plus the platform's latency (judged on p99 minus the bare post's p99); 1,000
+conversations ≤ 300 MB. This prints the tables; bench/run_all.py writes them into
+docs/benchmarks.md ("Gateway").
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ async def one_turn(side: Side, n: int, steps) -> list[Call]:
 async def calls_per_turn(side: Side, repeat: int) -> dict[str, list[str]]:
     """Scenario → the call labels of its median run (by count)."""
     out = {}
+    await one_turn(side, -1, demo_turns.short_turn("warm-up"))  # connections opened, not counted
     for name, build in SCENARIOS.items():
         runs = [
             [side.label(c) for c in await one_turn(side, i, build(f"{name}-{i}"))]
@@ -282,7 +284,8 @@ def by_method(labels: list[str]) -> str:
     return ", ".join(f"{label} ×{n}" for label, n in Counter(labels).most_common())
 
 
-def report(calls: dict, latency: dict, many: dict | None) -> str:
+def report(figures: dict) -> str:
+    calls, latency, many = figures["calls"], figures["latency"], figures["many"]
     rows = ["| platform | turn | calls | target | by method |", "|---|---|---|---|---|"]
     for platform, scenarios in calls.items():
         for name, labels in scenarios.items():
@@ -312,7 +315,39 @@ def report(calls: dict, latency: dict, many: dict | None) -> str:
     return "\n".join(rows)
 
 
-async def run(args: argparse.Namespace) -> str:
+def targets(figures: dict) -> list[tuple[str, bool, str]]:
+    """(target, met, measured) for docs/benchmarks.md's table of targets (bench/run_all.py)."""
+    short = {p: len(s["short turn"]) for p, s in figures["calls"].items()}
+    added = {p: f["p99"] - f["bare_p99"] for p, f in figures["latency"].items()}
+    out = [
+        (
+            "Gateway: a short turn ≤ 5 platform calls on Discord, ≤ 6 on Slack",
+            all(short[p] <= most for p, most in TARGET_CALLS.items()),
+            f"Discord {short['discord']}, Slack {short['slack']}",
+        ),
+        (
+            "Gateway: turn end → last chunk ≤ 50 ms plus the platform's latency (p99)",
+            all(a <= 50 for a in added.values()),
+            ", ".join(f"{p} {a:+.1f} ms" for p, a in added.items()),
+        ),
+    ]
+    if many := figures["many"]:
+        out.append(
+            (
+                f"Gateway: {many['count']:,} conversations on one process ≤ 300 MB",
+                many["peak"] <= 300,
+                f"{many['peak']:.0f} MB (with the fake Discord in the process)",
+            )
+        )
+    return out
+
+
+def run(args: argparse.Namespace | None = None) -> dict:
+    """Every figure, measured now (the defaults of `main` when `args` is None)."""
+    return asyncio.run(measure(args or parser().parse_args([])))
+
+
+async def measure(args: argparse.Namespace) -> dict:
     calls, latency = {}, {}
     for platform, make in SIDES.items():
         print(f"{platform}: calls per turn …", flush=True)
@@ -324,21 +359,29 @@ async def run(args: argparse.Namespace) -> str:
     if args.conversations:
         print(f"{args.conversations} conversations …", flush=True)
         many = await many_conversations(args.conversations, args.active, args.spread)
-    return report(calls, latency, many)
+    return {"calls": calls, "latency": latency, "many": many}
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each turn (median)")
     parser.add_argument("--turns", type=int, default=200, help="turns for the end delay")
     parser.add_argument("--conversations", type=int, default=1000)
     parser.add_argument("--active", type=int, default=100, help="conversations running a turn")
     parser.add_argument("--spread", type=float, default=5.0, help="seconds to start those in")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> int:
+    args = parser().parse_args()
     logging.basicConfig(level=logging.ERROR)
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"load average at start: {', '.join(load)}", flush=True)
-    print(asyncio.run(run(args)))
+    figures = run(args)
+    print(report(figures))
+    print()
+    for name, met, measured in targets(figures):
+        print(f"{name}: {measured} — {'met' if met else 'MISSED'}")
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"load average at the end: {', '.join(load)}", flush=True)
     return 0
