@@ -8,6 +8,7 @@ and stops its own processes; this runner only gathers the figures and the machin
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import re
@@ -28,6 +29,11 @@ import replicas  # noqa: E402
 import scale  # noqa: E402
 import search_relay  # noqa: E402
 import startup  # noqa: E402
+
+# bench/gateway.py under another name: `gateway` is the package it measures.
+_spec = importlib.util.spec_from_file_location("gateway_bench", BENCH / "gateway.py")
+gateway_bench = sys.modules["gateway_bench"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gateway_bench)
 
 DOC = ROOT / "docs" / "benchmarks.md"
 FILE_SEARCH_START = "<!-- file-search figures: start -->"
@@ -50,6 +56,12 @@ Memory: `bench/scale.py --trace-memory FILE` lists the master's largest allocati
 Latency: a timeline of latency per quarter second tells a stall of every session at once (the
 collector, a blocking call in the pump) from steady slowness; compare a run with the master's
 collector off (`gc.disable()` in a `sitecustomize.py` on `PYTHONPATH`).""",
+    "gateway": """\
+Calls: the by-method table names the extra call; ⏳ goes on after 2 s and Discord's typing
+repeats every 4 s, so on a loaded machine a "short" turn that ran longer costs more (the
+test tests/gateway/test_calls_per_turn.py counts on a fake clock). Delay: compare with the
+bare post's latency in the same run; a gap means work at turn end before the post
+(`SessionRenderer._end_turn`).""",
     "startup": """\
 `rawp up` imports the master, client and gateway apps (Quart, SQLAlchemy, pydantic models) in
 one process; compare its figure with `import quart` above and profile with
@@ -180,6 +192,8 @@ def main() -> int:
     startup_figures = startup.run()
     print("rendering …", flush=True)
     render_figures = render.run()
+    print("gateway …", flush=True)
+    gateway_figures = gateway_bench.run()
     print("file search …" if not args.quick else "file search: kept (--quick)", flush=True)
     file_search = file_search_section(args.quick)
     print("file search through the master …", flush=True)
@@ -204,6 +218,7 @@ def main() -> int:
          f"{max(startup_figures['first_max'], startup_figures['again_max']):.2f} s (worst)",
          "startup"),
     ]  # fmt: skip
+    targets += [(*row, "gateway") for row in gateway_bench.targets(gateway_figures)]
     summary = ["| target | measured | |", "|---|---|---|"]
     for name, met, measured, _ in targets:
         summary.append(f"| {name} | {measured} | {verdict(met)} |")
@@ -327,6 +342,12 @@ repetitions each.
 {render.report(render_figures)}
 
 The target is judged on the worst repetition, not the median.
+
+## Gateway (`bench/gateway.py`, issue 19 §6)
+
+{gateway_bench.__doc__.split(chr(10) * 2, 1)[1].split("Targets (issue 19)")[0].strip()}
+
+{gateway_bench.report(gateway_figures)}
 
 ## File search (`bench/file_search.py`)
 

@@ -16,10 +16,12 @@ Feed it every frame of the session, in order; it keeps one `Turn` at a time. Rul
    once all of them finished; diffs and task lists follow their line (gateway.views). A task
    list or plan is edited in place when it changes (G-TASK-06).
 6. `agent.state.changed` and running tools only ever change the status line (A-41), never the
-   chat; after `interim_after_s` (30 s, G-NS-11/12) an interim status message names the
-   running tool, is edited as it changes, and is deleted when the turn ends.
-7. The user's message gets ⏳ at turn start and ✅, ❌ (error) or ⏹ (cancelled) at the end;
-   a prompt sent while another turn runs gets 🕒 until its own turn starts (gateway.busy).
+   chat, at most once per `status_every_s` (gateway.status_line); after `interim_after_s`
+   (30 s, G-NS-11/12) an interim status message names the running tool, is edited as it
+   changes, and is deleted when the turn ends.
+7. The user's message gets ⏳ once its turn has run `working_after_s` (gateway.working_mark)
+   and ✅, ❌ (error) or ⏹ (cancelled) at the end; a prompt sent while another turn runs gets
+   🕒 until its own turn starts (gateway.busy).
 8. `agent.interaction.request` becomes buttons (gateway.interactions), told which of the turn's
    tools it is about (its `invocation_id`) and where to report its outcome (`audit`).
 9. Credentials never reach the chat (issue 15 §3): unless the session's node is exempt, the
@@ -39,8 +41,9 @@ post only what is missing. `settled` says whether the frames rendered so far lef
 pending (text buffered from deltas, running tools, tool groups being collected): only after a
 settled frame may the session's durable cursor move (gateway.live), so what a restart replays
 rebuilds that state; which chat message started a turn is stored too, so its ⏳ still becomes
-✅ after a restart. The typing heartbeat and the approval waits are tasks of the renderer's
-own `TaskOwner`, started with the first frame and closed by `close()`.
+✅ after a restart. The typing heartbeat, the held status line, the ⏳ timer and the approval
+waits are tasks of the renderer's own `TaskOwner`, started with the first frame and closed by
+`close()`; nothing at turn end waits on a timer (issue 19 §6).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ from gateway.render_options import (
     PromptOrigin,
     RenderOptions,
 )
+from gateway.status_line import StatusLine
 from gateway.turn import DONE, FAILED, STOPPED, WORKING, Turn
 from gateway.typing import Sleep, TypingHeartbeat
 from gateway.uploads import FileUploads
@@ -81,6 +85,7 @@ from gateway.views import (
     running_line,
     task_list_of,
 )
+from gateway.working_mark import WorkingMark
 from rawp import events as ev
 from rawp.clock import SYSTEM_CLOCK, Clock
 from rawp.frames import Frame
@@ -143,6 +148,14 @@ class SessionRenderer:
             platform, self._poster, self._send_text, self.options.max_file_bytes
         )
         self._tasks = TaskOwner(f"session {session_id} renderer", log)
+        self._status = StatusLine(  # rule 6: one status change per interval at most
+            self._set_status,
+            self._tasks,
+            self.options.status_every_s,
+            clock=clock,
+            sleep=sleep,
+        )
+        self._working = WorkingMark(self._react, self._tasks, self.options.working_after_s, sleep)
         self._closed = False
         self._interactions = InteractionFlow(
             platform,
@@ -250,7 +263,7 @@ class SessionRenderer:
             if origin and self._turn.user_message is None:  # started early by a stray frame
                 self._turn.user_message, self._turn.user_id = origin.message, origin.user_id
                 await self._remember_origin(p.turn_id, origin)
-                await self._react(origin.message, WORKING)
+                self._working.arm(self._turn, self._is_current)
             return
         if p.turn_id in self._ended:
             return
@@ -267,6 +280,8 @@ class SessionRenderer:
             await self._remember_origin(turn_id, origin)
         else:  # joined midway, maybe after a gateway restart: the store may know it
             origin = await self._stored_origin(turn_id)
+            # The gateway that started it may have put ⏳ on already: take it off at the end.
+            turn.working_shown = origin is not None
         if origin:
             turn.user_message, turn.user_id = origin.message, origin.user_id
         turn.heartbeat = TypingHeartbeat(
@@ -277,9 +292,13 @@ class SessionRenderer:
             on_tick=self._tick,
         )
         self._turn = turn
+        await self._status.start()
         await turn.heartbeat.start()  # rule 2, G-NS-04
-        await self._react(turn.user_message, WORKING)
+        self._working.arm(turn, self._is_current)  # rule 7
         return turn
+
+    def _is_current(self, turn: Turn) -> bool:
+        return self._turn is turn
 
     async def _remember_origin(self, turn_id: str, origin: PromptOrigin) -> None:
         if self._store is not None:
@@ -312,21 +331,23 @@ class SessionRenderer:
         await self._files.turn_ended()
         for group_id in list(turn.group_results):
             await self._flush_group(turn, group_id)
+        if stop_reason in STOP_NOTES:  # the turn's last content, before any decoration
+            await self._send_text(STOP_NOTES[stop_reason])
+        if self.options.usage_footer:
+            await self._send_text(footer_line(turn.usage) or "")
         if turn.heartbeat:
             await turn.heartbeat.stop()
         await self._interactions.close_turn(turn.turn_id)
+        await self._working.disarm(turn)  # after the content: it may wait for a ⏳ in flight
+        await self._status.clear()  # at once: a held status is dropped (rule 6)
         async with self._status_lock:
-            await self._best_effort(self.platform.set_status(self.conversation, None))
             # One posted before a gateway restart is known by its key only.
             status = turn.status_message or await self._poster.recorded(_interim_key(turn, 0))
             if status is not None:
                 await self._best_effort(self.platform.delete_message(status))
-        if stop_reason in STOP_NOTES:
-            await self._send_text(STOP_NOTES[stop_reason])
-        if self.options.usage_footer:
-            await self._send_text(footer_line(turn.usage) or "")
         if turn.user_message is not None and self.platform.limits.supports_reactions:
-            await self._best_effort(self.platform.remove_reaction(turn.user_message, WORKING))
+            if turn.working_shown:  # rule 7: a short turn never had ⏳
+                await self._best_effort(self.platform.remove_reaction(turn.user_message, WORKING))
             outcome = DONE
             if stop_reason == "cancelled":
                 outcome = STOPPED
@@ -442,13 +463,13 @@ class SessionRenderer:
     async def _refresh_status(self, turn: Turn) -> None:
         if turn.fatal or self._turn is not turn:
             return
-        text = self._status_text(turn)
-        async with self._status_lock:
-            if text != turn.status_line:
-                turn.status_line = text
-                await self._best_effort(self.platform.set_status(self.conversation, text))
-            if turn.status_message is not None:
+        await self._status.want(self._status_text(turn))  # coalesced (rule 6)
+        if turn.status_message is not None:
+            async with self._status_lock:
                 await self._show_interim(turn)
+
+    async def _set_status(self, text: str | None) -> None:
+        await self._best_effort(self.platform.set_status(self.conversation, text))
 
     async def _tick(self) -> None:
         """Each heartbeat: after `interim_after_s`, show the interim message (G-NS-11/12)."""
@@ -492,8 +513,7 @@ class SessionRenderer:
                 turn.fatal = True
                 if turn.heartbeat:
                     await turn.heartbeat.stop()
-                async with self._status_lock:
-                    await self._best_effort(self.platform.set_status(self.conversation, None))
+                await self._status.clear()
         await self._send_text(f"❌ **{p.code}**: {p.message}")
 
     async def _on_interaction(self, frame: Frame, p: ev.InteractionRequest, turn: Turn | None):

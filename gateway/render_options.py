@@ -29,6 +29,9 @@ STOP_NOTES = {
 class RenderOptions:
     show_thinking: bool = False
     interim_after_s: float = 30.0
+    # Issue 19 §6: a short turn shows typing and its outcome, not a burst of decorations.
+    working_after_s: float = 2.0  # ⏳ on the prompt once a turn has run this long (rule 7)
+    status_every_s: float = 2.0  # at most one status line change per this (gateway.status_line)
     approver_ids: frozenset[str] = frozenset()  # may answer any approval (a configured role)
     # An approval whose agent names no timeout is denied after this long (issue 15 §4).
     approval_timeout_s: float = DEFAULT_TIMEOUT_S

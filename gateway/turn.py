@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from gateway.platform import MessageRef
@@ -31,7 +32,9 @@ class Turn:
     running: dict[str, ToolInvokeRequest] = field(default_factory=dict)
     group_results: dict[str, list[ToolInvokeResult]] = field(default_factory=dict)
 
-    status_line: str | None = None  # what the platform's status line shows now
+    # ⏳ on the user's message (rule 7 of gateway.render): its timer, and whether it went on
+    working_timer: asyncio.Task[None] | None = None
+    working_shown: bool = False
     status_message: MessageRef | None = None  # the interim status message, once sent
     status_message_text: str | None = None
     interim_posts: int = 0  # interim messages posted so far (their post keys, gateway.posting)

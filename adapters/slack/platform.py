@@ -6,9 +6,12 @@ the thread's parent `ts`), a message reference holds the message `ts`.
 - Each renderer message (≤ 40,000 characters) becomes one `chat.postMessage` in the thread,
   made of mrkdwn section blocks of ≤ 3,000 characters (adapters.slack.mrkdwn, A-35).
 - Typing and the status line are `assistant.threads.setStatus` (it expires after 2 minutes;
-  the heartbeat refreshes it every 48 s). Where Slack refuses it (not an assistant thread, a
-  missing scope, a deployment without the method) the conversation falls back to one status
-  message that is edited as the status changes and deleted when it is cleared.
+  the heartbeat refreshes it every 48 s). Slack removes the status itself when the app posts
+  in the thread ("removed if no message has been sent" within 2 minutes, the method's docs),
+  so clearing a status that a post has already removed is not sent (issue 19 §6: it was one
+  call of every turn). Where Slack refuses it (not an assistant thread, a missing scope, a
+  deployment without the method) the conversation falls back to one status message that is
+  edited as the status changes and deleted when it is cleared.
 - Thinking (decision, docs/slack.md): Slack has no spoilers, so a hidden text is a one-line
   "💭 Thinking — Show" message; the button shows the text to whoever clicks it, ephemerally.
   The text is kept in memory: after a restart the button says it is gone.
@@ -106,6 +109,7 @@ class SlackPlatform(ChatPlatform):
         self.prompt_board = PromptBoard()  # keyed by ((channel, thread ts), interaction id)
         self.hidden: dict[str, str] = {}  # reveal key → hidden text (this process only)
         self._assistant_off: set[ConversationRef] = set()  # setStatus refused there
+        self._status_up: set[ConversationRef] = set()  # a status shows: set, no post since
         self._status_text: dict[ConversationRef, str] = {}
         self._status_message: dict[ConversationRef, MessageRef] = {}
 
@@ -134,6 +138,7 @@ class SlackPlatform(ChatPlatform):
             unfurl_links=False,
             **extra,
         )
+        self._status_up.discard(conversation)  # Slack took the assistant status down
         return MessageRef(conversation, answer["ts"])
 
     async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
@@ -290,6 +295,8 @@ class SlackPlatform(ChatPlatform):
     async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
         if text is None:
             self._status_text.pop(conversation, None)
+            if conversation not in self._status_up and conversation not in self._status_message:
+                return  # nothing shows (never set, or a post took it down): no call
         else:
             self._status_text[conversation] = text
         if await self._assistant_status(conversation, text or ""):
@@ -309,6 +316,10 @@ class SlackPlatform(ChatPlatform):
             await self.client.assistant_threads_setStatus(
                 channel_id=conversation.channel_id, thread_ts=conversation.thread_id, status=status
             )
+            if status:
+                self._status_up.add(conversation)
+            else:
+                self._status_up.discard(conversation)
             return True
         except SlackApiError as refused:
             log.info("setStatus refused (%s): using a status message", _error(refused))

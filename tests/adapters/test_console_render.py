@@ -18,6 +18,8 @@ from rawp.events import InteractionResponse
 from tests.gateway.fixtures.build import LONG_ANSWER, PROMPT, SESSION
 from tests.gateway.support import ManualSleep, Recorder, eventually, load_fixture, settle
 
+SLOW = 2.0  # seconds between frames: a turn slow enough for ⏳ and every status line
+
 
 class Console:
     """The console platform wired to a renderer, with a fake clock and a typed-ahead input."""
@@ -41,10 +43,14 @@ class Console:
         self.user_message = self.platform.record_user_message("find the bug")
         self.renderer.expect_prompt(PROMPT, self.user_message, self.platform.user_id)
 
-    async def play(self, frames) -> None:
+    async def play(self, frames, pace: float = 0.0) -> None:
+        """Feed `frames`, `pace` seconds of the fake clock apart (0: a turn that takes no time,
+        too short for ⏳ or a status line: gateway.working_mark, gateway.status_line)."""
         for frame in frames:
             if self.seen.first_time(frame.message_id):  # as the link delivers them (rule 3)
                 await self.renderer.feed(frame)
+                if pace:
+                    await self.sleep.advance(pace)
         await settle()
 
     @property
@@ -65,7 +71,7 @@ class Console:
 
 async def test_thinking_is_hidden_by_default_and_typing_spans_the_turn():
     console = Console()
-    await console.play(load_fixture("thinking_turn.jsonl"))
+    await console.play(load_fixture("thinking_turn.jsonl"), pace=SLOW)
     assert console.agent_messages() == ["The bug is in `verify()`: it never checks expiry."]
     assert "check auth.ts" not in console.text and "SECRET" not in console.text
     assert console.text.startswith("⋯ typing…\n⏳ working…\n")
@@ -93,7 +99,7 @@ async def test_thinking_option_shows_a_spoiler_with_pipes_neutralised_and_redact
 
 async def test_tools_are_compact_lines_grouped_with_diff_blocks():
     console = Console()
-    await console.play(load_fixture("tool_diff.jsonl"))
+    await console.play(load_fixture("tool_diff.jsonl"), pace=SLOW)
     edit, group, web, answer = console.agent_messages()
     assert edit.startswith("✅ Edit (src/auth.ts) · 0.4 s\n```diff\ndiff --git a/src/auth.ts")
     assert edit.endswith("+  return check(t.exp)\n }\n```")
@@ -131,7 +137,7 @@ async def test_task_list_is_rendered_with_marks_and_edited_in_place():
 async def test_approval_is_answered_from_the_console_and_sent_to_the_agent():
     console = Console(typed="7\n1\n")
     frames = load_fixture("approval.jsonl")
-    await console.play(frames[:4])  # start, tool, request, awaiting_input
+    await console.play(frames[:4], pace=SLOW)  # start, tool, request, awaiting_input
     response = await console.sent.next()
     assert response.type == "control.interaction.response"
     assert response.payload == InteractionResponse(interaction_id="perm-1", option_id="allow")

@@ -68,6 +68,22 @@ async def test_every_operation_is_one_slack_call(slack_thread):
     assert (ephemeral["user"], ephemeral["text"]) == (fake.world.bob["id"], "only you")
 
 
+async def test_a_status_a_post_took_down_is_not_cleared_again(slack_thread):
+    """Slack removes the assistant status when the app posts in the thread (issue 19 §6): the
+    turn end's clear is a call only while a status still shows."""
+    fake, platform, conversation = slack_thread
+    await platform.trigger_typing(conversation)
+    await platform.send_message(conversation, "the answer")
+    await platform.set_status(conversation, None)  # the post took it down: no call
+    statuses = [c.body["status"] for c in fake.calls("assistant.threads.setStatus")]
+    assert statuses == ["is working…"]
+    await platform.set_status(conversation, "🔧 Using tools…")
+    await platform.set_status(conversation, None)  # still showing: cleared
+    await platform.set_status(conversation, None)  # already clear: no call
+    statuses = [c.body["status"] for c in fake.calls("assistant.threads.setStatus")]
+    assert statuses == ["is working…", "🔧 Using tools…", ""]
+
+
 async def test_without_a_thread_the_status_is_a_message_edited_then_deleted(slack_thread):
     fake, platform, _ = slack_thread
     channel = ConversationRef("slack", fake.world.channel_id)

@@ -63,15 +63,18 @@ async def test_a_rendered_turn_is_status_hourglass_lines_diff_and_check(slack_tu
     await turn.play(load_fixture("tool_diff.jsonl"))
     calls = turn.calls_since(start)
     names = [c.path for c in calls]
-    assert names[:2] == ["assistant.threads.setStatus", "reactions.add"]
-    assert calls[1].body == {
+    assert names[0] == "assistant.threads.setStatus"  # typing: "is working…" at once
+    assert calls[0].body["status"] == "is working…"
+    assert names[-1] == "reactions.add"
+    assert calls[-1].body == {
         "channel": turn.conversation.channel_id,
         "timestamp": user.message_id,
-        "name": "hourglass_flowing_sand",
+        "name": "white_check_mark",
     }
-    assert names[-2:] == ["reactions.remove", "reactions.add"]
-    assert calls[-1].body["name"] == "white_check_mark"
-    assert calls[-3].path == "assistant.threads.setStatus" and calls[-3].body["status"] == ""
+    # A turn this quick: no ⏳ (gateway.working_mark), no status line within it
+    # (gateway.status_line), and no clearing call — the posts took the status down.
+    assert names.count("assistant.threads.setStatus") == 1
+    assert "reactions.remove" not in names and names.count("reactions.add") == 1
     posts = [c for c in calls if c.path == "chat.postMessage"]
     assert all(c.body["thread_ts"] == turn.conversation.thread_id for c in posts)
     first = "\n".join(block_texts(posts[0]))

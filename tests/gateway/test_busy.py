@@ -20,7 +20,7 @@ from gateway.busy import (
 from gateway.conversation_store import ConversationStore
 from gateway.platform import ConversationRef, MessageRef, PlatformLimits
 from gateway.prompt import text_prompt
-from gateway.render import SessionRenderer
+from gateway.render import RenderOptions, SessionRenderer
 from gateway.session import ChatSession
 from gateway.turn import FAILED, WORKING
 from rawp.frames import Frame
@@ -108,9 +108,12 @@ class Session:
     ) -> None:
         self.platform = platform or RecordingPlatform()
         self.link = Link()
+        # ⏳ is due at once here (it waits `working_after_s` in a session: gateway.working_mark),
+        # so the order of 🕒 and ⏳ is seen turn by turn.
         self.renderer = SessionRenderer(
-            self.platform, CONV, "sess-1", send_frame=self.link.send, store=store
-        )
+            self.platform, CONV, "sess-1", send_frame=self.link.send, store=store,
+            options=RenderOptions(working_after_s=0.0),
+        )  # fmt: skip
         self.chat = ChatSession(self.renderer, self.link)
 
     async def prompt(self, name: str) -> str:

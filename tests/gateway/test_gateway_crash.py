@@ -75,17 +75,16 @@ async def test_a_gateway_killed_mid_answer_posts_every_chunk_once(stack, tmp_pat
                 def mine(call, tag=tag):
                     return content(call).startswith(f"{tag}.")
 
+                typing = f"/channels/{thread_id}/typing"
+                typed = len(fake.calls("POST", typing))
                 prompt = await fake.inject_message(f"answer trial {tag}", channel_id=thread_id)
                 if kill_after:
                     await fake.wait_for_call(
                         "POST", f"/channels/{thread_id}/messages", count=kill_after,
                         where=mine, timeout=60,
                     )  # fmt: skip
-                else:  # before any chunk: once its turn started (⏳ on the prompt)
-                    await fake.wait_for_call(
-                        "PUT", f"/channels/{thread_id}/messages/{prompt['id']}/reactions/⏳/@me",
-                        timeout=60,
-                    )  # fmt: skip
+                else:  # before any chunk: once its turn started (typing, its first call)
+                    await fake.wait_for_call("POST", typing, count=typed + 1, timeout=60)
                 gateway.send_signal(signal.SIGKILL)
                 gateway.wait(timeout=30)
                 gateway = processes.rawp(*args, env=env, stdout=log)

@@ -79,17 +79,19 @@ async def test_a_slack_gateway_killed_mid_answer_posts_every_block_once(stack, t
                         text_of(call)
                     ).startswith(f"{tag}.")
 
+                def typing(call, thread_ts=thread_ts):
+                    return call.body.get("thread_ts") == thread_ts and bool(call.body["status"])
+
+                typed = len([c for c in slack.calls("assistant.threads.setStatus") if typing(c)])
                 event = WORLD.message_event(f"answer trial {tag}", thread_ts=thread_ts)
                 await slack.post_event_to(bolt, event)
                 if kill_after:
                     await slack.wait_for_call(
                         "chat.postMessage", count=kill_after, where=mine, timeout=60
                     )
-                else:  # before any block: once its turn started (a reaction on the prompt)
+                else:  # before any block: once its turn started (typing, its first call)
                     await slack.wait_for_call(
-                        "reactions.add",
-                        where=lambda c, ts=event["ts"]: c.body.get("timestamp") == ts,
-                        timeout=60,
+                        "assistant.threads.setStatus", count=typed + 1, where=typing, timeout=60
                     )
                 gateway.send_signal(signal.SIGKILL)
                 gateway.wait(timeout=30)

@@ -13,8 +13,8 @@ from gateway.edge_link import moves_cursor
 from gateway.live import CURSOR_EVERY_FRAMES, CursorKeeper
 from gateway.platform import ConversationRef, MessageRef
 from gateway.posting import Poster
-from gateway.render import SessionRenderer
-from tests.gateway.support import RecordingPlatform, frame
+from gateway.render import RenderOptions, SessionRenderer
+from tests.gateway.support import RecordingPlatform, frame, settle
 
 THREAD = ConversationRef("recording", "chan", "thread")
 SID = "s-1"
@@ -192,8 +192,6 @@ async def test_an_interim_message_from_before_a_restart_is_reused_and_deleted(st
 
 
 async def test_shown_thinking_rendered_again_is_not_posted_again(store):
-    from gateway.render import RenderOptions
-
     frames = [
         frame("session.turn.start", {"turn_id": "turn-1", "prompt_message_id": "p-1"}),
         frame("agent.thinking.delta", {"content_index": 0, "text": "Hmm."}),
@@ -216,10 +214,15 @@ async def test_shown_thinking_rendered_again_is_not_posted_again(store):
 async def test_the_prompt_of_a_turn_begun_before_a_restart_still_gets_its_check_mark(store):
     frames = answer_frames()
     first = RecordingPlatform()
-    renderer = SessionRenderer(first, THREAD, SID, send_frame=_nowhere, store=store)
+    # A turn long enough for ⏳ (gateway.working_mark): here ⏳ is due at once.
+    renderer = SessionRenderer(
+        first, THREAD, SID, send_frame=_nowhere, store=store,
+        options=RenderOptions(working_after_s=0.0),
+    )  # fmt: skip
     renderer.expect_prompt("p-1", MessageRef(THREAD, "user-msg"), "alice")
     for each in frames[:4]:  # the turn started, its first block was posted; then it died
         await renderer.feed(each)
+    await settle()
     assert first.of("react") == [("react", "user-msg", "⏳")]
 
     after = RecordingPlatform()  # replayed from the cursor: the turn's start is not among them

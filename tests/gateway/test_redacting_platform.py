@@ -73,7 +73,7 @@ async def test_deltas_that_cut_a_token_in_two_are_joined_before_redaction():
 
 async def test_status_lines_tool_lines_errors_and_approval_prompts_are_redacted():
     platform = RecordingPlatform()
-    r = renderer(platform)
+    r = renderer(platform, status_every_s=0.0)  # the status line at once (gateway.status_line)
     await r.feed(start())
     command = f"curl -H 'Authorization: Bearer {GITHUB}' https://api.github.com"
     await r.feed(

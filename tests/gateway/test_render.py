@@ -129,12 +129,45 @@ async def test_each_text_block_is_sent_when_done_and_typing_covers_the_whole_tur
     await s.feed(start(), delta(0, "First "), delta(0, "block."), done(0, "First block."))
     assert s.texts() == ["First block."]
     assert s.renderer.turn.heartbeat.running  # K-16: not released at the first done
+    await s.sleep.advance(RenderOptions().working_after_s)  # a turn that takes a while: ⏳
+    assert s.platform.of("react") == [("react", "user-msg", "⏳")]
     await s.feed(delta(1, "Second"), done(1, ""), done(1, "again"), end())
     assert s.texts() == ["First block.", "Second"]  # empty done → its deltas; no resend
     calls = [c[0] for c in s.platform.calls]
     assert calls.index("typing") < calls.index("send")
     assert s.platform.of("react") == [("react", "user-msg", "⏳"), ("react", "user-msg", "✅")]
     assert s.platform.of("unreact") == [("unreact", "user-msg", "⏳")]
+    assert calls.index("unreact") < len(calls) - 1 and calls[-1] == "react"  # ⏳ off, then ✅
+
+
+async def test_a_short_turn_gets_its_outcome_without_the_hourglass():
+    """Issue 19 §6: typing shows the turn started; ⏳ is for a turn that takes a while, so a
+    turn ending sooner costs one reaction, ✅, instead of ⏳ on, ⏳ off, ✅ on."""
+    s = Setup()
+    await s.feed(start(), done(0, "Quick."))
+    await s.sleep.advance(RenderOptions().working_after_s * 0.9)
+    await s.feed(end())
+    await s.sleep.advance(60)  # nothing left behind goes on later
+    assert s.platform.of("react") == [("react", "user-msg", "✅")]
+    assert s.platform.of("unreact") == []
+    assert s.platform.calls[0][0] == "typing"  # G-NS-04: at once
+
+
+async def test_status_changes_are_coalesced_and_the_turn_end_clears_at_once():
+    """Issue 19 §6: one status change per `status_every_s` at most, the latest winning; none
+    for a turn shorter than that; the end clears without waiting for a held change."""
+    s = Setup(status_every_s=2.0)
+    states = ("thinking", "tool_calling", "thinking", "tool_calling")
+    await s.feed(start(), *(frame("agent.state.changed", {"current_state": x}) for x in states))
+    assert s.platform.of("status") == []  # rule 1: not within the first interval
+    await s.sleep.advance(2.0)
+    assert s.platform.of("status") == [("status", "🔧 Using tools…")]  # only the latest
+    await s.feed(frame("agent.state.changed", {"current_state": "thinking"}))
+    assert len(s.platform.of("status")) == 1  # held: the last change went out just now
+    await s.feed(end())
+    assert s.platform.of("status") == [("status", "🔧 Using tools…"), ("status", None)]
+    await s.sleep.advance(10)
+    assert s.platform.of("status")[-1] == ("status", None)  # the held one never lands
 
 
 async def test_interim_status_on_a_platform_without_edits_is_replaced_then_deleted():
@@ -250,6 +283,7 @@ async def test_state_changes_only_touch_the_status_line():
     s = Setup()
     await s.feed(start())
     for state in ("thinking", "tool_calling", "idle"):
+        await s.sleep.advance(RenderOptions().status_every_s)  # each stands long enough
         await s.feed(frame("agent.state.changed", {"current_state": state}))
     await s.feed(end())
     assert s.texts() == []

@@ -1,0 +1,87 @@
+"""The coalesced status line (gateway.status_line): its rules on a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gateway.status_line import StatusLine
+from rawp.clock import FakeClock
+from rawp.tasks import TaskOwner
+from tests.gateway.support import ManualSleep, settle
+
+
+class Line:
+    def __init__(self, owner: TaskOwner, every_s: float = 2.0) -> None:
+        self.clock = FakeClock()
+        self.sleep = ManualSleep(self.clock)
+        self.sent: list[str | None] = []
+        self.gate: asyncio.Event | None = None  # set by a test: sends wait on it
+        self.line = StatusLine(self._send, owner, every_s, clock=self.clock, sleep=self.sleep)
+
+    async def _send(self, text: str | None) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        self.sent.append(text)
+
+
+@pytest.fixture
+async def owner():
+    async with TaskOwner("status line") as tasks:
+        yield tasks
+    assert len(tasks) == 0
+
+
+async def test_nothing_before_a_turn_and_nothing_after_its_clear(owner):
+    s = Line(owner)
+    await s.line.want("💭 Thinking…")  # no turn yet
+    await s.line.start()
+    await s.line.clear()
+    await s.line.want("🔧 Using tools…")  # after the clear: the turn is over
+    await s.line.clear()  # once per turn
+    await s.sleep.advance(10)
+    assert s.sent == [None]
+
+
+async def test_changes_after_the_interval_go_out_at_once_and_equal_text_is_not_resent(owner):
+    s = Line(owner)
+    await s.line.start()
+    await s.sleep.advance(5)
+    await s.line.want("a")
+    assert s.sent == ["a"]
+    await s.sleep.advance(5)
+    await s.line.want("a")
+    await s.sleep.advance(5)
+    assert s.sent == ["a"]
+    await s.line.want("b")
+    assert s.sent == ["a", "b"]
+
+
+async def test_a_held_send_in_flight_lands_before_the_clear(owner):
+    s = Line(owner)
+    await s.line.start()
+    await s.line.want("a")  # held until 2 s
+    s.gate = asyncio.Event()
+    await s.sleep.advance(2)  # the held send starts and waits on the platform
+    clearing = asyncio.create_task(s.line.clear())
+    await settle()
+    assert s.sent == []  # the clear waits for the send in flight
+    s.gate.set()
+    await clearing
+    assert s.sent == ["a", None]
+
+
+async def test_a_change_during_a_held_send_is_sent_after_it(owner):
+    s = Line(owner)
+    await s.line.start()
+    await s.line.want("a")
+    s.gate = asyncio.Event()
+    await s.sleep.advance(2)
+    await s.line.want("b")  # while "a" is in flight: held for the next interval
+    s.gate.set()
+    await settle()
+    assert s.sent == ["a"]
+    await s.sleep.advance(2)
+    assert s.sent == ["a", "b"]
+    await s.line.clear()
