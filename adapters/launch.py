@@ -19,6 +19,9 @@ bot around it, then run until stopped.
   (rawp.tasks): whichever ends first ends the rest, a bot that fails (a refused login) is
   raised here once, with its traceback, and the bots are closed on the way out. The console's
   chat loop races the session's pump and the stop signal the same way.
+- Replicas: with a Redis URL each platform's service joins the cluster (gateway.cluster_routing):
+  the adapter calls the cluster's hooks, its takeover sweep runs in the same race, and the
+  cluster leaves (its leases released) after the service closed.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from gateway.metrics import GatewayMetrics, MetricsServer
 from gateway.platform import Invocation
 from gateway.render import RenderOptions
 from gateway.settings import GatewayOptions
-from rawp.tasks import race
+from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +130,8 @@ async def run_gateway(
         ),
     )
     services: list[ConversationService] = []
+    clustered: list = []  # gateway.cluster_routing.ClusterHooks, with a Redis URL
+    cluster_tasks = TaskOwner("cluster", log)
     metrics = GatewayMetrics()
     server = MetricsServer(metrics, config.metrics_token)
     try:
@@ -145,13 +150,25 @@ async def run_gateway(
             service = ConversationService(edge, store, settings)
             services.append(service)
             metrics.watch(name, lambda service=service: list(service.live.values()))
-            bots.append(_bot(name, service, metrics))
+            hooks = service
+            if config.redis_url:
+                from gateway.cluster_routing import join_cluster
+
+                hooks = await join_cluster(
+                    service, config.redis_url, config.redis_prefix, cluster_tasks
+                )
+                clustered.append(hooks)
+            bots.append(_bot(name, service, metrics, hooks))
         await _wait_for_master(edge)  # after the bots: a bad platform setting is said at once
-        return await _serve_bots(bots, services, stop or _signal_event())
+        sweeps = [hooks.sweep() for hooks in clustered]
+        return await _serve_bots(bots, services, stop or _signal_event(), *sweeps)
     finally:
         await server.close()
         for service in services:
             await service.close()
+        for hooks in clustered:
+            await hooks.cluster.close()
+        await cluster_tasks.close()
         await store.close()
         await edge.close()
 
@@ -163,19 +180,22 @@ async def _wait_for_master(edge: EdgeClient) -> None:
         raise LaunchError(exc.message) from None
 
 
-def _bot(name: str, service: ConversationService, metrics: GatewayMetrics | None = None):
+def _bot(
+    name: str, service: ConversationService, metrics: GatewayMetrics | None = None, hooks=None
+):
+    hooks = hooks or service  # a cluster's hooks route verbs to the session's renderer
     if name == "discord":
         from adapters.discord import DiscordBot, DiscordSettings
 
         try:
-            bot = DiscordBot(DiscordSettings.from_env(), service, metrics)
+            bot = DiscordBot(DiscordSettings.from_env(), hooks, metrics)
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     elif name == "slack":
         from adapters.slack import SlackBot, SlackSettings
 
         try:
-            bot = SlackBot(SlackSettings.from_env(), service, metrics)
+            bot = SlackBot(SlackSettings.from_env(), hooks, metrics)
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     else:
@@ -184,9 +204,11 @@ def _bot(name: str, service: ConversationService, metrics: GatewayMetrics | None
     return bot
 
 
-async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.Event) -> int:
+async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.Event, *also) -> int:
     try:
-        await race(stop.wait(), _resume(bots, services, stop), *(bot.serve() for bot in bots))
+        await race(
+            stop.wait(), _resume(bots, services, stop), *(bot.serve() for bot in bots), *also
+        )
     finally:
         for bot in bots:
             try:
