@@ -1,18 +1,20 @@
-"""Three gateway replicas; the session's renderer is SIGKILLed mid-answer (issue 19 §2–3).
+"""Three Slack gateway replicas; the session's renderer is SIGKILLed mid-answer (issue 19 §2–3).
 
 Real processes throughout: a master and a client running a jsonl script agent that asks for an
 approval and then streams a long answer (tests/gateway/crash_support.py), three `rawp gateway`
-processes sharing one conversation store and the machine's Redis (a key prefix of their own),
-and the fake Slack in HTTP mode: every replica serves its own Events API endpoint, as replicas
-behind a load balancer do, so the test chooses which replica an event reaches.
+processes sharing one conversation store and the machine's Redis (a key prefix of their own;
+tests/gateway/replicas_support.py), and the fake Slack in HTTP mode: every replica serves its
+own Events API endpoint, as replicas behind a load balancer do, so the test chooses which
+replica an event reaches. (Socket Mode spreads an app's events over its connections the same
+way; HTTP mode lets the test pick the replica without a fake load balancer.)
 
 Each trial: the prompt goes to replica A; the renderer C is the holder of the session's lease
 in Redis; the approval button is pressed through replica B ≠ C (the press reaches C's prompt
 board over the bus); C is SIGKILLed once a random number of the answer's blocks were posted
 (none: once the approval closed) and started again as a new process. A surviving replica takes
 the session over and the answer completes: every block exactly once, in order. Roles are drawn
-per trial (A may be C); one stack and one session serve every trial. `RAWP_FAULT_TRIALS` sets
-the number of trials (20).
+per trial among the replicas up (A may be C); one stack and one session serve every trial.
+`RAWP_FAULT_TRIALS` sets the number of trials (20).
 """
 
 from __future__ import annotations
@@ -22,10 +24,7 @@ import contextlib
 import json
 import os
 import random
-import re
-import signal
 import time
-from pathlib import Path
 
 import pytest
 
@@ -33,21 +32,13 @@ from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
 from tests.gateway.chat_stack import bolt_url, slack_env, slack_greeting, slack_start
 from tests.gateway.crash_support import blocks, long_answer_stack
-from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
+from tests.gateway.replicas_support import REPLICAS, Gateways, median
+from tests.scale.conftest import redis_prefix  # noqa: F401 (a fixture)
 from tests.support import Processes, free_port, wait_for_http
 
 TRIALS = int(os.environ.get("RAWP_FAULT_TRIALS", "20"))
-REPLICAS = 3
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
-JOINED = re.compile(r"gateway replica (\w+) joined the cluster")
-
-
-def store_location(shared: Path) -> list[str]:
-    """Where every replica keeps conversations: one SQLite file in WAL mode in a shared state
-    directory (one machine). The one place to point the test at PostgreSQL instead
-    (`--database-url postgresql+asyncpg://…`) once the store speaks SQLAlchemy."""
-    return ["--state-dir", str(shared)]
 
 
 @pytest.fixture(scope="module")
@@ -55,87 +46,6 @@ def stack(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("replicas-failover")
     with long_answer_stack(tmp, OWNER, ask_first=True) as made:
         yield made
-
-
-class Gateways:
-    """The three replica processes: each one's argv, environment, log and Bolt endpoint."""
-
-    def __init__(self, processes: Processes, stack, tmp: Path, slack: FakeSlack, prefix: str):
-        self.processes = processes
-        self.args = [
-            "gateway", "--master-url", stack.master_url, *store_location(tmp / "store"),
-            "--workspace", str(stack.root), "--redis-url", REDIS_URL, "--redis-prefix", prefix,
-        ]  # fmt: skip
-        self.ports = [free_port() for _ in range(REPLICAS)]
-        self.envs = [slack_env(slack, WORLD, port) for port in self.ports]
-        self.logs = [tmp / f"replica-{n}.log" for n in range(REPLICAS)]
-        self.bolts = [bolt_url(port) for port in self.ports]
-        self.procs = [self._start(n) for n in range(REPLICAS)]
-        self.ids: dict[str, int] = {}  # replica id → index, for the processes known to be up
-        self.starts = [1] * REPLICAS  # each log holds one "joined" line per start
-
-    def _start(self, n: int):
-        with self.logs[n].open("ab") as log:
-            return self.processes.rawp(*self.args, env=self.envs[n], stdout=log)
-
-    async def up(self, n: int) -> None:
-        """Replica `n` answers on its endpoint and has joined the cluster (its id is known).
-        Polled in a thread: the fake Slack runs on this test's event loop."""
-        for _ in range(3):
-            try:
-                await asyncio.to_thread(
-                    wait_for_http, self.bolts[n], proc=self.procs[n], timeout=60
-                )
-                break
-            except RuntimeError:  # its port was taken meanwhile (other tests run beside us)
-                self.ports[n] = free_port()
-                self.envs[n] = {**self.envs[n], "SLACK_HTTP_PORT": str(self.ports[n])}
-                self.bolts[n] = bolt_url(self.ports[n])
-                self.procs[n] = self._start(n)
-                self.starts[n] += 1
-        deadline = time.monotonic() + 30
-        while n not in self.ids.values() and time.monotonic() < deadline:
-            self.refresh()
-            await asyncio.sleep(0.1)
-        if n not in self.ids.values():
-            raise AssertionError(f"replica {n} never joined the cluster")
-
-    def kill_and_restart(self, n: int) -> None:
-        """SIGKILL replica `n` and start it again (not waited for: `up` when it is needed)."""
-        self.procs[n].send_signal(signal.SIGKILL)
-        self.procs[n].wait(timeout=30)
-        self.ids = {replica: m for replica, m in self.ids.items() if m != n}
-        self.procs[n] = self._start(n)
-        self.starts[n] += 1
-
-    def ready(self) -> list[int]:
-        """The replicas up now (a restarted one is used once it is: no trial waits for it)."""
-        self.refresh()
-        known = set(self.ids.values())
-        return sorted(n for n in known if self.procs[n].poll() is None and _answers(self.bolts[n]))
-
-    def refresh(self) -> None:
-        """Learn the ids of restarted replicas that have joined by now."""
-        known = set(self.ids.values())
-        for n in range(REPLICAS):
-            found = [] if n in known else JOINED.findall(self.logs[n].read_text("utf-8"))
-            if len(found) >= self.starts[n]:
-                self.ids[found[-1]] = n
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            proc.terminate()
-        for proc in self.procs:
-            with contextlib.suppress(Exception):
-                proc.wait(timeout=30)
-
-
-def _answers(url: str) -> bool:
-    try:
-        wait_for_http(url, timeout=0.5)
-    except TimeoutError:
-        return False
-    return True
 
 
 def text_of(call) -> str:
@@ -167,19 +77,6 @@ def allow_button(question) -> tuple[str, dict]:
     )
 
 
-async def holder(client, prefix: str, gateways: Gateways, timeout_s: float = 30) -> int:
-    """The index of the replica whose id holds the (only) session's lease."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}own:*")]
-        owner = (await client.get(keys[0])) if keys else None
-        if owner is not None and owner.decode() in gateways.ids:
-            return gateways.ids[owner.decode()]
-        gateways.refresh()
-        await asyncio.sleep(0.1)
-    raise AssertionError("no known replica holds the session's lease")
-
-
 async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
     stack,
     tmp_path,
@@ -194,10 +91,26 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
     took: list[float] = []  # from each kill to the answer's last block
     try:
         async with FakeSlack(WORLD) as slack:
-            gateways = Gateways(processes, stack, tmp_path, slack, prefix)
+            bolts: list[str] = [""] * REPLICAS
+
+            def env_for(n: int) -> dict[str, str]:
+                port = free_port()  # anew at each start: another test may have taken the last
+                bolts[n] = bolt_url(port)
+                return slack_env(slack, WORLD, port)
+
+            async def probe(n: int) -> bool:
+                try:
+                    await asyncio.to_thread(wait_for_http, bolts[n], 0.5)
+                except TimeoutError:
+                    return False
+                return True
+
+            gateways = Gateways(processes, stack, tmp_path, prefix, env_for, probe)
+            for n in range(REPLICAS):
+                gateways.start(n)
             for n in range(REPLICAS):
                 await gateways.up(n)
-            _, thread_ts = await slack_start(slack, WORLD, gateways.bolts[0], "long")
+            _, thread_ts = await slack_start(slack, WORLD, bolts[0], "long")
             await slack_greeting(slack)
             started = time.monotonic()
             for trial in range(TRIALS):
@@ -205,12 +118,12 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
                 want = [label(text) for text in blocks(tag)]
                 kill_after = rng.randrange(len(want))  # blocks posted before the kill
                 before = len(posted_in(slack, thread_ts))
-                c = await holder(client, prefix, gateways)
-                up = await asyncio.to_thread(gateways.ready)
+                c = await gateways.holder(client)
+                up = await gateways.ready()
                 if len(up) < 2:  # C alone is up: wait for the others
                     for n in range(REPLICAS):
                         await gateways.up(n)
-                    up = await asyncio.to_thread(gateways.ready)
+                    up = await gateways.ready()
                 a = rng.choice(up)
                 b = rng.choice([n for n in up if n != c])
                 forwarded += a != c
@@ -222,7 +135,7 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
                     ).startswith(f"{tag}.")
 
                 event = WORLD.message_event(f"answer trial {tag}", thread_ts=thread_ts)
-                assert (await slack.post_event_to(gateways.bolts[a], event)).status == 200
+                assert (await slack.post_event_to(bolts[a], event)).status == 200
                 question = await slack.wait_for_call(
                     "chat.postMessage",
                     where=lambda c, tag=tag: f"Proceed with {tag}?" in text_of(c),
@@ -233,7 +146,7 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
                 click = WORLD.block_actions(
                     allow["action_id"], allow["value"], message=message, block_id=block_id
                 )
-                assert (await slack.post_interactive_to(gateways.bolts[b], click)).status == 200
+                assert (await slack.post_interactive_to(bolts[b], click)).status == 200
                 if kill_after:
                     await slack.wait_for_call(
                         "chat.postMessage", count=kill_after, where=mine, timeout=60
@@ -263,8 +176,7 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
             print(
                 f"{TRIALS} renderer kills among {REPLICAS} Slack replicas in {elapsed:.1f} s, "
                 f"0 blocks lost or repeated ({forwarded} prompts forwarded to the renderer); "
-                f"kill to last block: median {sorted(took)[len(took) // 2]:.1f} s, "
-                f"max {max(took):.1f} s"
+                f"kill to last block: median {median(took):.1f} s, max {max(took):.1f} s"
             )
             gateways.stop()
     finally:
