@@ -156,8 +156,8 @@ class RedisCluster:
         if self.owned.pop(session_id, None) is None:
             return
         log.warning("replica %s stops rendering session %s: %s", self.me, session_id, why)
-        if self._on_lost is not None:
-            await self._on_lost(session_id)
+        if self._on_lost is not None:  # closing waits for the pump: not in the renewal loop
+            self._owner.spawn(self._on_lost(session_id), name=f"letting {session_id} go")
 
     async def _renewals(self) -> None:
         while True:

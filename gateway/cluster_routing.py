@@ -218,8 +218,8 @@ class ClusterHooks(ConversationHooks):
         if run is None:
             return {"error": f"unknown request {kind}"}
         binding = await service._binding(invocation)
-        if not isinstance(binding, str) and not self.cluster.holds(binding.session_id):
-            return {"error": "not the holder"}  # it moved: the asker looks again
+        if not isinstance(binding, str) and not self.cluster.valid(binding.session_id):
+            return {"error": "not the holder"}  # it moved (or we stalled): the asker looks again
         try:
             result = await run()
         except HeldElsewhere:

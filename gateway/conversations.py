@@ -238,6 +238,8 @@ class ConversationService(ConversationHooks):
                 )
             await self.store.remember_start(subject, chosen["node_id"], agent)
         finally:
+            if session_id not in self.live:  # rule 10: a start that failed holds nothing
+                await self.cluster.release(session_id)
             self._starting[where] -= 1
             if not self._starting[where]:
                 del self._starting[where]

@@ -85,6 +85,9 @@ class DiscordGateway:
         self.log = log
         self.resume_url = resume_url  # callable → the URL put in READY.resume_gateway_url
         self.sessions: list[GatewaySession] = []
+        # Set: injected events reach this session only (several gateway replicas, each with its
+        # own connection, and a test that chooses which one an event arrives through).
+        self.only: GatewaySession | None = None
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
@@ -143,8 +146,9 @@ class DiscordGateway:
             )
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
-        """Send one DISPATCH to every identified session (no-op when none is connected)."""
-        for session in list(self.sessions):
+        """Send one DISPATCH to every identified session (no-op when none is connected), or to
+        `only` when it is set."""
+        for session in list(self.sessions) if self.only is None else [self.only]:
             if not session.ws.closed:
                 await session.send(OP_DISPATCH, self._as_seen_by(session, event, data), event)
 
