@@ -10,8 +10,8 @@ way; HTTP mode lets the test pick the replica without a fake load balancer.)
 
 Each trial: the prompt goes to replica A; the renderer C is the holder of the session's lease
 in Redis; the approval button is pressed through replica B ≠ C (the press reaches C's prompt
-board over the bus); C is SIGKILLed once a random number of the answer's blocks were posted
-(none: once the approval closed) and started again as a new process. A surviving replica takes
+board over the bus, and C closes the prompt); C is SIGKILLed once a random number of the
+answer's blocks were posted and started again as a new process. A surviving replica takes
 the session over and the answer completes: every block exactly once, in order. Roles are drawn
 per trial among the replicas up (A may be C); one stack and one session serve every trial.
 `RAWP_FAULT_TRIALS` sets the number of trials (20).
@@ -22,21 +22,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import random
+import signal
 import time
 
 import pytest
 
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
+from tests.faults.trials import seeded, trials
 from tests.gateway.chat_stack import bolt_url, slack_env, slack_greeting, slack_start
 from tests.gateway.crash_support import blocks, long_answer_stack
 from tests.gateway.replicas_support import REPLICAS, Gateways, median
 from tests.scale.conftest import redis_prefix  # noqa: F401 (a fixture)
 from tests.support import Processes, free_port, wait_for_http
 
-TRIALS = int(os.environ.get("RAWP_FAULT_TRIALS", "20"))
+TRIALS = trials()  # RAWP_FAULT_TRIALS, 20 by default
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
 
@@ -77,15 +77,54 @@ def allow_button(question) -> tuple[str, dict]:
     )
 
 
+async def paused_renderer_is_fenced(slack, gateways: Gateways, client, bolts, thread_ts) -> None:
+    """The renderer C is paused (SIGSTOP) before a prompt sent through A ≠ C: A's forwarded
+    prompt gets no answer, C's lease expires, another replica takes the session over and the
+    turn runs there. Resumed (SIGCONT), C finds its lease gone and lets the session go; it
+    posts nothing of the turn (the fence), so every block is there once."""
+    for n in range(REPLICAS):
+        await gateways.up(n)
+    c = await gateways.holder(client)
+    a, b = [n for n in range(REPLICAS) if n != c]
+    before = len(posted_in(slack, thread_ts))
+    asked = len([q for q in slack.ok_calls("chat.postMessage") if "Proceed with P?" in text_of(q)])
+    log = gateways.logs[c]
+    let_go = log.read_text("utf-8").count("stops rendering session")
+    gateways.procs[c].send_signal(signal.SIGSTOP)
+    try:
+        event = WORLD.message_event("answer trial P", thread_ts=thread_ts)
+        assert (await slack.post_event_to(bolts[a], event)).status == 200
+        question = await slack.wait_for_call(
+            "chat.postMessage", where=lambda q: "Proceed with P?" in text_of(q), timeout=60
+        )
+        block_id, allow = allow_button(question)
+        message = {**question.body, "ts": question.response["ts"], "thread_ts": thread_ts}
+        click = WORLD.block_actions(
+            allow["action_id"], allow["value"], message=message, block_id=block_id
+        )
+        assert (await slack.post_interactive_to(bolts[b], click)).status == 200
+        await slack.wait_for_call(
+            "chat.postMessage", where=lambda call: text_of(call) == "P END", timeout=60
+        )
+        assert await gateways.holder(client) != c
+    finally:
+        gateways.procs[c].send_signal(signal.SIGCONT)
+    async with asyncio.timeout(30):  # C's renewal found the lease another's: it let go
+        while log.read_text("utf-8").count("stops rendering session") == let_go:  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+    answer = [w for w in posted_in(slack, thread_ts)[before:] if w.startswith("P.") or w == "P"]
+    assert answer == [label(text) for text in blocks("P")], f"after a pause: posted {answer}"
+    questions = [q for q in slack.ok_calls("chat.postMessage") if "Proceed with P?" in text_of(q)]
+    assert len(questions) == asked + 1, "the paused renderer posted the question again"
+
+
 async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
     stack,
     tmp_path,
     redis_prefix,  # noqa: F811
 ):
     client, prefix = redis_prefix
-    rng = random.Random()
-    seed = rng.randrange(1 << 30)
-    rng.seed(seed)
+    rng, seed = seeded("replicas failover (Slack)")  # RAWP_FAULT_SEED replays a run
     processes = Processes()
     forwarded = 0
     took: list[float] = []  # from each kill to the answer's last block
@@ -147,15 +186,16 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
                     allow["action_id"], allow["value"], message=message, block_id=block_id
                 )
                 assert (await slack.post_interactive_to(bolts[b], click)).status == 200
+                # The press reached the renderer's own prompt: it closed it with the outcome
+                # (the stale path would answer the agent but leave the prompt open).
+                await slack.wait_for_call(
+                    "chat.update",
+                    where=lambda c, ts=question.response["ts"]: c.body.get("ts") == ts,
+                    timeout=60,
+                )
                 if kill_after:
                     await slack.wait_for_call(
                         "chat.postMessage", count=kill_after, where=mine, timeout=60
-                    )
-                else:  # before any block: once the approval was taken (its prompt closed)
-                    await slack.wait_for_call(
-                        "chat.update",
-                        where=lambda c, ts=question.response["ts"]: c.body.get("ts") == ts,
-                        timeout=60,
                     )
                 gateways.kill_and_restart(c)
                 killed = time.monotonic()
@@ -173,6 +213,7 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
                     f"trial {trial + 1}/{TRIALS} (seed {seed}, {roles}): posted {answer}"
                 )
             elapsed = time.monotonic() - started
+            await paused_renderer_is_fenced(slack, gateways, client, bolts, thread_ts)
             print(
                 f"{TRIALS} renderer kills among {REPLICAS} Slack replicas in {elapsed:.1f} s, "
                 f"0 blocks lost or repeated ({forwarded} prompts forwarded to the renderer); "

@@ -12,14 +12,13 @@ Discord de-duplicates a repeated `nonce`, so a repeat is counted by message id.
 from __future__ import annotations
 
 import contextlib
-import os
-import random
 import time
 
 import pytest
 
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
+from tests.faults.trials import seeded, trials
 from tests.gateway.chat_stack import buttons, content, discord_env, discord_start
 from tests.gateway.crash_support import expected_chunks, long_answer_stack
 from tests.gateway.replicas_support import REPLICAS, Gateways, median
@@ -27,7 +26,7 @@ from tests.gateway.test_gateway_crash import posted_in
 from tests.scale.conftest import redis_prefix  # noqa: F401 (a fixture)
 from tests.support import Processes
 
-TRIALS = int(os.environ.get("RAWP_FAULT_TRIALS", "20"))
+TRIALS = trials()  # RAWP_FAULT_TRIALS, 20 by default
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 
@@ -71,9 +70,7 @@ async def test_three_discord_replicas_survive_their_renderer_killed_mid_answer(
     redis_prefix,  # noqa: F811
 ):
     client, prefix = redis_prefix
-    rng = random.Random()
-    seed = rng.randrange(1 << 30)
-    rng.seed(seed)
+    rng, seed = seeded("replicas failover (Discord)")  # RAWP_FAULT_SEED replays a run
     processes = Processes()
     forwarded = 0
     took: list[float] = []  # from each kill to the answer's last chunk
