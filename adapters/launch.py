@@ -166,9 +166,9 @@ async def run_gateway(
         await server.close()
         for service in services:
             await service.close()
+        await cluster_tasks.close()  # renewals and the bus reader stop, then leases go
         for hooks in clustered:
             await hooks.cluster.close()
-        await cluster_tasks.close()
         await store.close()
         await edge.close()
 
