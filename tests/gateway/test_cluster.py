@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.cluster import FencedPlatform, LeaseLost, LocalCluster, Unreachable, placement
 from gateway.cluster_redis import RedisCluster
+from gateway.cluster_routing import decode_invocation, decode_stale, encode_invocation, encode_stale
+from gateway.platform import Choice, ConversationRef, Invocation, MessageRef, StaleChoice
 from rawp.tasks import TaskOwner
 from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
 
@@ -146,3 +151,27 @@ async def test_a_single_process_gateway_holds_everything_and_imports_no_redis():
     )
     out, _ = await proc.communicate()
     assert proc.returncode == 0 and out.decode().strip() == "False"
+
+
+_text = st.text(min_size=1, max_size=20)
+_conversations = st.builds(
+    ConversationRef, st.sampled_from(["slack", "discord"]), _text, st.none() | _text
+)
+_invocations = st.builds(
+    Invocation,
+    _text,
+    _conversations,
+    st.none() | st.builds(MessageRef, _conversations, _text),
+    st.none() | _text,
+)
+
+
+@given(
+    _invocations,
+    _text,
+    st.builds(Choice, _text, st.none() | _text, st.none() | st.text(max_size=200)),
+)
+def test_what_a_forwarded_verb_carries_crosses_the_bus_unchanged(invocation, interaction, choice):
+    stale = StaleChoice(invocation, interaction, choice)
+    assert decode_invocation(json.loads(json.dumps(encode_invocation(invocation)))) == invocation
+    assert decode_stale(json.loads(json.dumps(encode_stale(stale)))) == stale
