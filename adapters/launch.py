@@ -152,11 +152,7 @@ async def run_gateway(
             metrics.watch(name, lambda service=service: list(service.live.values()))
             hooks = service
             if config.redis_url:
-                from gateway.cluster_routing import join_cluster
-
-                hooks = await join_cluster(
-                    service, config.redis_url, config.redis_prefix, cluster_tasks
-                )
+                hooks = await _join_cluster(service, config, cluster_tasks)
                 clustered.append(hooks)
             bots.append(_bot(name, service, metrics, hooks))
         await _wait_for_master(edge)  # after the bots: a bad platform setting is said at once
@@ -171,6 +167,16 @@ async def run_gateway(
             await hooks.cluster.close()
         await store.close()
         await edge.close()
+
+
+async def _join_cluster(service: ConversationService, config: GatewayConfig, owner: TaskOwner):
+    """The service as one gateway replica (gateway.cluster_routing): its hooks for the bot."""
+    from gateway.cluster_routing import join_cluster
+
+    try:
+        return await join_cluster(service, config.redis_url, config.redis_prefix, owner)
+    except Exception as exc:  # Redis refused or is away: said in one line, no traceback
+        raise LaunchError(f"could not join the gateway replicas in Redis: {exc}") from None
 
 
 async def _wait_for_master(edge: EdgeClient) -> None:

@@ -323,5 +323,9 @@ async def join_cluster(service: ConversationService, url: str, prefix: str, owne
     hooks = ClusterHooks(service)
     if not owner.running:
         await owner.start()
-    await cluster.start(owner, service.lease_lost, hooks.handle)
+    try:
+        await cluster.start(owner, service.lease_lost, hooks.handle)
+    except BaseException:
+        await cluster.close()
+        raise
     return hooks

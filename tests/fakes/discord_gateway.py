@@ -59,6 +59,7 @@ class GatewaySession:
         self.sequence = 0
         self.session_id = secrets.token_hex(16)
         self.intents = 0  # from IDENTIFY
+        self.tag: str | None = None  # the last part of a `/gateway/<tag>` URL, if any
         self._compressor = zlib.compressobj() if compress else None
         self._send_lock = asyncio.Lock()
 
@@ -94,6 +95,7 @@ class DiscordGateway:
         await ws.prepare(request)
         compress = request.query.get("compress") == "zlib-stream"
         session = GatewaySession(ws, compress=compress)
+        session.tag = request.match_info.get("tag")  # /gateway/<tag>: which client this is
         self.log.record(Call("WS", "CONNECT", {"zlib_stream": compress}, query=dict(request.query)))
         await session.send(OP_HELLO, {"heartbeat_interval": HEARTBEAT_INTERVAL_MS})
         try:
@@ -130,7 +132,10 @@ class DiscordGateway:
                 await session.ws.close(code=4004, message=b"Authentication failed.")
                 return
             session.intents = data.get("intents") or 0
-            ready = self.world.ready(session.session_id, self.resume_url())
+            resume = self.resume_url()
+            if session.tag:  # a resume comes back to the same tagged URL
+                resume = f"{resume.rstrip('/')}/{session.tag}"
+            ready = self.world.ready(session.session_id, resume)
             if "shard" in data:  # a sharded client's READY echoes [shard_id, num_shards]
                 ready["shard"] = data["shard"]
             await session.send(OP_DISPATCH, ready, "READY")

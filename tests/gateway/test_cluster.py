@@ -7,6 +7,8 @@ import asyncio
 import collections
 import json
 import logging
+import os
+import sys
 
 import pytest
 from hypothesis import given
@@ -141,8 +143,6 @@ def test_placement_is_the_same_everywhere_balanced_and_moves_only_a_dead_replica
 
 
 async def test_a_single_process_gateway_holds_everything_and_imports_no_redis():
-    import sys
-
     local = LocalCluster()
     assert await local.claim("s") and local.valid("s") and await local.holder("s") == "local"
     code = "import sys, gateway.conversations, adapters.launch; print('redis' in sys.modules)"
@@ -175,3 +175,22 @@ def test_what_a_forwarded_verb_carries_crosses_the_bus_unchanged(invocation, int
     stale = StaleChoice(invocation, interaction, choice)
     assert decode_invocation(json.loads(json.dumps(encode_invocation(invocation)))) == invocation
     assert decode_stale(json.loads(json.dumps(encode_stale(stale)))) == stale
+
+
+async def test_a_gateway_whose_redis_does_not_answer_says_so_in_one_line(tmp_path):
+    from tests.support import free_port
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "rawp.cli", "gateway", "--master-url", "http://127.0.0.1:9",
+        "--state-dir", str(tmp_path), "--redis-url", f"redis://127.0.0.1:{free_port()}/0",
+        env={
+            **os.environ, "RAWP_EDGE_SECRET": "s" * 32, "SLACK_BOT_TOKEN": "xoxb-test",
+            "SLACK_MODE": "http", "SLACK_SIGNING_SECRET": "secret", "DISCORD_BOT_TOKEN": "",
+            "RAWP_PLATFORM": "",
+        },
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    lines = [line for line in err.decode().splitlines() if "could not join" in line]
+    assert proc.returncode == 2, err.decode()
+    assert lines and "Traceback" not in err.decode(), err.decode()

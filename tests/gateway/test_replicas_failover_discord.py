@@ -1,8 +1,9 @@
 """Three Discord gateway replicas; the session's renderer is SIGKILLed mid-answer (issue 19 §3).
 
 As tests/gateway/test_replicas_failover.py, against the fake Discord. Each replica has its own
-gateway connection, and the fake sends an injected event through the connection the test
-chooses (`DiscordGateway.only`). On Discord itself every event of a guild arrives through the
+gateway connection (each connects to the fake's gateway URL + `/<index>`, which tags it), and
+the fake sends an injected event through the connection the test chooses
+(`DiscordGateway.only`). On Discord itself every event of a guild arrives through the
 connection of the guild's shard, so the prompt and the press of one conversation come through
 the same replica (A = B) and differ from the renderer only when the renderer runs another
 shard; the test draws A and B independently all the same, which covers that case and more.
@@ -39,29 +40,25 @@ def stack(tmp_path_factory):
 
 
 class Connections:
-    """Which fake gateway connection is which replica's: a replica's connection is the one
-    that identified after it started, so replicas start (and restart) one at a time."""
+    """Which fake gateway connection is which replica's: replica `n` connects to the fake's
+    gateway URL + `/n`, and the fake tags the connection with it."""
 
     def __init__(self, fake: FakeDiscord) -> None:
         self.fake = fake
-        self.of: dict[int, object] = {}
 
-    def claim_new(self, n: int) -> bool:
-        taken = {id(s) for s in self.of.values()}
-        fresh = [s for s in self.fake.gateway.sessions if id(s) not in taken]
-        if fresh:
-            self.of[n] = fresh[-1]
-        return n in self.of
+    def of(self, n: int):
+        tagged = [s for s in self.fake.gateway.sessions if s.tag == str(n) and not s.ws.closed]
+        return tagged[-1] if tagged else None
 
     async def probe(self, n: int) -> bool:
-        session = self.of.get(n)
-        if session is None or session.ws.closed:
-            self.of.pop(n, None)
-            return self.claim_new(n)
-        return True
+        return self.of(n) is not None
+
+    def env(self, n: int) -> dict[str, str]:
+        url = f"{self.fake.gateway_url}/{n}"
+        return {**discord_env(self.fake, WORLD), "DISCORD_GATEWAY_URL": url}
 
     def through(self, n: int) -> None:
-        self.fake.gateway.only = self.of[n]
+        self.fake.gateway.only = self.of(n)
 
 
 async def test_three_discord_replicas_survive_their_renderer_killed_mid_answer(
@@ -78,11 +75,11 @@ async def test_three_discord_replicas_survive_their_renderer_killed_mid_answer(
         async with FakeDiscord(WORLD) as fake:
             connections = Connections(fake)
             gateways = Gateways(
-                processes, stack, tmp_path, prefix, lambda n: discord_env(fake, WORLD),
-                connections.probe,
-            )  # fmt: skip
-            for n in range(REPLICAS):  # one at a time: each one's connection is then known
+                processes, stack, tmp_path, prefix, connections.env, connections.probe
+            )
+            for n in range(REPLICAS):
                 gateways.start(n)
+            for n in range(REPLICAS):
                 await gateways.up(n)
             await fake.wait_for_call("PUT", "/applications/*/commands", timeout=30)
             # The start reaches every replica: each learns the thread (THREAD_CREATE), as the
@@ -130,10 +127,7 @@ async def test_three_discord_replicas_survive_their_renderer_killed_mid_answer(
                         "POST", f"/channels/{thread_id}/messages", count=kill_after,
                         where=mine, timeout=60,
                     )  # fmt: skip
-                for n in range(REPLICAS):  # one restart pending at a time (Connections)
-                    await gateways.up(n)
                 gateways.kill_and_restart(c)
-                connections.of.pop(c, None)
                 killed = time.monotonic()
                 with contextlib.suppress(TimeoutError):
                     await fake.wait_for_call(
