@@ -128,6 +128,7 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
     processes = Processes()
     forwarded = 0
     took: list[float] = []  # from each kill to the answer's last block
+    interrupted = 0  # trials whose answer was not complete when C died
     try:
         async with FakeSlack(WORLD) as slack:
             bolts: list[str] = [""] * REPLICAS
@@ -199,6 +200,7 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
                     )
                 gateways.kill_and_restart(c)
                 killed = time.monotonic()
+                interrupted += tag not in posted_in(slack, thread_ts)[before:]  # END not yet
                 # If the answer's end never comes, the assertion below says what did.
                 with contextlib.suppress(TimeoutError):
                     await slack.wait_for_call(
@@ -213,10 +215,13 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
                     f"trial {trial + 1}/{TRIALS} (seed {seed}, {roles}): posted {answer}"
                 )
             elapsed = time.monotonic() - started
+            # Most kills strike mid-answer (a kill after the last block proves little).
+            assert interrupted >= TRIALS // 2, f"only {interrupted} of {TRIALS} kills mid-answer"
             await paused_renderer_is_fenced(slack, gateways, client, bolts, thread_ts)
             print(
                 f"{TRIALS} renderer kills among {REPLICAS} Slack replicas in {elapsed:.1f} s, "
-                f"0 blocks lost or repeated ({forwarded} prompts forwarded to the renderer); "
+                f"0 blocks lost or repeated; {interrupted} kills before the answer's end, "
+                f"{forwarded} prompts forwarded to the renderer; "
                 f"kill to last block: median {median(took):.1f} s, max {max(took):.1f} s"
             )
             gateways.stop()
