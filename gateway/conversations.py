@@ -347,11 +347,12 @@ class ConversationService(ConversationHooks):
             del self.live[live.session_id]
         else:
             return
-        await self.cluster.release(live.session_id)
         if live.lease_lost:  # rule 10: not an end; whoever claims it next renders it
+            await self.cluster.release(live.session_id)
             return
         await live.renderer.queue.clear()  # what waited will not run (gateway.busy)
         await self.store.mark_ended(live.session_id)
+        await self.cluster.release(live.session_id)
         try:
             await self._platform.send_message(live.renderer.conversation, "⏹ " + SESSION_ENDED)
         except Exception:
