@@ -14,7 +14,8 @@ to do something (`request`). Rules:
    changes the chat that this replica still holds the session's lease by its own clock
    (`valid`: the deadline of its last successful claim or renewal, kept short of the lease's
    real expiry). A replica that was paused or cut off past it raises `LeaseLost` instead of
-   posting: another replica may render the session by now, and the chat would see both.
+   posting (a decoration — typing, status, a reaction — is skipped instead): another replica
+   may render the session by now, and the chat would see both.
 4. Placement: `placement(session_id, replicas)` is rendezvous (highest random weight)
    hashing, so every replica computes the same preferred renderer from the same list of live
    replicas, and sessions spread evenly; when a replica dies, only its sessions move.
@@ -49,6 +50,11 @@ FENCED = frozenset(
         "close_interaction",
     }
 )
+
+
+# Decorations (typing, status, reactions) of a fenced renderer are skipped without a word: they
+# are best effort anyway (gateway.render), and the content call that follows stops the pump.
+DECORATIONS = frozenset({"add_reaction", "remove_reaction", "trigger_typing", "set_status"})
 
 
 class HeldElsewhere(Exception):
@@ -130,6 +136,8 @@ class FencedPlatform:
 
         async def fenced(*args: Any, **kwargs: Any) -> Any:
             if not self._cluster.valid(self._session_id):
+                if name in DECORATIONS:
+                    return None
                 raise LeaseLost(f"session {self._session_id}: lease lost, not posting")
             return await value(*args, **kwargs)
 

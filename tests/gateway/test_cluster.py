@@ -96,10 +96,14 @@ async def test_a_lease_taken_by_another_replica_is_reported_lost_and_fenced(
             async def send_message(self, conversation, text):
                 posted.append(text)
 
+            async def add_reaction(self, message, emoji):
+                posted.append(emoji)
+
         fenced = FencedPlatform(Platform(), a.cluster, "s1")
         assert fenced.name == "fake"
         with pytest.raises(LeaseLost):
             await fenced.send_message(None, "late")
+        assert await fenced.add_reaction(None, "⏳") is None  # a decoration: skipped quietly
         assert posted == []
         await b.cluster.claim("s1")
         await FencedPlatform(Platform(), b.cluster, "s1").send_message(None, "on time")
