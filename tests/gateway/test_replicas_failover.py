@@ -218,6 +218,15 @@ async def test_three_slack_replicas_survive_their_renderer_killed_mid_answer(
             # Most kills strike mid-answer (a kill after the last block proves little).
             assert interrupted >= TRIALS // 2, f"only {interrupted} of {TRIALS} kills mid-answer"
             await paused_renderer_is_fenced(slack, gateways, client, bolts, thread_ts)
+            # A file autocomplete typed on a replica that does not render the session: the
+            # renderer asks the client (K-10) and the answer comes back over the bus.
+            c = await gateways.holder(client)
+            elsewhere = next(n for n in await gateways.ready() if n != c)
+            where = json.dumps({"c": WORLD.channel_id, "t": thread_ts})
+            view = WORLD.view("rawp_prompt_view", private_metadata=where)
+            typed = WORLD.block_suggestion("rawp_file", "auth", block_id="files", view=view)
+            answer = await slack.post_interactive_to(bolts[elsewhere], typed)
+            assert "src/auth.py" in [o["value"] for o in answer.json()["options"]]
             print(
                 f"{TRIALS} renderer kills among {REPLICAS} Slack replicas in {elapsed:.1f} s, "
                 f"0 blocks lost or repeated; {interrupted} kills before the answer's end, "
