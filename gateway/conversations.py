@@ -35,10 +35,9 @@
    once with its traceback.
 9. A session's approval outcomes go to the master's audit log as its owner (gateway.audit),
    an answer to a prompt from before a restart (rule 4) included.
-10. Replicas (gateway.cluster): a session is made live only by the replica that holds its
-   lease (`_revive` claims it, else `HeldElsewhere`; a start claims it before binding), its
-   renderer posts through a fence, and a lost lease closes it without ending anything. With
-   a cluster, `resume` is the cluster sweeper's work (gateway.cluster_routing).
+10. Replicas (gateway.cluster): only the holder of a session's lease makes it live (`_revive`
+   claims it or raises `HeldElsewhere`; a start claims it before binding); its renderer is
+   fenced; a lost lease ends nothing. `resume` is then the sweeper's (gateway.cluster_routing).
 """
 
 from __future__ import annotations
@@ -343,10 +342,9 @@ class ConversationService(ConversationHooks):
 
     async def _ended_elsewhere(self, live: ConnectedSession) -> None:
         """Rule 5: the link ended without us closing it."""
-        if self.live.get(live.session_id) is live:
-            del self.live[live.session_id]
-        else:
+        if self.live.get(live.session_id) is not live:
             return
+        del self.live[live.session_id]
         if live.lease_lost:  # rule 10: not an end; whoever claims it next renders it
             await self.cluster.release(live.session_id)
             return
