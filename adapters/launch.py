@@ -19,6 +19,9 @@ bot around it, then run until stopped.
   (rawp.tasks): whichever ends first ends the rest, a bot that fails (a refused login) is
   raised here once, with its traceback, and the bots are closed on the way out. The console's
   chat loop races the session's pump and the stop signal the same way.
+- Replicas: with a Redis URL each platform's service joins the cluster (gateway.cluster_routing):
+  the adapter calls the cluster's hooks, its takeover sweep runs in the same race, and the
+  cluster leaves (its leases released) after the service closed.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from gateway.platform import Invocation
 from gateway.platform_budget import parse_limits
 from gateway.render import RenderOptions
 from gateway.settings import GatewayOptions
-from rawp.tasks import race
+from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +136,8 @@ async def run_gateway(
         ),
     )
     services: list[ConversationService] = []
+    clustered: list = []  # gateway.cluster_routing.ClusterHooks, with a Redis URL
+    cluster_tasks = TaskOwner("cluster", log)
     metrics = GatewayMetrics()
     server = MetricsServer(metrics, config.metrics_token)
     # One platform budget, shared through Redis by every replica (issue 19 §5).
@@ -156,16 +161,34 @@ async def run_gateway(
             service = ConversationService(edge, store, settings)
             services.append(service)
             metrics.watch(name, lambda service=service: list(service.live.values()))
-            bots.append(_bot(name, service, metrics, budget, config))
+            hooks = service
+            if config.redis_url:
+                hooks = await _join_cluster(service, config, cluster_tasks)
+                clustered.append(hooks)
+            bots.append(_bot(name, service, metrics, budget, config, hooks))
         await _wait_for_master(edge)  # after the bots: a bad platform setting is said at once
-        return await _serve_bots(bots, services, stop or _signal_event())
+        sweeps = [hooks.sweep() for hooks in clustered]
+        return await _serve_bots(bots, services, stop or _signal_event(), *sweeps)
     finally:
         await server.close()
         for service in services:
             await service.close()
+        await cluster_tasks.close()  # renewals and the bus reader stop, then leases go
+        for hooks in clustered:
+            await hooks.cluster.close()
         await budget.close()
         await store.close()
         await edge.close()
+
+
+async def _join_cluster(service: ConversationService, config: GatewayConfig, owner: TaskOwner):
+    """The service as one gateway replica (gateway.cluster_routing): its hooks for the bot."""
+    from gateway.cluster_routing import join_cluster
+
+    try:
+        return await join_cluster(service, config.redis_url, config.redis_prefix, owner)
+    except Exception as exc:  # Redis refused or is away: said in one line, no traceback
+        raise LaunchError(f"could not join the gateway replicas in Redis: {exc}") from None
 
 
 async def _wait_for_master(edge: EdgeClient) -> None:
@@ -181,7 +204,9 @@ def _bot(
     metrics: GatewayMetrics | None = None,
     budget: PlatformBudget | None = None,
     config: GatewayConfig | None = None,
+    hooks=None,
 ):
+    hooks = hooks or service  # a cluster's hooks route verbs to the session's renderer
     if name == "discord":
         from adapters.discord import DiscordBot, DiscordSettings
 
@@ -195,14 +220,14 @@ def _bot(
                     (config.redis_url, config.redis_prefix) if config else (None, "")
                 )
                 leases = ShardLeases.for_plan(discord_settings.shard_count, redis_url, prefix)
-            bot = DiscordBot(discord_settings, service, metrics, shard_leases=leases)
+            bot = DiscordBot(discord_settings, hooks, metrics, shard_leases=leases)
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     elif name == "slack":
         from adapters.slack import SlackBot, SlackSettings
 
         try:
-            bot = SlackBot(SlackSettings.from_env(), service, metrics)
+            bot = SlackBot(SlackSettings.from_env(), hooks, metrics)
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     else:
@@ -211,9 +236,11 @@ def _bot(
     return bot
 
 
-async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.Event) -> int:
+async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.Event, *also) -> int:
     try:
-        await race(stop.wait(), _resume(bots, services, stop), *(bot.serve() for bot in bots))
+        await race(
+            stop.wait(), _resume(bots, services, stop), *(bot.serve() for bot in bots), *also
+        )
     finally:
         for bot in bots:
             try:

@@ -108,6 +108,14 @@ class BudgetedPlatform(ChatPlatform):
         # What only the adapter has (Discord's `online`, Slack's `show_prompt`) is its own.
         return getattr(self.inner, name)
 
+    # The adapter's own prompt-board key and delivery (gateway.cluster_routing rule 3): the
+    # base class's defaults would use the wrong key for an adapter that overrides them.
+    def where_of(self, conversation: ConversationRef):
+        return self.inner.where_of(conversation)
+
+    def deliver_choice(self, conversation: ConversationRef, interaction_id: str, choice: Choice):
+        return self.inner.deliver_choice(conversation, interaction_id, choice)
+
     async def _admit(self, kind: str, conversation: ConversationRef) -> bool:
         routes, default, droppable = CALLS[kind]
         route = routes.get(self.name)

@@ -349,6 +349,7 @@ async def send_prompt(
     request: PromptRequest,
     message: MessageRef | None,
     user_id: str,
+    prompt_id: str | None = None,
 ) -> None:
     """Send a chat user's prompt as the channel's busy mode says (rule 4): in `interrupt`,
     the running turn is cancelled first. Raises ConnectionError when the link is gone."""
@@ -358,4 +359,4 @@ async def send_prompt(
         await live.chat.link.send(live.renderer.queue.cancel_frame(turn.turn_id))
     # Read by the renderer's `expect_prompt`, at the start of `send_prompt`: no await between.
     live.renderer.queue.interrupt_next = interrupt
-    await live.chat.send_prompt(request, message=message, user_id=user_id)
+    await live.chat.send_prompt(request, message=message, user_id=user_id, message_id=prompt_id)

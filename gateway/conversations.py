@@ -35,6 +35,9 @@
    once with its traceback.
 9. A session's approval outcomes go to the master's audit log as its owner (gateway.audit),
    an answer to a prompt from before a restart (rule 4) included.
+10. Replicas (gateway.cluster): only the holder of a session's lease makes it live (`_revive`
+   claims it or raises `HeldElsewhere`; a start claims it before binding); its renderer is
+   fenced; a lost lease ends nothing. `resume` is then the sweeper's (gateway.cluster_routing).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 
 from gateway import busy
 from gateway.audit import ANSWERED, REFUSED, ApprovalRecord, EdgeAuditSink
+from gateway.cluster import FencedPlatform, HeldElsewhere, LocalCluster
 from gateway.conversation_store import Binding, ConversationStore
 from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.edge_link import SessionLink
@@ -142,6 +146,7 @@ class ConversationService(ConversationHooks):
         self._started: asyncio.Condition | None = None
         self._tasks = TaskOwner("conversations", log)  # rule 8
         self._starter = None  # gateway.starting: mentions and direct messages, made on first use
+        self.cluster = LocalCluster()  # rule 10: replaced by a RedisCluster (adapters.launch)
 
     def bind_platform(self, platform: ChatPlatform) -> None:
         """Adapters build their platform around the hooks; it is handed back here."""
@@ -152,6 +157,8 @@ class ConversationService(ConversationHooks):
     async def resume(self) -> int:
         """Reconnect every open conversation (rule 4); how many went live."""
         revived = 0
+        if self.cluster.clustered:  # rule 10
+            return revived
         for binding in await self.store.open_bindings():
             if binding.conversation.platform != self._platform.name:
                 continue
@@ -214,6 +221,7 @@ class ConversationService(ConversationHooks):
             else:
                 thread = await self._platform.open_thread(invocation.conversation, title)
             await self._replace_previous(thread, subject)
+            await self.cluster.claim(session_id)  # rule 10: a fresh id, nobody else holds it
             binding = await self.store.bind(
                 thread,
                 subject=subject,
@@ -229,6 +237,8 @@ class ConversationService(ConversationHooks):
                 )
             await self.store.remember_start(subject, chosen["node_id"], agent)
         finally:
+            if session_id not in self.live:  # rule 10: a start that failed holds nothing
+                await self.cluster.release(session_id)
             self._starting[where] -= 1
             if not self._starting[where]:
                 del self._starting[where]
@@ -288,8 +298,11 @@ class ConversationService(ConversationHooks):
             return redactor.redact(text) if redactor is not None else text
 
         audit = EdgeAuditSink(self.edge, binding.subject, binding.session_id, redact=redact)
+        platform = self._platform
+        if self.cluster.clustered:  # rule 10: posts stop the moment the lease is gone
+            platform = FencedPlatform(platform, self.cluster, binding.session_id)
         renderer = SessionRenderer(
-            self._platform,
+            platform,
             binding.conversation,
             binding.session_id,
             send_frame=link.send,
@@ -310,20 +323,34 @@ class ConversationService(ConversationHooks):
             live = self.live.get(binding.session_id)
             if live is not None:
                 return live
+            if not await self.cluster.claim(binding.session_id):  # rule 10
+                raise HeldElsewhere(binding.session_id)
             try:
                 ticket = await self.edge.new_ticket(binding.subject, binding.session_id)
-            except EdgeApiError as exc:
-                if exc.status in (403, 404):
+                return await self._go_live(binding, ticket)
+            except BaseException as exc:
+                await self.cluster.release(binding.session_id)
+                if isinstance(exc, EdgeApiError) and exc.status in (403, 404):
                     await self.store.mark_ended(binding.session_id)
                 raise
-            return await self._go_live(binding, ticket)
+
+    async def lease_lost(self, session_id: str) -> None:
+        """Rule 10: another replica renders the session now; let it go, ending nothing."""
+        live = self.live.pop(session_id, None)
+        if live is not None:
+            await live.close()
 
     async def _ended_elsewhere(self, live: ConnectedSession) -> None:
         """Rule 5: the link ended without us closing it."""
-        if self.live.pop(live.session_id, None) is None:
+        if self.live.get(live.session_id) is not live:
+            return
+        del self.live[live.session_id]
+        if live.lease_lost:  # rule 10: not an end; whoever claims it next renders it
+            await self.cluster.release(live.session_id)
             return
         await live.renderer.queue.clear()  # what waited will not run (gateway.busy)
         await self.store.mark_ended(live.session_id)
+        await self.cluster.release(live.session_id)
         try:
             await self._platform.send_message(live.renderer.conversation, "⏹ " + SESSION_ENDED)
         except Exception:
@@ -384,13 +411,17 @@ class ConversationService(ConversationHooks):
             self._starter = Starter(self)
         return await self._starter.start_here(invocation, request)
 
-    async def prompt(self, invocation: Invocation, request: PromptRequest) -> str | None:
+    async def prompt(
+        self, invocation: Invocation, request: PromptRequest, prompt_id: str | None = None
+    ) -> str | None:
+        """`prompt_id`: the frame's message_id, chosen by the replica the message reached, so
+        a retry through another replica is dropped by the master as a repeat (rule 10)."""
         live = await self.live_session(invocation)
         if isinstance(live, str):
             return live
         try:
             await busy.send_prompt(
-                self.store, live, request, invocation.message, invocation.user_id
+                self.store, live, request, invocation.message, invocation.user_id, prompt_id
             )
         except ConnectionError:
             return SESSION_ENDED
@@ -423,6 +454,7 @@ class ConversationService(ConversationHooks):
             if exc.status not in (403, 404):  # already gone: ending it is done all the same
                 return refusal(exc)
         await self.store.mark_ended(binding.session_id)
+        await self.cluster.release(binding.session_id)
         return f"Session `{binding.session_id}` ended."
 
     async def set_busy(self, invocation: Invocation, mode: str | None) -> str | None:

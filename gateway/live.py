@@ -12,7 +12,9 @@ from the session besides rendering:
   known, so `parent_id` is left out; the client matches by `interaction_id`).
 
 `on_end` is called once when the link ends for good (the session was terminated elsewhere, or
-its node went away): the conversation layer marks the conversation ended and says so.
+its node went away): the conversation layer marks the conversation ended and says so. A
+renderer fenced off by a lost lease (gateway.cluster rule 3) stops too, with `lease_lost` set:
+another replica renders the session now, so nothing is ended or said.
 
 The pump is a task of the `TaskOwner` given to `start` (the conversation layer's): a failure
 in rendering is logged there once, with its traceback, and ends this session's pump only.
@@ -32,6 +34,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from gateway.cluster import LeaseLost
 from gateway.conversation_store import ConversationStore
 from gateway.edge_link import SessionLink, moves_cursor
 from gateway.platform import Choice
@@ -123,6 +126,7 @@ class ConnectedSession:
         self._searches: dict[str, asyncio.Future[list[FileCandidate]]] = {}
         self._pump: asyncio.Task[None] | None = None
         self._closing = False
+        self.lease_lost = False
 
     @property
     def pump(self) -> asyncio.Task[None] | None:
@@ -140,11 +144,14 @@ class ConnectedSession:
         bind_session(self.session_id)  # the pump's log lines name its session (rawp.logs)
         try:
             await self.chat.pump(self._rendered)
+        except LeaseLost as lost:
+            log.warning("%s", lost)
+            self.lease_lost = True
         finally:
             for future in self._searches.values():
                 if not future.done():
                     future.set_result([])
-            if self._cursor is not None:
+            if self._cursor is not None and not self.lease_lost:
                 await self._cursor.flush()
             if not self._closing and self._on_end is not None:
                 await self._on_end(self)

@@ -242,6 +242,24 @@ class ChatPlatform(abc.ABC):
             raise NotImplementedError(f"{self.name}: no prompt board and no wait_for_choice")
         return await self.prompt_board.wait(message, timeout_s)
 
+    def deliver_choice(self, conversation: ConversationRef, interaction_id: str, choice: Choice):
+        """A press another replica received, pushed to this platform's open prompt in
+        `conversation` (gateway.cluster_routing rule 3); False when nobody waits for it here.
+        Adapters whose board key is not the conversation override `where_of`."""
+        from gateway.prompt_board import option_of  # it builds on this module
+
+        where = self.where_of(conversation)
+        waiting = self.prompt_board.find(where, interaction_id) if self.prompt_board else None
+        if waiting is None:
+            return False
+        if choice.option_id:  # `#index` is decoded where the prompt is known (prompt_board)
+            choice = Choice(choice.user_id, option_of(waiting.prompt, choice.option_id))
+        return self.prompt_board.answer(where, interaction_id, choice)
+
+    def where_of(self, conversation: ConversationRef):
+        """The prompt board's key for `conversation` (gateway.prompt_board)."""
+        return (conversation.channel_id, conversation.thread_id)
+
     @abc.abstractmethod
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:
         """Disable the prompt's buttons and show how it was answered."""

@@ -51,7 +51,17 @@ class RedactingPlatform(ChatPlatform):
         self.redactor = redactor
         self.name = inner.name
         self.limits = inner.limits
+        self.user_ids_per_workspace = inner.user_ids_per_workspace
+        self.prompt_board = inner.prompt_board
         self._clean: OrderedDict[str, None] = OrderedDict()
+
+    # The adapter's own prompt-board key and delivery (gateway.cluster_routing rule 3): the
+    # base class's defaults would use the wrong key for an adapter that overrides them.
+    def where_of(self, conversation: ConversationRef):
+        return self.inner.where_of(conversation)
+
+    def deliver_choice(self, conversation: ConversationRef, interaction_id: str, choice: Choice):
+        return self.inner.deliver_choice(conversation, interaction_id, choice)
 
     def chunks(self, text: str, limit: int) -> list[str]:
         """`text` redacted whole, then cut to `limit` (gateway.chunker)."""

@@ -47,9 +47,13 @@ class ChatSession:
         *,
         message: MessageRef | None = None,
         user_id: str | None = None,
+        message_id: str | None = None,
     ) -> asyncio.Future[str]:
-        """Send a prompt; the future resolves with its turn's `stop_reason` once rendered."""
-        frame = make_frame("control.prompt.request", request, session_id=self.session_id)
+        """Send a prompt; the future resolves with its turn's `stop_reason` once rendered.
+        `message_id`: the frame's, when a retry must be recognised as the same prompt."""
+        frame = make_frame(
+            "control.prompt.request", request, session_id=self.session_id, message_id=message_id
+        )
         # Registered before sending, so a fast `session.turn.start` always finds its message.
         finished = self.renderer.expect_prompt(frame.message_id, message, user_id)
         try:

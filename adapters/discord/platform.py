@@ -285,6 +285,12 @@ class DiscordPlatform(ChatPlatform):
         self.prompt_board.open(key, prompt, ref, text)
         return ref
 
+    def where_of(self, conversation: ConversationRef) -> str:
+        return str(target_id(conversation))  # prompts are keyed by thread id here
+
+    def deliver_choice(self, conversation, interaction_id: str, choice: Choice) -> bool:
+        return super().deliver_choice(conversation, self._interaction_id(interaction_id), choice)
+
     def _interaction_id(self, encoded: str) -> str:
         return self._digests.get(encoded, encoded)
 
@@ -338,13 +344,13 @@ class DiscordPlatform(ChatPlatform):
     ) -> None:
         interaction_id = self._interaction_id(interaction_id)
         if self.prompt_board.find(key, interaction_id) is None:
+            # Acknowledged at once: the hook may ask another replica (gateway.cluster_routing).
+            await interaction.response.defer()
             conversation = conversation_of(interaction.channel or discord.Object(int(key)))
             invocation = Invocation(choice.user_id, conversation, workspace_id=_guild(interaction))
             note = await self.hooks.stale_choice(StaleChoice(invocation, interaction_id, choice))
             if note:
-                await interaction.response.send_message(note, ephemeral=True)
-            else:
-                await interaction.response.defer()
+                await interaction.followup.send(note, ephemeral=True, allowed_mentions=NO_MENTIONS)
             return
         # Acknowledge within Discord's 3 s; the core answers (or refuses) through this click.
         await interaction.response.defer()

@@ -139,7 +139,11 @@ async def test_buttons_keep_working_after_a_restart():
             allow = old_prompt["components"][0]["components"][0]["custom_id"]
             click = await fake.inject_button(allow, message=old_prompt)
             answer = await fake.wait_for_interaction_answer(click)
-            assert answer.body["data"]["flags"] == 64
+            assert answer.body["type"] == 6  # acknowledged at once: the hook may ask a replica
+            webhook = f"/webhooks/{fake.world.application_id}/{click['token']}"
+            note = await fake.wait_for_call("POST", webhook, timeout=10)
+            assert note.body["flags"] == 64  # the hook's note, to the presser only
+            assert "already answered" in note.body["content"]
             [(_, stale)] = hooks.of("stale")
             assert (stale.interaction_id, stale.choice.option_id) == ("perm-1", "allow")
             assert stale.invocation.user_id == fake.world.alice["id"]

@@ -77,6 +77,7 @@ class GatewaySession:
         self.session_id = secrets.token_hex(16)
         self.intents = 0  # from IDENTIFY
         self.shard = (0, 1)  # (id, count) from IDENTIFY
+        self.tag: str | None = None  # the last part of a `/gateway/<tag>` URL, if any
         self._compressor = zlib.compressobj() if compress else None
         self._send_lock = asyncio.Lock()
 
@@ -104,6 +105,9 @@ class DiscordGateway:
         self.resume_url = resume_url  # callable → the URL put in READY.resume_gateway_url
         self.sessions: list[GatewaySession] = []
         self.shard_of_session: dict[str, tuple[int, int]] = {}  # a RESUME keeps its shard
+        # Set: injected events reach this session only (several gateway replicas, each with its
+        # own connection, and a test that chooses which one an event arrives through).
+        self.only: GatewaySession | None = None
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
@@ -111,6 +115,7 @@ class DiscordGateway:
         compress = request.query.get("compress") == "zlib-stream"
         peer = request.transport.get_extra_info("peername") if request.transport else None
         session = GatewaySession(ws, compress=compress, peer=peer)
+        session.tag = request.match_info.get("tag")  # /gateway/<tag>: which client this is
         self.log.record(Call("WS", "CONNECT", {"zlib_stream": compress}, query=dict(request.query)))
         await session.send(OP_HELLO, {"heartbeat_interval": HEARTBEAT_INTERVAL_MS})
         try:
@@ -154,7 +159,10 @@ class DiscordGateway:
             session.shard = (shard[0], shard[1])
             self.shard_of_session[session.session_id] = session.shard
             guilds = self.world.guilds_on(*session.shard)
-            ready = self.world.ready(session.session_id, self.resume_url(), guilds)
+            resume = self.resume_url()
+            if session.tag:  # a resume comes back to the same tagged URL
+                resume = f"{resume.rstrip('/')}/{session.tag}"
+            ready = self.world.ready(session.session_id, resume, guilds)
             if "shard" in data:  # a sharded client's READY echoes [shard_id, num_shards]
                 ready["shard"] = data["shard"]
             await session.send(OP_DISPATCH, ready, "READY")
@@ -178,12 +186,12 @@ class DiscordGateway:
             await session.send(OP_DISPATCH, self._as_seen_by(session, event, data), event)
 
     def receivers(self, data: dict[str, Any]) -> list[GatewaySession]:
-        """The open sessions an event about `data` reaches: those holding its guild's shard;
-        shard 0 for an event without a guild (a DM)."""
+        """The open sessions an event about `data` reaches: those holding its guild's shard
+        (shard 0 for an event without a guild, a DM), narrowed to `only` when that is set."""
         guild_id = data.get("guild_id") or self.world.guild_of(data.get("channel_id"))
         return [
             session
-            for session in list(self.sessions)
+            for session in (list(self.sessions) if self.only is None else [self.only])
             if not session.ws.closed
             and session.shard[0] == (shard_of(guild_id, session.shard[1]) if guild_id else 0)
         ]

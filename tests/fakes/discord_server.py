@@ -10,7 +10,9 @@
             reply = await discord_fake.wait_for_call("POST", path)
 
 URLs: `api_base_url` (http://127.0.0.1:PORT/api/v10, what DISCORD_API_BASE_URL holds) and
-`gateway_url` (ws://127.0.0.1:PORT/gateway, what DISCORD_GATEWAY_URL holds).
+`gateway_url` (ws://127.0.0.1:PORT/gateway, what DISCORD_GATEWAY_URL holds). Several clients
+(gateway replicas) may each connect to `gateway_url + "/<tag>"`: the tag names the connection
+(`GatewaySession.tag`), and `gateway.only` sends injected events through one of them.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class FakeDiscord:
         root = web.Application()
         root.router.add_get("/gateway", self.gateway.handle)
         root.router.add_get("/gateway/", self.gateway.handle)
+        root.router.add_get("/gateway/{tag}", self.gateway.handle)  # one URL per client
         root.router.add_get("/attachments/{channel}/{attachment}/{filename}", self._attachment)
         root.add_subapp(API_PREFIX, self.rest.application())
         self._runner = web.AppRunner(root, handle_signals=False)

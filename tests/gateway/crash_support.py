@@ -38,6 +38,20 @@ for index, text in enumerate(blocks(tag)):
     emit("agent.text.done", {"content_index": index, "text": text})
     time.sleep(0.01)
 """
+# The replica failover test's agent (tests/gateway/test_replicas_failover.py): it asks first,
+# waits for the answer on stdin, then streams the same answer.
+APPROVAL = """
+emit("agent.interaction.request", {
+    "interaction_id": f"go-{tag}", "kind": "approval", "prompt": f"Proceed with {tag}?",
+    "options": [
+        {"option_id": "allow", "label": "Allow once", "kind": "allow_once"},
+        {"option_id": "deny", "label": "Deny", "kind": "reject_once"},
+    ],
+})
+for line in sys.stdin:
+    if json.loads(line).get("payload", {}).get("interaction_id") == f"go-{tag}":
+        break
+"""
 namespace: dict = {}
 exec(ANSWER, namespace)  # our own constant, shared with the agent script
 blocks = namespace["blocks"]
@@ -48,10 +62,13 @@ def expected_chunks(tag: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def long_answer_stack(tmp: Path, owner: str):
-    """Master and client processes for `owner`, the client offering the agent `long`."""
+def long_answer_stack(tmp: Path, owner: str, *, ask_first: bool = False):
+    """Master and client processes for `owner`, the client offering the agent `long`;
+    `ask_first`: it asks for an approval (`Proceed with <tag>?`) before answering."""
     script = tmp / "long_answer.py"
-    script.write_text(ANSWER + RUNNER)
+    head, stream = RUNNER.split("for index, text", 1)
+    runner = head + (APPROVAL if ask_first else "") + "for index, text" + stream
+    script.write_text(ANSWER + runner)
     agents = tmp / "agents.toml"
     agents.write_text(
         f'[agents.long]\nkind = "script"\nmode = "jsonl"\n'
