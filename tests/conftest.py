@@ -17,19 +17,23 @@ def processes():
         procs.close()
 
 
-# The suite runs on two workers (pyproject: `-n 2 --dist loadfile --no-loadscope-reorder`), each
-# taking whole test files in collection order. The fault-injection and replica files take a
+# The suite runs on three workers (pyproject: `-n 3 --dist loadfile --no-loadscope-reorder`) on
+# two cores: most of its time is waiting on real processes (leases expiring, agents pausing),
+# which a third worker fills with other files. Each worker takes
+# whole test files in collection order. The fault-injection and replica files take a
 # minute or more each, so they are handed out first and the many short files fill the gaps
 # around them; collected in alphabetical order they would start last and leave one worker
 # idle at the end. The longest scenarios sit in files of their own for the same reason.
 LONG_FIRST = (  # longest first (seconds on a quiet machine, `--durations`)
+    "tests/gateway/test_replicas_failover_discord.py",  # ~105 (issue 19: 20 trials)
+    "tests/gateway/test_replicas_failover.py",  # ~105
     "tests/docker/",  # ~20 warm, ~60 with a cold image build (issue 17 §4)
     "tests/faults/test_prompt_delivery.py",  # ~80
     "tests/faults/test_prompt_delivery_killed.py",  # ~75
     "tests/faults/test_replica_death.py",  # ~50
     "tests/faults/test_master_freeze.py",  # ~45
     "tests/faults/test_master_death.py",  # ~40
-    "tests/gateway/test_gateway_crash.py",  # ~35
+    "tests/gateway/test_gateway_crash.py",  # ~75
     "tests/faults/",
     "tests/scale/",
     "tests/gateway/test_gateway_crash",
