@@ -35,6 +35,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateway.cluster import Handler, Lost, Unreachable
+from rawp.lease_scripts import RELEASE, RENEW
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +45,6 @@ HEARTBEAT_MS = 3000
 MAX_PENDING = 1024
 MAX_HANDLERS = 64
 REDIS_TIMEOUT_S = 2.0
-
-RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
-RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class RedisCluster:

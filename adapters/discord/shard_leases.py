@@ -26,22 +26,10 @@ import secrets
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from rawp.lease_scripts import RELEASE, RENEW
+
 log = logging.getLogger(__name__)
 
-# KEYS[1] lease, ARGV[1] me, ARGV[2] lease ms → 1 if still ours and extended.
-RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
-# KEYS[1] lease, ARGV[1] me → 1 if it was ours and is deleted.
-RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
 DEFAULT_LEASE_MS = 6000
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rawp.lease_scripts import RELEASE, RENEW
+
 SESSION_TTL_MS = 24 * 3600 * 1000  # what an idle session leaves in Redis lives a day at most
 NODE_FRAMES_KEPT = 64  # node frames kept per node for edges that reconnect
 
@@ -69,17 +71,9 @@ for k = 2, 5 do redis.call('PEXPIRE', KEYS[k], ARGV[4]) end
 redis.call('PUBLISH', ARGV[2], cjson.encode(out))
 return #out / 2
 """
-# KEYS: own. ARGV: me, lease_ms. 1 when the lease was ours and is extended.
-RENEW_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
-RELEASE_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
+# KEYS: own. ARGV: me, lease_ms (rawp.lease_scripts: every RAWP lease renews and releases so).
+RENEW_SCRIPT = RENEW
+RELEASE_SCRIPT = RELEASE
 
 
 def stream_position(entry_id: str) -> tuple[int, int]:
