@@ -88,8 +88,12 @@ class AutoShards:
             # without looking at is_closed(), so a client closed mid-launch never returns.
             if self._connection is not None:
                 self._connection.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
+                try:
                     await self._connection
+                except asyncio.CancelledError:
+                    pass  # what we asked for
+                except Exception:  # the old connection's own failure: said once, then replaced
+                    log.warning("discord: the replaced shard connection had failed", exc_info=True)
             await self.client.close()
             self.client.clear()
             # close() closed the connector with the session; login() makes a new one only

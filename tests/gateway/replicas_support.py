@@ -11,9 +11,9 @@ connection on Discord) is the platform's part: `env_for(n)` is its environment a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import signal
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -123,7 +123,10 @@ class Gateways:
         for proc in self.procs:
             proc.terminate()
         for proc in self.procs:
-            with contextlib.suppress(Exception):
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # a replica that ignores SIGTERM is killed
+                proc.kill()
                 proc.wait(timeout=30)
 
 
