@@ -52,17 +52,17 @@ from master.edge.redis_subscriptions import Subscriptions
 from master.edge.redis_writer import OrderedWriter
 from master.edge.relay import (
     GREETING_TYPES,
+    NOT_A_CURSOR,
     InProcessRelay,
     OwnerHooks,
     history_frame,
-    message_id_of,
+    kind_and_id,
     resume_from_client,
 )
 from rawp.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.redis_relay")
 
-NOT_A_CURSOR = (*GREETING_TYPES[:2], "session.history")  # not in the client's replay buffer
 CONTROL_TTL_MS = 3600 * 1000
 
 
@@ -169,9 +169,11 @@ class RedisRelay(InProcessRelay):
             for at, text in held:  # arrived while replaying: only what the replay did not hold
                 if horizon is not None and stream_position(at) <= horizon:
                     continue
-                if skip and message_id_of(text) in skip:
+                kind, message_id = kind_and_id(text)
+                if skip and message_id in skip:
                     continue
-                skip = set()  # past the client's replay: later frames are all new
+                if kind not in NOT_A_CURSOR:
+                    skip = set()  # past the client's replay: later frames are all new
                 edge.offer(text)
             # A frame the replay held may still be on its way from the channel (the reply to
             # XRANGE can overtake the published message): the horizon drops it on arrival.
@@ -414,9 +416,11 @@ class RedisRelay(InProcessRelay):
             del self._horizons[edge]  # past the replay: later frames are all new
         skip = self._skips.get(edge)
         if skip is not None:
-            if message_id_of(text) in skip:
+            kind, message_id = kind_and_id(text)
+            if message_id in skip:
                 return True  # the client's replay had it
-            del self._skips[edge]
+            if kind not in NOT_A_CURSOR:  # a reattached client's greeting: its replay follows
+                del self._skips[edge]
         return False
 
     def _on_bus(self, message: dict) -> None:

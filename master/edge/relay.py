@@ -23,8 +23,11 @@ Rules of the in-process relay:
    - with one it does not keep (this process restarted, or the ring moved past it): the
      client is asked for its buffered frames after the cursor (`frames_after`, client
      `GET /v1/session/{id}/frames`); live frames arriving meanwhile are held and, after the
-     replay, delivered unless the replay had them (by `message_id`). The greeting is sent
-     first only when the client does not know the cursor either. `dropped` is the client's.
+     replay, delivered unless the replay had them (by `message_id`). The same frames can
+     still come live after the replay — the client link reattaching later replays what it
+     had not sent (issue 14 §1) — so the socket keeps skipping the replay's ids until the
+     first frame the replay did not have. The greeting is sent first only when the client
+     does not know the cursor either. `dropped` is the client's.
 5. Control frames are claimed once per `message_id` within a session (E-WS-11, A-25).
 6. Ownership: one process holds a session's client link; in a single process it always may.
 """
@@ -47,6 +50,9 @@ from rawp.frames import dump_frame, make_frame
 log = logging.getLogger("rawp.master.edge.relay")
 
 GREETING_TYPES = ("session.capabilities", "tool.catalog.publish", "agent.commands.publish")
+# What a (re)attached client socket sends before its replay: not in the client's replay buffer,
+# so never a cursor, and not a sign that a replay's repeats are over (rule 4).
+NOT_A_CURSOR = (*GREETING_TYPES[:2], "session.history")
 NODE_FRAMES_KEPT = 64  # node frames kept per node for edges that reconnect (rule 4)
 
 
@@ -180,11 +186,19 @@ def history_frame(session_id: str, last_message_id: str, replayed: int, dropped:
 
 
 def message_id_of(text: str) -> str | None:
+    return kind_and_id(text)[1]
+
+
+def kind_and_id(text: str) -> tuple[str, str | None]:
+    """A frame text's `type` ("" if none) and `message_id` (None if none)."""
     try:
-        message_id = orjson.loads(text).get("message_id")
+        envelope = orjson.loads(text)
+        kind, message_id = envelope.get("type"), envelope.get("message_id")
     except (orjson.JSONDecodeError, AttributeError):
-        return None
-    return message_id if isinstance(message_id, str) else None
+        return "", None
+    return (kind if isinstance(kind, str) else ""), (
+        message_id if isinstance(message_id, str) else None
+    )
 
 
 async def resume_from_client(
@@ -231,7 +245,8 @@ class _Hub:
     greeting: dict[str, str] = field(default_factory=dict)
     recent: deque = field(default_factory=deque)  # (message_id, text, order)
     controls: OrderedDict = field(default_factory=OrderedDict)  # claimed control message_ids
-    holding: dict[EdgeSocket, list[tuple[str, str]]] = field(default_factory=dict)  # rule 4
+    holding: dict[EdgeSocket, list[tuple[str, str, str]]] = field(default_factory=dict)  # rule 4
+    skips: dict[EdgeSocket, set[str]] = field(default_factory=dict)  # the client replay's ids
 
 
 class InProcessRelay(Relay):
@@ -271,9 +286,14 @@ class InProcessRelay(Relay):
             if self._hubs.get(edge.session_id) is not hub:  # it ended while we asked
                 edge.kick(GOING_AWAY, "session ended")
                 return
-            for message_id, text in held:
-                if message_id not in replayed:
-                    edge.offer(text)
+            for message_id, text, kind in held:
+                if replayed and message_id in replayed:
+                    continue
+                if kind not in NOT_A_CURSOR:
+                    replayed = set()  # past the client's replay: later frames are all new
+                edge.offer(text)
+            if replayed:
+                hub.skips[edge] = replayed
         hub.edges.add(edge)
         self._by_node.setdefault(edge.node_id, set()).add(edge)
 
@@ -296,6 +316,7 @@ class InProcessRelay(Relay):
         hub = self._hubs.get(edge.session_id)
         if hub is not None:
             hub.edges.discard(edge)
+            hub.skips.pop(edge, None)
         node = self._by_node.get(edge.node_id)
         if node is not None:
             node.discard(edge)
@@ -306,8 +327,14 @@ class InProcessRelay(Relay):
         hub = self._hub(session_id)
         hub.recent.append((message_id, text, next(self._order)))
         for held in hub.holding.values():
-            held.append((message_id, text))
+            held.append((message_id, text, kind))
         for edge in list(hub.edges):
+            skip = hub.skips.get(edge)
+            if skip is not None:
+                if message_id in skip:
+                    continue  # the client's replay had it (rule 4)
+                if kind not in NOT_A_CURSOR:
+                    del hub.skips[edge]
             edge.offer(text)
 
     async def publish_node(self, node_id: str, text: str) -> int:

@@ -187,6 +187,30 @@ async def test_a_cursor_the_relay_lost_is_replayed_from_the_client_without_gap_o
     serving.cancel()
 
 
+async def test_the_client_links_late_replay_repeats_nothing_the_edges_replay_had():
+    """The race of issue 14 §1 seen in test_master_freeze: the restarted master's edge asks the
+    client first (the turn's end included), and only then does the client link reattach and
+    replay what it had not sent — after its own `session.history`. Those frames must not
+    reach the socket a second time; the first frame past them is new and goes through."""
+    relay = InProcessRelay()
+    owed = [_frame_text(f"c{n}") for n in range(3)]
+    await relay.start(ClientReplay(relay, Resumed(found=True, frames=owed, dropped=0), []))
+    wire = Wire(stuck=False)
+    edge = _edge(wire, backlog=10_000)
+    await relay.attach(edge, last_message_id="gone-from-the-master")
+    history = orjson.dumps({"type": "session.history", "message_id": "h1"}).decode()
+    relay.publish("s1", "h1", history, "session.history")  # the reattached link's greeting
+    relay.publish("s1", "c1", owed[1], "agent.text.delta")  # its replay: both already sent
+    relay.publish("s1", "c2", owed[2], "agent.text.delta")
+    relay.publish("s1", "c3", _frame_text("c3"), "agent.text.delta")  # new
+    relay.publish("s1", "c1", owed[1], "agent.text.delta")  # past the replay: not filtered
+    serving = asyncio.create_task(edge.serve(lambda data: _append([], data)))
+    sent = await _sent(wire, 7)
+    ids = [orjson.loads(text)["message_id"] for text in sent[1:]]
+    assert ids == ["c0", "c1", "c2", "h1", "c3", "c1"]
+    serving.cancel()
+
+
 async def test_a_cursor_nobody_knows_gets_the_greeting_and_everything_held():
     relay = InProcessRelay()
     relay.remember_greeting("s1", "session.capabilities", "caps")
