@@ -161,6 +161,7 @@ class Stack:
             "master", "--dev", "--port", str(self.master_port), "--state-dir", str(self.tmp / "m"),
             env={"RAWP_EDGE_SECRET": EDGE_SECRET}, stdout=(self.tmp / "master.log").open("ab"),
         )  # fmt: skip
+        self.master_pid = master.pid
         wait_for_http(f"{self.master_url}/v1/edge/nodes", proc=master, timeout=60)
 
     def start_client(self) -> None:
@@ -320,8 +321,11 @@ async def measure(stack: Stack, rounds: int, flood: int, paced_seconds: float) -
             "direct": await stack.open_direct_path(http),
             "master": await stack.open_master_path(http, token),
         }
-        client = psutil.Process(stack.client_pid)
-        return await measure_paths(sockets, rounds, flood, paced_seconds, client=client)
+        watch = {
+            "client": psutil.Process(stack.client_pid),
+            "master": psutil.Process(stack.master_pid),
+        }
+        return await measure_paths(sockets, rounds, flood, paced_seconds, watch=watch)
 
 
 def cpu_seconds(process: psutil.Process) -> float:
@@ -335,24 +339,27 @@ async def measure_paths(
     rounds: int,
     flood: int,
     paced_seconds: float,
-    client: psutil.Process | None = None,
+    watch: dict[str, psutil.Process] | None = None,
 ) -> dict:
     """Warm every path up, then interleave them round by round (flood, then paced); closes the
-    sockets. `sockets` maps a path's name to its (session_id, edge WebSocket). With `client`,
-    each path's flood turns also record that process's CPU seconds (`cpu`)."""
+    sockets. `sockets` maps a path's name to its (session_id, edge WebSocket). Each process in
+    `watch` has its CPU seconds per frame of each flood turn recorded (`cpu_{name}`)."""
     paced = int(PACED_RATE * paced_seconds)
+    watch = watch or {}
     results: dict[str, dict[str, list]] = {
-        path: {"fps": [], "latencies": [], "cpu": []} for path in sockets
+        path: {"fps": [], "latencies": [], **{f"cpu_{name}": [] for name in watch}}
+        for path in sockets
     }
     try:
         for sid, ws in sockets.values():  # warm up: agent start, imports, caches
             await one_turn(ws, sid, 500, 0)
         for _ in range(rounds):
             for path, (sid, ws) in sockets.items():
-                before = cpu_seconds(client) if client is not None else 0.0
+                before = {name: cpu_seconds(process) for name, process in watch.items()}
                 results[path]["fps"].append((await one_turn(ws, sid, flood, 0))["fps"])
-                if client is not None:
-                    results[path]["cpu"].append((cpu_seconds(client) - before) / flood)
+                for name, process in watch.items():
+                    used = cpu_seconds(process) - before[name]
+                    results[path][f"cpu_{name}"].append(used / flood)
             for path, (sid, ws) in sockets.items():
                 turn = await one_turn(ws, sid, paced, PACED_RATE)
                 results[path]["latencies"] += turn["latencies"]
@@ -365,12 +372,14 @@ async def measure_paths(
 
 def path_figures(results: dict) -> dict[str, float]:
     """Per path: `{path}_fps` (median of the flood rounds), `{path}_p50_ms`, `{path}_p99_ms`,
-    and `{path}_client_us` (client CPU µs per frame, median of the flood rounds) if measured."""
+    and for each watched process `{path}_{name}_us` (its CPU µs per frame, median of the flood
+    rounds)."""
     figures: dict[str, float] = {}
     for path, got in results.items():
         figures[f"{path}_fps"] = statistics.median(got["fps"])
-        if got.get("cpu"):
-            figures[f"{path}_client_us"] = statistics.median(got["cpu"]) * 1e6
+        for key, values in got.items():
+            if key.startswith("cpu_") and values:
+                figures[f"{path}_{key[4:]}_us"] = statistics.median(values) * 1e6
         for name, q in (("p50", 0.5), ("p99", 0.99)):
             figures[f"{path}_{name}_ms"] = percentile(got["latencies"], q) * 1000
     return figures
@@ -416,6 +425,9 @@ def report(figures: dict[str, float]) -> str:
         lines.append(
             f"| client CPU per frame (flood) | — | {figures['direct_client_us']:.1f} µs "
             f"| {figures['master_client_us']:.1f} µs | |"
+        )
+        lines.append(
+            f"| master CPU per frame (flood) | — | — | {figures['master_master_us']:.1f} µs | |"
         )
     for name in ("p50", "p99"):
         lines.append(
