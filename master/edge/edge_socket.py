@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from master.metrics import FRAME_ARRIVED, MasterMetrics
+from master.metrics import FRAME_ARRIVED, MasterMetrics, observe_many
 from rawp.tasks import race
 
 log = logging.getLogger("rawp.master.edge.socket")
@@ -140,9 +140,8 @@ class EdgeSocket:
             if self.metrics is not None:
                 self.metrics.to_edge.inc(len(batch))
                 now = time.perf_counter()
-                for _, arrived in batch:
-                    if arrived is not None:
-                        self.metrics.relay_latency.observe(now - arrived)
+                latencies = [now - arrived for _, arrived in batch if arrived is not None]
+                observe_many(self.metrics.relay_latency, latencies)
 
     async def _receive_loop(self, on_frame: Callable[[str | bytes], Awaitable[None]]) -> None:
         while True:
