@@ -99,7 +99,7 @@ class StreamHandler:
             if closing:
                 batch.pop()
             texts = [item if isinstance(item, str) else item.text for item in batch]
-            if send_many is not None and len(texts) > 1:
+            if send_many is not None:
                 await send_many(texts)
             else:
                 for text in texts:

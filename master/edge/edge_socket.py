@@ -131,7 +131,7 @@ class EdgeSocket:
             while chars < SEND_BATCH_CHARS and not queue.empty():
                 batch.append(queue.get_nowait())
                 chars += len(batch[-1][0])
-            if send_many is not None and len(batch) > 1:
+            if send_many is not None:
                 await send_many([text for text, _ in batch])
             else:
                 for text, _ in batch:
