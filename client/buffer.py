@@ -62,14 +62,18 @@ class FrameBuffer:
         self.last_seq = 0  # rule 5: the sequence number of the newest frame emitted
         self._places: OrderedDict[str, int] = OrderedDict()  # message_id → place (rule 5)
 
-    def add(self, message_id: str, text: str, *, live: bool = False) -> BufferedFrame | None:
-        """Keep one frame; None when DROP discarded it.
+    def add(
+        self, message_id: str, text: str, *, size: int | None = None, live: bool = False
+    ) -> BufferedFrame | None:
+        """Keep one frame; None when DROP discarded it. `size` is its length in UTF-8 bytes,
+        when the caller knows it already (it serialized the frame to bytes).
 
         `live` means a socket is attached and will send the frame anyway: room is made by
         evicting the oldest frames whatever the policy, and nothing counts as dropped, because
         the buffer only has to hold what a reattach may need.
         """
-        size = len(text.encode())
+        if size is None:
+            size = len(text.encode())
         self.last_seq += 1
         self._evict_sent(size)
         # Once DROP discards, it discards until the next attach: the edge sees one gap at the

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 
+LINE_LIMIT = 16 * 1024 * 1024  # one stdout line of an agent may be long (a big diff)
+
 
 class AgentProcesses:
     """Starts and ends agent process groups; keeps `record` (None: nothing recorded)."""
@@ -62,7 +64,7 @@ class AgentProcesses:
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
                 pass_fds=(write_end,),
-                limit=16 * 1024 * 1024,  # one jsonl line may be long (a big diff)
+                limit=LINE_LIMIT,
             )
         except BaseException:
             os.close(read_end)

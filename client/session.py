@@ -42,7 +42,7 @@ from rawp.clock import Clock, new_id
 from rawp.config import PinnedConfig
 from rawp.events import EVENTS, Capabilities, Direction, Payload
 from rawp.fingerprints import new_salt
-from rawp.frames import dump_frame, frame_size, make_frame
+from rawp.frames import dump_frame, encode_frame, frame_size, make_frame
 from rawp.logs import bind_session
 from rawp.session_state import SessionEvent, SessionState, next_state
 from rawp.tasks import TaskOwner
@@ -50,6 +50,7 @@ from rawp.tasks import TaskOwner
 log = logging.getLogger(__name__)
 
 CLOSE = object()  # outbox sentinel: close the socket
+Piece = tuple[str, str, int]  # one frame to send: message_id, its text, its size in bytes
 CONTROL_MEMORY = 4096  # control message_ids remembered per session (rule 6)
 
 
@@ -64,14 +65,14 @@ class Outbox:
     end_session: bool = False  # letting it go ended the session (reattach_window 0)
 
     def put(self, item: Any) -> None:
-        self.pending_bytes += _size(item)
+        self.pending_bytes += item_size(item)
         self.queue.put_nowait(item)
 
     def sent(self, item: Any) -> None:
-        self.pending_bytes -= _size(item)
+        self.pending_bytes -= item_size(item)
 
 
-def _size(item: Any) -> int:
+def item_size(item: Any) -> int:
     if isinstance(item, BufferedFrame):
         return item.size
     return len(item.encode()) if isinstance(item, str) else 0
@@ -161,45 +162,51 @@ class Session:
 
     def _fit(
         self, type: str, payload: dict[str, Any], turn_id: str | None, parent_id: str | None
-    ) -> list[Any]:
-        def build(p: dict[str, Any]):
-            return make_frame(
-                type, p, session_id=self.id, turn_id=turn_id, parent_id=parent_id, clock=self.clock
+    ) -> list[Piece]:
+        def build(p: dict[str, Any]) -> tuple[str, bytes]:
+            message_id = new_id()
+            data = encode_frame(
+                type,
+                p,
+                message_id=message_id,
+                timestamp=self.clock.timestamp(),
+                session_id=self.id,
+                turn_id=turn_id,
+                parent_id=parent_id,
             )
+            return message_id, data
 
-        frame = build(payload)
-        text = dump_frame(frame)
+        message_id, data = build(payload)
         limit = self.limits.max_frame_size
-        if frame_size(text) <= limit:
-            return [(frame.message_id, text)]
+        if len(data) <= limit:  # the bytes on the wire, the unit of max_frame_size (§4.1.5)
+            return [(message_id, data.decode(), len(data))]
         if type == "session.file.candidates":
             return self._fewer_candidates(payload, build, limit, turn_id)
         field = SPLITTABLE.get(type) or SHORTENABLE.get(type)
         value = payload.get(field) if field else None
         if not isinstance(value, str):
-            return self._too_large(type, frame_size(text), turn_id)
-        overhead = frame_size(dump_frame(build({**payload, field: ""})))
+            return self._too_large(type, len(data), turn_id)
+        overhead = len(build({**payload, field: ""})[1])
         budget = limit - overhead
         if budget < 6:
-            return self._too_large(type, frame_size(text), turn_id)
+            return self._too_large(type, len(data), turn_id)
         if type in SPLITTABLE:
             pieces = [build({**payload, field: part}) for part in split_text(value, budget)]
         else:
             pieces = [build({**payload, field: shorten(value, budget)})]
-        return [(f.message_id, dump_frame(f)) for f in pieces]
+        return [(mid, data.decode(), len(data)) for mid, data in pieces]
 
     def _fewer_candidates(self, payload: dict[str, Any], build, limit: int, turn_id) -> list:
         """Candidates that do not fit one frame are cut from the end, reported `truncated`."""
         candidates = list(payload.get("candidates", []))
         while candidates:
             candidates.pop()
-            frame = build({**payload, "candidates": candidates, "truncated": True})
-            text = dump_frame(frame)
-            if frame_size(text) <= limit:
-                return [(frame.message_id, text)]
+            message_id, data = build({**payload, "candidates": candidates, "truncated": True})
+            if len(data) <= limit:
+                return [(message_id, data.decode(), len(data))]
         return self._too_large("session.file.candidates", limit + 1, turn_id)
 
-    def _too_large(self, type: str, size: int, turn_id: str | None) -> list[Any]:
+    def _too_large(self, type: str, size: int, turn_id: str | None) -> list[Piece]:
         frame = make_frame(
             "agent.error",
             {
@@ -211,16 +218,18 @@ class Session:
             turn_id=turn_id,
             clock=self.clock,
         )
-        return [(frame.message_id, dump_frame(frame))]
+        text = dump_frame(frame)
+        return [(frame.message_id, text, frame_size(text))]
 
-    def _enqueue(self, piece: tuple[str, str]) -> None:
+    def _enqueue(self, piece: Piece) -> None:
         if self.state == SessionState.TERMINATED:
             return
         outbox = self.outbox
-        entry = self.buffer.add(*piece, live=outbox is not None)
+        message_id, text, size = piece
+        entry = self.buffer.add(message_id, text, size=size, live=outbox is not None)
         if outbox is None:
             return
-        outbox.put(entry if entry is not None else piece[1])
+        outbox.put(entry if entry is not None else text)
         # Twice the bound: a reattach's replay (at most one buffer) may still be in the queue.
         if outbox.pending_bytes > 2 * self.limits.max_buffer_size:
             # Rule 5: a socket that stopped draining is let go; from now on the buffer, with

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from client.paths import PathGuard
 from client.prompts import PromptRefused, build_prompt
-from client.session import CLOSE, Outbox, Session
+from client.session import CLOSE, Outbox, Session, item_size
 from rawp.errors import FrameError
 from rawp.events import (
     FileSearch,
@@ -38,9 +38,13 @@ log = logging.getLogger(__name__)
 
 MAX_RESULTS = 50  # A-28: larger requests are clamped
 CANCELLED_MEMORY = 1024
+SEND_BATCH_BYTES = 256 * 1024  # at most this much taken off the outbox per write (one frame more)
 
 
 class Socket(Protocol):
+    """What the data plane needs of a socket. One that also has `send_many(texts)` (each text
+    its own frame, written together) gets every frame queued at once (client.api.socket)."""
+
     async def send(self, data: str) -> None: ...
     async def receive(self) -> str | bytes: ...
 
@@ -79,15 +83,33 @@ class StreamHandler:
             log.exception("session %s: the socket's data plane failed; closing it", self.session.id)
 
     async def _send(self, outbox: Outbox) -> None:
+        """Send the outbox in order until CLOSE. Every frame already queued is taken at once
+        and, when the socket can, written together: a flooding agent queues many frames
+        between two turns of this loop, and a write per frame cost more than the frame."""
+        queue = outbox.queue
+        send_many = getattr(self.socket, "send_many", None)
+        sent_metric = self.session.metrics.frames_sent
         while True:
-            item = await outbox.queue.get()
-            if item is CLOSE:
+            batch = [await queue.get()]
+            size = item_size(batch[0])
+            while size < SEND_BATCH_BYTES and batch[-1] is not CLOSE and not queue.empty():
+                batch.append(queue.get_nowait())
+                size += item_size(batch[-1])
+            closing = batch[-1] is CLOSE
+            if closing:
+                batch.pop()
+            texts = [item if isinstance(item, str) else item.text for item in batch]
+            if send_many is not None:
+                await send_many(texts)
+            else:
+                for text in texts:
+                    await self.socket.send(text)
+            sent_metric.inc(len(batch))
+            for item in batch:
+                outbox.sent(item)
+                Session.mark_sent(item)
+            if closing:
                 return
-            text = item if isinstance(item, str) else item.text
-            await self.socket.send(text)
-            self.session.metrics.frames_sent.inc()
-            outbox.sent(item)
-            Session.mark_sent(item)
 
     async def _receive(self) -> None:
         while True:

@@ -14,8 +14,10 @@ several replicas, frames that reach edge sockets through Redis (docs/scale-out.m
 
 from __future__ import annotations
 
+import collections
 import contextvars
-from collections.abc import Callable, Iterable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -125,3 +127,21 @@ class MasterMetrics:
         self.tokens.labels("output").inc(usage.output_tokens or 0)
         self.cost.inc(usage.cost_usd or 0.0)
         self.tool_invocations.inc(usage.tool_invocations or 0)
+
+
+def observe_many(histogram: Histogram, amounts: Sequence[float]) -> None:
+    """`histogram.observe(a)` for each amount, the bucket counts summed first: one locked
+    increment per bucket touched rather than two per amount — an edge socket writes a flood's
+    frames in batches and times each of them (issue 20). Without the internals this relies on
+    (prometheus_client's `_upper_bounds`, `_buckets`, `_sum`), it observes one by one."""
+    bounds = getattr(histogram, "_upper_bounds", None)
+    buckets = getattr(histogram, "_buckets", None)
+    total = getattr(histogram, "_sum", None)
+    if bounds is None or buckets is None or total is None or len(amounts) < 2:
+        for amount in amounts:
+            histogram.observe(amount)
+        return
+    # observe() counts an amount in the first bucket whose bound is >= it: bisect_left.
+    for index, count in collections.Counter(bisect_left(bounds, a) for a in amounts).items():
+        buckets[index].inc(count)
+    total.inc(sum(amounts))

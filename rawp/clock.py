@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 import uuid
@@ -9,8 +10,16 @@ from datetime import UTC, datetime, timedelta
 
 
 def new_id() -> str:
-    """A UUID v4 string: `message_id`, `session_id`, `query_id` (DPS §2)."""
-    return str(uuid.uuid4())
+    """A UUID v4 string: `message_id`, `session_id`, `query_id` (DPS §2).
+
+    What `str(uuid.uuid4())` gives, built from the hex of 16 random bytes: every frame a
+    client sends takes one, and the `UUID` object cost more than the frame's JSON (issue 20).
+    """
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def new_secret(nbytes: int = 32) -> str:
@@ -43,8 +52,20 @@ def parse_iso(value: str) -> datetime:
 class Clock:
     """Wall time and a monotonic counter. Services take one; tests pass a `FakeClock`."""
 
+    _stamp_ms = -1
+    _stamp = ""
+
     def now(self) -> datetime:
         return datetime.now(UTC)
+
+    def timestamp(self) -> str:
+        """`iso(now())`, worked out once per millisecond: a frame's `timestamp` has millisecond
+        precision, and a client streaming sends many frames within one (issue 20)."""
+        ms = time.time_ns() // 1_000_000
+        if ms != self._stamp_ms:
+            self._stamp = iso(datetime.fromtimestamp(ms / 1000, UTC))
+            self._stamp_ms = ms
+        return self._stamp
 
     def monotonic(self) -> float:
         return time.monotonic()
@@ -62,6 +83,9 @@ class FakeClock(Clock):
 
     def monotonic(self) -> float:
         return self._mono
+
+    def timestamp(self) -> str:
+        return iso(self._now)
 
     def advance(self, seconds: float) -> None:
         self._now += timedelta(seconds=seconds)

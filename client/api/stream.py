@@ -5,6 +5,7 @@ from __future__ import annotations
 from quart import Blueprint, websocket
 
 from client.api.common import error_response, services
+from client.api.socket import QuartSocket
 from client.stream import StreamHandler
 from rawp.errors import RawpError, UpgradeRequired
 from rawp.frames import SUBPROTOCOLS
@@ -33,7 +34,7 @@ async def ws_stream():
     await websocket.accept(subprotocol=subprotocol)
     bind_session(session.id)  # this socket's log lines name its session (rawp.logs rule 1)
     outbox = session.attach()
-    handler = StreamHandler(session, websocket, guard=svc.guard, search=svc.search)
+    handler = StreamHandler(session, QuartSocket(websocket), guard=svc.guard, search=svc.search)
     try:
         await handler.serve(outbox)
     finally:

@@ -16,6 +16,10 @@ Rules:
    edge going away mid-write (an `OSError` from the wire) is the end of the connection, not a
    fault; any other failure of a loop is logged here once, with its traceback, and the socket
    is closed with 1011.
+5. Every frame already queued is taken at once and, when the wire can (`send_many`), written
+   together, each still its own WebSocket frame: a flood from the client queues many frames
+   between two turns of the sender, and a socket write per frame cost more than the relay's
+   own work on it (issue 20).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from master.metrics import FRAME_ARRIVED, MasterMetrics
+from master.metrics import FRAME_ARRIVED, MasterMetrics, observe_many
 from rawp.tasks import race
 
 log = logging.getLogger("rawp.master.edge.socket")
@@ -35,10 +39,12 @@ TOO_SLOW = 1013
 GOING_AWAY = 1001
 NORMAL = 1000
 INTERNAL_ERROR = 1011
+SEND_BATCH_CHARS = 256 * 1024  # taken off the queue per write at most (and one frame more)
 
 
 class Wire(Protocol):
-    """What the master needs of a WebSocket: Quart's `websocket` fits, and so does a test fake."""
+    """What the master needs of a WebSocket: Quart's `websocket` fits, and so does a test fake.
+    A wire that also has `send_many(texts)` gets the frames queued at once (rule 5)."""
 
     async def send(self, data: str) -> None: ...
     async def receive(self) -> str | bytes: ...
@@ -117,14 +123,25 @@ class EdgeSocket:
             log.debug("edge of session %s: closing: %r", self.session_id, exc)
 
     async def _send_loop(self) -> None:
+        queue = self._queue
+        send_many = getattr(self.wire, "send_many", None)
         while True:
-            text, arrived = await self._queue.get()
-            await self.wire.send(text)
-            self.backlog -= len(text)
+            batch = [await queue.get()]
+            chars = len(batch[0][0])
+            while chars < SEND_BATCH_CHARS and not queue.empty():
+                batch.append(queue.get_nowait())
+                chars += len(batch[-1][0])
+            if send_many is not None:
+                await send_many([text for text, _ in batch])
+            else:
+                for text, _ in batch:
+                    await self.wire.send(text)
+            self.backlog -= chars
             if self.metrics is not None:
-                self.metrics.to_edge.inc()
-                if arrived is not None:
-                    self.metrics.relay_latency.observe(time.perf_counter() - arrived)
+                self.metrics.to_edge.inc(len(batch))
+                now = time.perf_counter()
+                latencies = [now - arrived for _, arrived in batch if arrived is not None]
+                observe_many(self.metrics.relay_latency, latencies)
 
     async def _receive_loop(self, on_frame: Callable[[str | bytes], Awaitable[None]]) -> None:
         while True:

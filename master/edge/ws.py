@@ -17,6 +17,7 @@ from quart import Blueprint, Response, websocket
 
 from master.api.common import services
 from master.edge.edge_socket import EdgeSocket
+from master.edge.wire_batch import BatchWriter
 from rawp.errors import RawpError, UpgradeRequired
 from rawp.frames import SUBPROTOCOLS
 from rawp.logs import bind_session
@@ -76,10 +77,16 @@ async def edge_stream():
 
 
 class _QuartWire:
-    """Quart's websocket as an `edge_socket.Wire`."""
+    """Quart's websocket as an `edge_socket.Wire`, with `send_many` (master.edge.wire_batch)."""
+
+    def __init__(self) -> None:
+        self._batch = BatchWriter(websocket._get_current_object())
 
     async def send(self, data: str) -> None:
         await websocket.send(data)
+
+    async def send_many(self, texts: list[str]) -> None:
+        await self._batch.send_many(texts)
 
     async def receive(self) -> str | bytes:
         return await websocket.receive()

@@ -193,10 +193,14 @@ async def test_a_reattach_takes_over_a_socket_the_client_still_thinks_alive(tmp_
         assert (await recv(new))["type"] == "session.turn.start"
 
 
+# Random text: permessage-deflate (which the test's socket offers) must not shrink 40 MB into
+# what the kernel's socket buffers hold, or a client that sends as fast as its agent writes
+# never finds the socket full (issue 20: it no longer falls behind on its own).
 FLOOD = """
-import json, sys
-line = json.dumps({"type": "agent.text.delta", "payload": {"content_index": 0, "text": "x" * 1000}})
+import json, os, sys
 for _ in range(40000):
+    text = os.urandom(500).hex()
+    line = json.dumps({"type": "agent.text.delta", "payload": {"content_index": 0, "text": text}})
     sys.stdout.write(line + "\\n")
 sys.stdout.flush()
 """

@@ -6,12 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rawp.clock import FakeClock, iso
 from rawp.docgen import example_frame
 from rawp.errors import FrameError
 from rawp.events import EVENTS
-from rawp.frames import dump_frame, make_frame, parse_frame, session_error_frame
+from rawp.frames import dump_frame, encode_frame, make_frame, parse_frame, session_error_frame
 
 ALL_TYPES = sorted(EVENTS)
+ID = "6a0c2f4e-8b1d-4c3e-9f5a-7b8c9d0e1f2a"
+STAMP = iso(FakeClock().now())
 
 
 def test_every_event_has_an_example():
@@ -205,3 +208,33 @@ def test_protocol_doc_catalogue_is_current():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text()
     assert replace_catalogue(doc) == doc, "run `python -m rawp.docgen --write`"
+
+
+@pytest.mark.parametrize("event_type", ALL_TYPES)
+def test_encode_frame_writes_the_bytes_dump_frame_writes(event_type):
+    # The client's hot path (issue 20) must not change a byte on the wire.
+    example = example_frame(event_type)
+    envelope = {
+        key: example.get(key) for key in ("message_id", "session_id", "turn_id", "parent_id")
+    }
+    clock = FakeClock()
+    expected = dump_frame(make_frame(event_type, example["payload"], clock=clock, **envelope))
+    got = encode_frame(event_type, example["payload"], timestamp=clock.timestamp(), **envelope)
+    assert got == expected.encode()
+
+
+def test_encode_frame_of_an_unknown_type_keeps_its_payload_as_is():
+    payload = {"anything": [1, "two", None]}
+    got = encode_frame("vendor.thing.happened", payload, message_id=ID, timestamp=STAMP)
+    frame = make_frame("vendor.thing.happened", payload, message_id=ID, clock=FakeClock())
+    assert got == dump_frame(frame).encode()
+
+
+def test_encode_frame_refuses_a_bad_payload_as_make_frame_does():
+    bad = {"content_index": -1}
+    with pytest.raises(FrameError) as made:
+        make_frame("agent.text.delta", bad)
+    with pytest.raises(FrameError) as encoded:
+        encode_frame("agent.text.delta", bad, message_id=ID, timestamp=STAMP)
+    assert str(encoded.value) == str(made.value)
+    assert "payload.text" in str(encoded.value)
