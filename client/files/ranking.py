@@ -17,6 +17,13 @@ Rule 4: `match_score` is the score divided by the query's score against itself a
         and name, capped at 1.0. `match_ranges` (A-29) are code points into `path`, `end`
         exclusive, consecutive characters merged; frizbee reports UTF-8 byte offsets.
         When the name matches, the highlighted characters are those in the name.
+Rule 5: a view's paths are matched in chunks of 131,072 (view.CHUNK), shortest paths first.
+        When more than a sixteenth of the first chunk matches and there are more chunks, the
+        query is too broad to be worth the rest: its path pool comes from the first chunk
+        alone, the name pass still covers every file name, and `total_count` is left out
+        (DPS §16.1.2 makes it optional; `truncated` is then true). At a million files that
+        skips frizbee's scoring of up to 900,000 matches (50–150 ms) for the first letters
+        of a query, and changes nothing for a view of one chunk, which every test uses.
 """
 
 from __future__ import annotations
