@@ -1,24 +1,31 @@
-"""File search benchmark (DPS §16.1): `.venv/bin/python bench/file_search.py`.
+"""File search benchmark (DPS §16.1, issue 20 §4): `.venv/bin/python bench/file_search.py`.
 
-Builds a 100,000-file tree from a real file list (this machine's /usr paths, recreated as empty
-files under a temporary directory), then measures, in one run:
+For each size of `--files` (default 1,000,000 and 100,000), one run measures:
 
-- the index build (the first search: the walk plus the search view), and the time until the
-  watcher is in place;
+- a generated tree with the shape of a large monorepo (bench/monorepo.py), made on disk as
+  empty files under a temporary directory;
+- the index build as the service does it — the first search, a real walk of that tree plus
+  the search view — and the RSS it adds to the process; beside it, `find DIR -type f` on the
+  same tree (the file system's own floor for any walk), and the in-memory index built from
+  the path list in a fresh child process (index table + view, no disk): time and RSS growth;
 - per-query latency at the service (`FileSearchService.search`, thread hop included) over a
-  fixed query set: every prefix of a few file names, as a user types them, plus fuzzy ones;
-  and the CPU time each query costs the process (all its threads), which, unlike latency,
-  does not grow when other work shares the machine;
-- `fzf --filter` on the same path list and the same queries, as the baseline.
+  query set — every prefix of a few monorepo file names as a user types them (1 character
+  upwards), plus path fragments and fuzzy "typo" queries — and each query's CPU time;
+- `fzf --filter QUERY` on the same path list (stdin) with the same queries, as the baseline.
+  fzf is optional (`apt-get install -y fzf`): without it the run says so and goes on;
+- at 100,000 files, the same queries again while one busy-loop process burns a CPU (load).
 
-Target: p50 ≤ 10 ms and p99 ≤ 30 ms at the service, faster than fzf. fzf is optional
-(`apt-get install -y fzf`); without it only the service's figures are printed.
+Targets (issue 20): at 1,000,000 files index build ≤ 5 s and ≤ 300 MB, query p50 ≤ 20 ms and
+p99 ≤ 60 ms; at 100,000 files p50 ≤ 10 ms under load. `--samples FILE` writes every latency
+and the targets as JSON (bench/run_all.py plots the CDF from it).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import json
 import os
 import resource
 import shutil
@@ -30,16 +37,28 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import monorepo
 
 from client.files import FileSearchService
 from rawp.events import FileSearch, SearchFilters
 
-TREE_SIZE = 100_000
+TREE_SIZE = 100_000  # bench/search_relay.py's tree (from /usr, with QUERIES)
+SIZES = (1_000_000, 100_000)
 SOURCE = "/usr"
 ROUNDS = 3
 TYPED = ["python3", "libssl", "README", "__init__.py", "Makefile", "zlib.h", "locale", "x86_64"]
 FUZZY = ["pyinit", "usrshareman", "gccplugin", "sitepkgsetup", "ssl/certs", "dist-info/RECORD"]
 QUERIES = [name[:n] for name in TYPED for n in range(1, len(name) + 1)] + FUZZY
+# The monorepo's query set: names typed letter by letter, path fragments, fuzzy and typos.
+MONO_TYPED = ["service.py", "index.tsx", "README", "BUILD", "main.go", "Controller", "pom.xml"]
+MONO_FUZZY = [
+    "pmtctrl", "usrsvc", "srcmainjava", "authtoken", "libs/core", "test_handler", "chkoutapi",
+    "WebCore/index", "cofnig", "paymnet", "servcie", "tsconfig",
+]  # fmt: skip
+MONO_QUERIES = [name[:n] for name in MONO_TYPED for n in range(1, len(name) + 1)] + MONO_FUZZY
+TARGETS = {"build_s": 5.0, "build_mb": 300.0, "p50": 0.020, "p99": 0.060, "load_p50": 0.010}
 
 
 def source_paths(limit: int) -> list[str]:
@@ -55,13 +74,13 @@ def source_paths(limit: int) -> list[str]:
 
 def build_tree(base: Path, paths: list[str]) -> None:
     made: set[str] = set()
+    root = str(base)
     for rel in paths:
         parent = os.path.dirname(rel)
         if parent and parent not in made:
-            os.makedirs(base / parent, exist_ok=True)
+            os.makedirs(os.path.join(root, parent), exist_ok=True)
             made.add(parent)
-        with open(base / rel, "wb"):
-            pass
+        os.close(os.open(os.path.join(root, rel), os.O_CREAT | os.O_WRONLY, 0o644))
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -69,56 +88,131 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-async def measure_service(base: Path) -> dict[str, float]:
+def memory_mb() -> tuple[float, float]:
+    """This process's resident set now and at its peak (VmRSS, VmHWM), in MB."""
+    found = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(("VmRSS", "VmHWM")):
+                found[line.split(":")[0]] = int(line.split()[1]) / 1024
+    return found["VmRSS"], found["VmHWM"]
+
+
+def find_walk(base: Path) -> float:
+    """`find DIR -type f` over the tree: what listing it costs the file system alone."""
+    began = time.perf_counter()
+    subprocess.run(["find", str(base), "-type", "f"], stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - began
+
+
+async def measure_service(
+    base: Path, queries: list[str], rounds: int, *, build_only: bool = False
+) -> dict:
     service = FileSearchService([base])
-    figures: dict[str, float] = {}
+    figures: dict = {}
     try:
-        started = time.perf_counter()
+        rss_before, _ = memory_mb()
+        started, started_cpu = time.perf_counter(), time.process_time()
         await service.search(FileSearch(query_id="build", query="x"), base)
         figures["build"] = time.perf_counter() - started
+        figures["build_cpu"] = time.process_time() - started_cpu  # all threads
+        figures["build_mb"] = memory_mb()[0] - rss_before
         await service.settled(base)
         figures["settled"] = time.perf_counter() - started
+        if build_only:
+            return figures
 
         cpu: list[float] = []
+        uncounted = 0
 
         async def timed(request: FileSearch) -> float:
+            nonlocal uncounted
             begin, begin_cpu = time.perf_counter(), time.process_time()
-            await service.search(request, base)
+            answer = await service.search(request, base)
             cpu.append(time.process_time() - begin_cpu)  # every thread of this process
+            uncounted += answer.total_count is None
             return time.perf_counter() - begin
 
         samples = []
-        for _ in range(ROUNDS):
-            for query in QUERIES:
+        for _ in range(rounds):
+            for query in queries:
                 samples.append(await timed(FileSearch(query_id="q", query=query)))
+        figures.update(summary(samples))
+        figures["samples"] = samples
+        figures["uncounted"] = uncounted // rounds
         figures["cpu_p50"] = percentile(cpu, 0.50)
         figures["cpu_p99"] = percentile(cpu, 0.99)
-        figures["p50"] = percentile(samples, 0.50)
-        figures["p90"] = percentile(samples, 0.90)
-        figures["p99"] = percentile(samples, 0.99)
-        figures["max"] = max(samples)
-        figures["mean"] = statistics.fmean(samples)
-        empty = [await timed(FileSearch(query_id="e", query="")) for _ in range(20)]
-        figures["empty_p50"] = percentile(empty, 0.5)
+        empty = [await timed(FileSearch(query_id="e", query="")) for _ in range(5)]
+        figures["empty_first"], figures["empty_p50"] = empty[0], percentile(empty[1:], 0.5)
         python_only = FileSearch(
             query_id="f", query="init", filters=SearchFilters(extensions=[".py"])
         )
         figures["filter_first"] = await timed(python_only)
-        filtered = [await timed(python_only) for _ in range(20)]
+        filtered = [await timed(python_only) for _ in range(10)]
         figures["filter_p50"] = percentile(filtered, 0.5)
     finally:
         await service.close()
     return figures
 
 
-def measure_fzf(paths: list[str]) -> dict[str, float] | None:
+def summary(samples: list[float]) -> dict[str, float]:
+    return {
+        "p50": percentile(samples, 0.50),
+        "p90": percentile(samples, 0.90),
+        "p99": percentile(samples, 0.99),
+        "max": max(samples),
+        "mean": statistics.fmean(samples),
+    }
+
+
+def in_memory_child(count: int) -> dict[str, float]:
+    """(Run in a fresh process.) The index table and the search view built from the path list
+    alone: what the index costs without the walk."""
+    from client.files.index import ChangeLog, RootIndex
+    from client.files.scope import Part
+    from client.files.view import SearchView, ViewKey
+    from client.files.walk import pack
+
+    # As a listing arrives (`git ls-files`, a walk): one text, split into fresh strings inside
+    # the measured span — the path strings are most of the index, and must be counted.
+    listing = "\n".join(monorepo.paths(count))
+    gc.collect()
+    now = time.time_ns()
+    rss_before, _ = memory_mb()
+    began, began_cpu = time.perf_counter(), time.process_time()
+    index = RootIndex("/monorepo", respect_gitignore=True, watch=False)
+    index.entries = {rel: pack(n % 5000, now - n) for n, rel in enumerate(listing.split("\n"))}
+    index.log = ChangeLog(epoch=1)
+    view = SearchView(ViewKey("/monorepo", (Part("/monorepo", ""),), (), ()), [index])
+    view.sync(lambda: False)
+    seconds, cpu = time.perf_counter() - began, time.process_time() - began_cpu
+    rss_after, peak = memory_mb()
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "mb": rss_after - rss_before,
+        "peak_mb": peak - rss_before,
+    }
+
+
+def measure_in_memory(count: int) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--in-memory", str(count)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def measure_fzf(paths: list[str], queries: list[str], rounds: int) -> dict | None:
     fzf = shutil.which("fzf")
     if fzf is None:
         return None
     data = ("\n".join(paths) + "\n").encode()
     samples, cpu = [], []
-    for _ in range(ROUNDS):
-        for query in QUERIES:
+    for _ in range(rounds):
+        for query in queries:
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             begin = time.perf_counter()
             subprocess.run([fzf, "--filter", query], input=data, capture_output=True, check=False)
@@ -126,13 +220,10 @@ def measure_fzf(paths: list[str]) -> dict[str, float] | None:
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return {
+        **summary(samples),
+        "samples": samples,
         "cpu_p50": percentile(cpu, 0.50),
         "cpu_p99": percentile(cpu, 0.99),
-        "p50": percentile(samples, 0.50),
-        "p90": percentile(samples, 0.90),
-        "p99": percentile(samples, 0.99),
-        "max": max(samples),
-        "mean": statistics.fmean(samples),
     }
 
 
@@ -143,49 +234,184 @@ def fzf_version() -> str:
     return subprocess.run([fzf, "--version"], capture_output=True, text=True).stdout.split()[0]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=TREE_SIZE, help="tree size (100,000)")
-    args = parser.parse_args()
+def burner() -> subprocess.Popen:
+    """The load: one process spinning on a CPU until killed."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
-    paths = source_paths(args.files)
+
+def run_size(count: int, rounds: int, fzf_rounds: int, load: bool) -> dict:
+    paths = monorepo.paths(count)
+    figures: dict = {"files": count}
     with tempfile.TemporaryDirectory(prefix="rawp-bench-") as temp:
         base = Path(temp)
         began = time.perf_counter()
         build_tree(base, paths)
-        made_in = time.perf_counter() - began
-        print(f"tree: {len(paths):,} empty files from {SOURCE} paths, made in {made_in:.1f} s")
-        service = asyncio.run(measure_service(base))
-    fzf = measure_fzf(paths)
+        figures["made_in"] = time.perf_counter() - began
+        figures["find"] = find_walk(base)
+        figures["service"] = asyncio.run(measure_service(base, MONO_QUERIES, rounds))
+        if load:
+            hog = burner()
+            try:
+                figures["loaded"] = asyncio.run(measure_service(base, MONO_QUERIES, rounds))
+            finally:
+                hog.kill()
+                hog.wait()
+    figures["memory"] = measure_in_memory(count)
+    figures["fzf"] = measure_fzf(paths, MONO_QUERIES, fzf_rounds)
+    figures["path_chars"] = statistics.fmean(map(len, paths))
+    return figures
 
-    ms = 1000.0
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def report(runs: list[dict]) -> tuple[str, list[tuple[str, str, bool]]]:
+    lines, targets = [], []
+    for run in runs:
+        ours, fzf, memory = run["service"], run["fzf"], run["memory"]
+        n = run["files"]
+        lines += [
+            f"### {n:,} files",
+            "",
+            f"Tree: {n:,} empty files, paths {run['path_chars']:.0f} characters on average, "
+            f"made in {run['made_in']:.0f} s. {len(MONO_QUERIES)} queries.",
+            "",
+            "| measure | service | fzf --filter |",
+            "|---|---|---|",
+        ]
+        for key in ("p50", "p90", "p99", "max", "mean"):
+            lines.append(f"| query {key} | {ms(ours[key])} | {ms(fzf[key]) if fzf else '—'} |")
+        if fzf:
+            lines.append(f"| fzf p50 / service p50 | {fzf['p50'] / ours['p50']:.1f}× | |")
+        theirs = f"{ms(fzf['cpu_p50'])} / {ms(fzf['cpu_p99'])}" if fzf else "—"
+        lines += [
+            f"| CPU per query p50 / p99 | {ms(ours['cpu_p50'])} / {ms(ours['cpu_p99'])} "
+            f"| {theirs} |",
+            f"| queries answered without `total_count` (too broad to count) "
+            f"| {ours['uncounted']} of {len(MONO_QUERIES)} | — |",
+            f"| empty query (recency): first / later p50 | {ms(ours['empty_first'])} / "
+            f"{ms(ours['empty_p50'])} | — |",
+            f"| first query with `.py` filter (view build) / later p50 "
+            f"| {ms(ours['filter_first'])} / {ms(ours['filter_p50'])} | — |",
+            f"| index build, real walk (first search: walk + view): wall / CPU "
+            f"| {ours['build']:.2f} / {ours['build_cpu']:.2f} s "
+            f"| `find -type f` on the tree: {run['find']:.2f} s |",
+            f"| RSS added by that build | {ours['build_mb']:.0f} MB | — |",
+            f"| index build in memory from the path list (index + view): wall / CPU "
+            f"| {memory['seconds']:.2f} / {memory['cpu']:.2f} s | — |",
+            f"| RSS added by it (peak during the build) | {memory['mb']:.0f} MB "
+            f"({memory['peak_mb']:.0f} MB) | — |",
+            f"| until the watch is in place and settled | {ours['settled']:.2f} s | — |",
+        ]
+        if "loaded" in run:
+            loaded = run["loaded"]
+            lines.append(
+                f"| under load (one busy-loop process): query p50 / p99 "
+                f"| {ms(loaded['p50'])} / {ms(loaded['p99'])} | — |"
+            )
+        lines.append("")
+        if n >= 1_000_000:
+            targets += [
+                (f"{n:,} files: index build ≤ 5 s, in memory from the path list",
+                 f"{memory['seconds']:.2f} s (CPU {memory['cpu']:.2f} s)",
+                 memory["seconds"] <= TARGETS["build_s"]),
+                (f"{n:,} files: index build ≤ 5 s, real walk",
+                 f"{ours['build']:.2f} s (`find`: {run['find']:.2f} s)",
+                 ours["build"] <= TARGETS["build_s"]),
+                (f"{n:,} files: index ≤ 300 MB (RSS growth), in memory / real walk",
+                 f"{memory['mb']:.0f} / {ours['build_mb']:.0f} MB",
+                 max(memory["mb"], ours["build_mb"]) <= TARGETS["build_mb"]),
+                (f"{n:,} files: query p50 ≤ 20 ms", ms(ours["p50"]),
+                 ours["p50"] <= TARGETS["p50"]),
+                (f"{n:,} files: query p99 ≤ 60 ms", ms(ours["p99"]),
+                 ours["p99"] <= TARGETS["p99"]),
+            ]  # fmt: skip
+            if fzf:
+                faster = f"{fzf['p50'] / ours['p50']:.1f}×"
+                targets.append((f"{n:,} files: faster than fzf at p50", faster,
+                                ours["p50"] < fzf["p50"]))  # fmt: skip
+        if "loaded" in run:
+            targets.append(
+                (f"{n:,} files under load: query p50 ≤ 10 ms", ms(run["loaded"]["p50"]),
+                 run["loaded"]["p50"] <= TARGETS["load_p50"])
+            )  # fmt: skip
+    lines += ["| target | measured | |", "|---|---|---|"]
+    lines += [f"| {name} | {got} | {'met' if ok else '**missed**'} |" for name, got, ok in targets]
+    if shutil.which("fzf") is None:
+        lines.append("\nfzf is not installed (apt-get install -y fzf): no baseline this run.")
+    return "\n".join(lines), targets
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--files", default=",".join(map(str, SIZES)), help="tree sizes, comma-separated"
+    )
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="query rounds (service)")
+    parser.add_argument("--fzf-rounds", type=int, default=1, help="query rounds (fzf)")
+    parser.add_argument("--samples", type=Path, help="write latencies and targets as JSON")
+    parser.add_argument("--in-memory", type=int, help=argparse.SUPPRESS)  # the child's part
+    args = parser.parse_args()
+    if args.in_memory:
+        print(json.dumps(in_memory_child(args.in_memory)))
+        return 0
+
+    sizes = [int(size) for size in args.files.split(",")]
+    load_size = min(sizes)
+    runs = [run_size(n, args.rounds, args.fzf_rounds, load=n == load_size) for n in sizes]
+    text, targets = report(runs)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"\nqueries: {len(QUERIES)} × {ROUNDS} rounds; fzf {fzf_version()}")
-    print(f"{os.cpu_count()} CPUs; load average after the run: {load}\n")
-    print("| measure | service | fzf --filter |")
-    print("|---|---|---|")
-    for key in ("p50", "p90", "p99", "max", "mean"):
-        theirs = f"{fzf[key] * ms:.1f} ms" if fzf else "—"
-        print(f"| query {key} | {service[key] * ms:.1f} ms | {theirs} |")
-    if fzf:
-        print(f"| fzf p50 / service p50 | {fzf['p50'] / service['p50']:.1f}× | |")
-    ours = f"{service['cpu_p50'] * ms:.1f} / {service['cpu_p99'] * ms:.1f} ms"
-    theirs = f"{fzf['cpu_p50'] * ms:.1f} / {fzf['cpu_p99'] * ms:.1f} ms" if fzf else "—"
-    print(f"| CPU per query p50 / p99 | {ours} | {theirs} |")
-    print(f"| empty query (recency) p50 | {service['empty_p50'] * ms:.1f} ms | — |")
-    first = service["filter_first"] * ms
-    print(f"| first query with `.py` filter (view build) | {first:.0f} ms | — |")
-    print(f"| later queries with that filter, p50 | {service['filter_p50'] * ms:.1f} ms | — |")
-    print(f"| index build (first search) | {service['build']:.2f} s | — |")
-    print(f"| until watched and settled | {service['settled']:.2f} s | — |")
-
-    ok = service["p50"] <= 0.010 and service["p99"] <= 0.030
-    faster = fzf is None or service["p50"] < fzf["p50"]
-    verdict = "met" if ok and faster else "NOT met"
-    print(f"\ntarget (p50 ≤ 10 ms, p99 ≤ 30 ms, faster than fzf): {verdict}")
-    if fzf is None:
-        print("fzf is not installed (apt-get install -y fzf): no baseline this run")
+    print(f"fzf {fzf_version()}; {os.cpu_count()} CPUs; load average after the run: {load}\n")
+    print(text)
+    if args.samples:
+        args.samples.write_text(
+            json.dumps(
+                {
+                    "runs": [
+                        {
+                            "files": run["files"],
+                            "ours": run["service"]["samples"],
+                            "fzf": run["fzf"]["samples"] if run["fzf"] else None,
+                            "loaded": run["loaded"]["samples"] if "loaded" in run else None,
+                        }
+                        for run in runs
+                    ],
+                    "targets": targets,
+                }
+            )
+        )
     return 0
+
+
+def plot_cdf(samples: dict, out: Path) -> None:
+    """The latency CDF of every run in `samples` (--samples JSON), ours against fzf, as a PNG.
+    matplotlib is a bench-only extra (`pip install -e '.[bench]'`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    for run in samples["runs"]:
+        lines = [("service", run["ours"], "-"), ("fzf --filter", run["fzf"], "--")]
+        lines.append(("service under load", run["loaded"], ":"))
+        for label, latencies, style in lines:
+            if not latencies:
+                continue
+            ordered = sorted(x * 1000 for x in latencies)
+            fractions = [(i + 1) / len(ordered) for i in range(len(ordered))]
+            axes.step(ordered, fractions, style, where="post", label=f"{label}, {run['files']:,}")
+    axes.set_xscale("log")
+    axes.set_xlabel("query latency (ms, log scale)")
+    axes.set_ylabel("fraction of queries")
+    axes.set_title("File search: latency CDF (bench/file_search.py)")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(out, dpi=100)
+    plt.close(figure)
 
 
 if __name__ == "__main__":

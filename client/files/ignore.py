@@ -104,6 +104,21 @@ class IgnoreRules:
         """The directory has no `.gitignore` (any more)."""
         self._rules.pop(dir_rel, None)
 
+    def has(self, dir_rel: str) -> bool:
+        """Whether `dir_rel` has rules of its own (loaded by `load_dir`)."""
+        return dir_rel in self._rules
+
+    def any_above(self, dir_rel: str) -> bool:
+        """Whether a directory strictly above `dir_rel` has rules (`""` has none above it)."""
+        if not self._rules or not dir_rel:
+            return False
+        parent = dir_rel
+        while parent:
+            parent = parent.rpartition("/")[0]
+            if parent in self._rules:
+                return True
+        return False
+
     def forget_below(self, dir_rel: str) -> None:
         """Drop the rules of `dir_rel` and of every directory under it (before a re-walk)."""
         prefix = dir_rel + "/" if dir_rel else ""

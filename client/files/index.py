@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from client.files.ignore import IgnoreRules
-from client.files.walk import SKIPPED_DIRS, Stamp, stat_entry, walk
+from client.files.walk import SKIPPED_DIRS, Stamp, stat_entry, unpack, walk
 from client.files.watcher import TreeWatcher
 from rawp.tasks import TaskOwner, race
 
@@ -45,7 +45,8 @@ class RootIndex:
     def __init__(self, root: str, *, respect_gitignore: bool, watch: bool = True) -> None:
         self.root = root
         self.rules = IgnoreRules(root, enabled=respect_gitignore)
-        self.entries: dict[str, Stamp] = {}  # root-relative POSIX path → size, mtime
+        # root-relative POSIX path → size and mtime, packed (walk.pack): one int per file
+        self.entries: dict[str, int] = {}
         self.log = ChangeLog(epoch=0)
         self._watch = watch
         self._watcher: TreeWatcher | None = None
@@ -132,7 +133,11 @@ class RootIndex:
             self._reset_log()
         self.log.items.append((kind, rel))
 
-    def _put(self, rel: str, stamp: Stamp) -> None:
+    def stamp(self, rel: str) -> Stamp | None:
+        packed = self.entries.get(rel)
+        return unpack(packed) if packed is not None else None
+
+    def _put(self, rel: str, stamp: int) -> None:
         known = self.entries.get(rel)
         if known != stamp:
             self.entries[rel] = stamp
@@ -152,7 +157,7 @@ class RootIndex:
             for rel, stamp in fresh.items():
                 self._put(rel, stamp)
 
-    def _walk_subtree(self, dir_rel: str) -> tuple[dict[str, Stamp], list[str]]:
+    def _walk_subtree(self, dir_rel: str) -> tuple[dict[str, int], list[str]]:
         # Worker thread; the loop does not change `entries` while `_maintenance` is held.
         self.rules.forget_below(dir_rel)
         parent_hidden = bool(dir_rel) and self.rules.ignored(dir_rel, True)
@@ -175,10 +180,10 @@ class RootIndex:
 
     def _resolve(
         self, changes: list[tuple[str, str]]
-    ) -> tuple[list[tuple[str, Stamp]], list[str], list[str]]:
+    ) -> tuple[list[tuple[str, int]], list[str], list[str]]:
         """Worker thread: what the changed paths are now (Rule 3)."""
         prefix = self.root.rstrip("/") + "/"
-        puts: list[tuple[str, Stamp]] = []
+        puts: list[tuple[str, int]] = []
         drops: list[str] = []
         gone_dirs: set[str] = set()
         rewalks: set[str] = set()
@@ -203,7 +208,7 @@ class RootIndex:
             elif self.rules.ignored(rel, False):
                 drops.append(rel)
             else:
-                assert isinstance(now, Stamp)
+                assert isinstance(now, int)
                 puts.append((rel, now))
         if gone_dirs:
             drops.extend(rel for rel in self.entries if _under_any(rel, gone_dirs))

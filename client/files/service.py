@@ -104,7 +104,7 @@ class FileSearchService:
             query_id=request.query_id,
             candidates=candidates,
             total_count=total,
-            truncated=total > len(candidates),
+            truncated=total is None or total > len(candidates),
         )
 
     async def settled(self, workspace: Path, scope: str = "workspace") -> None:
@@ -162,7 +162,7 @@ Found = tuple[Ranked | None, Stamp, str]  # (ranking, or None for recency; size+
 
 def _run(
     view: SearchView, query: str, limit: int, cancel: threading.Event
-) -> tuple[list[Found], int]:
+) -> tuple[list[Found], int | None]:
     """The search thread's part: catch up with the index, then rank. Entries and paths are
     read here, in the only thread that changes the view."""
     view.sync(cancel.is_set)

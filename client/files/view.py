@@ -9,8 +9,9 @@ Rule 2: it follows its indexes by replaying their change logs; a new index epoch
         log overflow) means a rebuild from a snapshot of the index.
 Rule 3: a removed file leaves a tombstone (`members[i] = None`) because a `Haystacks` cannot
         drop an item; the ranking skips tombstones, and the view is compacted once they pile up.
-Rule 4: members are plain strings (root-relative paths) and small ints (which part), never
-        objects, so 100,000 of them cost a full garbage collection nothing (see walk.Stamp).
+Rule 4: members are plain strings (root-relative paths) and arrays of ints, never per-file
+        objects, so a million of them cost a full garbage collection nothing (see walk.Stamp),
+        and the view adds ~30 bytes a file to the index's strings beside frizbee's copy.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from __future__ import annotations
 import heapq
 import os
 from array import array
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter, methodcaller
 
 from frizbee import Haystacks
 
@@ -29,7 +32,7 @@ from client.files.scope import Part
 from client.files.walk import Cancelled, Stamp
 
 RECENT_LIMIT = 50
-CHECK_EVERY = 4096  # items between two looks at the cancel flag
+CHUNK = 1 << 17  # 131,072 paths per haystack: a view up to this size is matched in one piece
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,15 @@ class _Membership:
             self.excludes is not None and self.excludes.decide(rel[len(self.base_prefix) :])
         )
 
+    def select(self, rels: list[str]) -> tuple[list[str], list[str]]:
+        """The admitted paths of `rels` and their displays. The common case — the whole root,
+        no filters, the workspace at the root — hands the same list back twice, untouched."""
+        if self.base_prefix or self.extensions or self.excludes is not None:
+            rels = [rel for rel in rels if self.admits(rel)]
+        if self.ws_prefix == "":
+            return rels, rels
+        return rels, [self.display(rel) for rel in rels]
+
     def display(self, rel: str) -> str:
         """The candidate `path`: relative to the workspace, with `..` when outside it."""
         if self.ws_prefix is not None and rel.startswith(self.ws_prefix):
@@ -96,14 +108,23 @@ class SearchView:
         self.members: list[str | None] = []  # root-relative path, None for a tombstone
         self.part_of = array("H")  # which part (and so which index) each member comes from
         self.displays: list[str] = []  # the candidate `path`
-        self.paths = Haystacks()
-        # File names once each (half as many as files: `__init__.py`, `README.md` …), and for
-        # each name the positions holding it, in view order (shortest paths first).
+        # The paths in chunks of CHUNK positions (chunk k holds positions k·CHUNK onwards):
+        # the ranking matches the first chunk — the shortest paths — before deciding whether
+        # the rest is worth matching (ranking.py Rule 5).
+        self.chunks: list[Haystacks] = []
+        # File names once each (a fortieth as many as files in a monorepo: `index.ts`,
+        # `BUILD.bazel` …), and for each name the positions holding it, in view order
+        # (shortest paths first): `_held[_held_from[n]:_held_from[n + 1]]` as built, then
+        # `_held_later[n]` for files added since — two arrays instead of a million int objects.
         self.names = Haystacks()
-        self.holders: list[list[int]] = []
         self._name_ids: dict[str, int] = {}
+        self._held = array("I")
+        self._held_from = array("I", [0])
+        self._held_later: dict[int, list[int]] = {}
         self.dead: list[int] = []
-        self._slot: dict[tuple[int, str], int] = {}  # (part, path) → position
+        # (part, path) → position per part, built on the first change only: at a million
+        # files it costs ~100 MB, and a view that never sees a change never needs it.
+        self._slots: list[dict[str, int]] | None = None
         self._positions: list[tuple[int, int]] | None = None  # per part: (epoch, log position)
         self._recent: list[int] | None = None
 
@@ -115,12 +136,20 @@ class SearchView:
         rel = self.members[position]
         return rel.rpartition("/")[2] if rel is not None else ""
 
+    def holders(self, name_id: int) -> list[int]:
+        """The positions whose file name is name `name_id`, in view order."""
+        later = self._held_later.get(name_id, [])
+        if name_id + 1 >= len(self._held_from):
+            return list(later)  # a name first seen after the build
+        start, end = self._held_from[name_id], self._held_from[name_id + 1]
+        return self._held[start:end].tolist() + later
+
     def stamp(self, position: int) -> Stamp | None:
         """Size and mtime now (None if the file went since the last sync)."""
         rel = self.members[position]
         if rel is None:
             return None
-        return self._indexes[self.part_of[position]].entries.get(rel)
+        return self._indexes[self.part_of[position]].stamp(rel)
 
     # --- keeping up with the indexes (search thread only) ------------------------------------
 
@@ -141,14 +170,24 @@ class SearchView:
         if len(self.dead) > max(1024, len(self.members) // 8):
             self._compact()
 
+    def _slot_tables(self) -> list[dict[str, int]]:
+        if self._slots is None:
+            self._slots = [{} for _ in self._indexes]
+            for position, rel in enumerate(self.members):
+                if rel is not None:
+                    self._slots[self.part_of[position]][rel] = position
+        return self._slots
+
     def _apply(self, part_no: int, kind: str, rel: str) -> None:
         self._recent = None
         if kind == ADD:
             # present already: an ADD replayed after a rebuild (see `_rebuild`)
-            if (part_no, rel) not in self._slot and self._membership[part_no].admits(rel):
+            slots = self._slot_tables()[part_no]
+            if rel not in slots and self._membership[part_no].admits(rel):
+                slots[rel] = len(self.members)
                 self._add(part_no, rel)
         elif kind == REMOVE:
-            slot = self._slot.pop((part_no, rel), None)
+            slot = self._slot_tables()[part_no].pop(rel, None)
             if slot is not None:
                 self.members[slot] = None
                 self.dead.append(slot)
@@ -156,74 +195,88 @@ class SearchView:
             raise ValueError(f"unknown change {kind!r}")
 
     def _add(self, part_no: int, rel: str) -> None:
-        self._slot[part_no, rel] = len(self.members)
         self.members.append(rel)
         self.part_of.append(part_no)
         display = self._membership[part_no].display(rel)
         self.displays.append(display)
-        self.paths.append(display)
-        self._hold(rel.rpartition("/")[2], len(self.members) - 1)
-
-    def _hold(self, name: str, position: int) -> None:
+        if not self.chunks or len(self.chunks[-1]) == CHUNK:
+            self.chunks.append(Haystacks())
+        self.chunks[-1].append(display)
+        name = rel.rpartition("/")[2]
         name_id = self._name_ids.get(name)
         if name_id is None:
-            name_id = self._name_ids[name] = len(self.holders)
-            self.holders.append([])
+            name_id = self._name_ids[name] = len(self._name_ids)
             self.names.append(name)
-        self.holders[name_id].append(position)
+        self._held_later.setdefault(name_id, []).append(len(self.members) - 1)
 
     def _rebuild(self, cancelled: Callable[[], bool]) -> None:
         # Log positions first, snapshot second: a change landing in between is replayed once
         # more on the next sync, which `_apply` tolerates.
         positions = [(index.log.epoch, len(index.log.items)) for index in self._indexes]
-        members: list[str | None] = []
+        members: list[str] = []
         part_of = array("H")
         displays: list[str] = []
         for part_no, index in enumerate(self._indexes):
-            membership = self._membership[part_no]
             snapshot = list(index.entries)  # one C call: atomic under the GIL
-            for count, rel in enumerate(snapshot):
-                if count % CHECK_EVERY == 0 and cancelled():
-                    raise Cancelled
-                if membership.admits(rel):
-                    members.append(rel)
-                    part_of.append(part_no)
-                    displays.append(membership.display(rel))
+            if cancelled():
+                raise Cancelled
+            chosen, shown = self._membership[part_no].select(snapshot)
+            if len(self._indexes) == 1:
+                members, displays = chosen, shown  # maybe one list: sorted once below
+            else:
+                members += chosen
+                displays += shown
+            part_of.extend(array("H", [part_no]) * len(chosen))
+        if cancelled():
+            raise Cancelled
         # Shortest paths first: frizbee breaks ties by position, and so the ranking's pools
         # (ranking.py Rule 3) hold the short paths of a tie, which the final order prefers.
-        order = sorted(range(len(displays)), key=lambda i: len(displays[i]))
-        self._install(
-            [members[i] for i in order],
-            array("H", (part_of[i] for i in order)),
-            [displays[i] for i in order],
-        )
+        # (One part shown as stored — the workspace is the root — sorts its list in place.)
+        if members is displays:
+            displays.sort(key=len)
+            members = list(displays)  # `_add` appends to each
+        else:
+            lengths = list(map(len, displays))
+            order = sorted(range(len(displays)), key=lengths.__getitem__)
+            members = [members[i] for i in order]
+            part_of = array("H", [part_of[i] for i in order])
+            displays = [displays[i] for i in order]
+        self._install(members, part_of, displays)
         self._positions = positions
 
     def _compact(self) -> None:
         keep = [i for i, rel in enumerate(self.members) if rel is not None]
         self._install(
-            [self.members[i] for i in keep],
+            [self.members[i] for i in keep],  # type: ignore[misc]
             array("H", (self.part_of[i] for i in keep)),
             [self.displays[i] for i in keep],
         )
 
-    def _install(self, members: list[str | None], part_of: array, displays: list[str]) -> None:
-        self.members, self.part_of, self.displays = members, part_of, displays
-        self.holders, self._name_ids = [], {}
-        self.names = Haystacks()
-        names: list[str] = []
-        for position, rel in enumerate(members):
-            if rel is not None:
-                name = rel.rpartition("/")[2]
-                name_id = self._name_ids.get(name)
-                if name_id is None:
-                    name_id = self._name_ids[name] = len(names)
-                    names.append(name)
-                    self.holders.append([])
-                self.holders[name_id].append(position)
-        self.paths, self.names = Haystacks(displays), Haystacks(names)
+    def _install(self, members: list[str], part_of: array, displays: list[str]) -> None:
+        """Take these lists as the view; build the name table and the matcher's haystacks."""
+        self.members, self.part_of, self.displays = members, part_of, displays  # type: ignore[assignment]
+        # per position its name's id (C-level maps: a million positions in a few tenths of s)
+        names = list(map(itemgetter(2), map(methodcaller("rpartition", "/"), members)))
+        ids = dict.fromkeys(names, 0)
+        for name_id, name in enumerate(ids):
+            ids[name] = name_id
+        name_of = list(map(ids.__getitem__, names))
+        del names
+        counts = Counter(name_of)
+        held_from = array("I", [0]) * (len(ids) + 1)
+        running = 0
+        for name_id in range(len(ids)):
+            running += counts[name_id]
+            held_from[name_id + 1] = running
+        # a stable sort by name id keeps each name's positions in view order
+        self._held = array("I", sorted(range(len(members)), key=name_of.__getitem__))
+        self._held_from, self._held_later, self._name_ids = held_from, {}, ids
+        self.chunks = [
+            Haystacks(displays[start : start + CHUNK]) for start in range(0, len(displays), CHUNK)
+        ]
+        self.names = Haystacks(list(ids))
         self.dead = []
-        self._slot = {(part_of[i], rel): i for i, rel in enumerate(members) if rel is not None}
+        self._slots = None
         self._recent = None
 
     # --- the empty query ---------------------------------------------------------------------
@@ -233,11 +286,10 @@ class SearchView:
         if self._recent is None:
             tables = [index.entries for index in self._indexes]
             members, part_of, displays = self.members, self.part_of, self.displays
-            unknown = Stamp(0, 0)
 
             def newest_first(i: int) -> tuple[int, int]:
-                stamp = tables[part_of[i]].get(members[i], unknown)  # type: ignore[arg-type]
-                return stamp.mtime_ns, -len(displays[i])
+                packed = tables[part_of[i]].get(members[i], 0)  # type: ignore[arg-type]
+                return packed >> 64, -len(displays[i])  # walk.pack: the mtime
 
             live = (i for i, rel in enumerate(members) if rel is not None)
             self._recent = heapq.nlargest(RECENT_LIMIT, live, key=newest_first)

@@ -20,13 +20,27 @@ SKIPPED_DIRS = frozenset({".git"})
 
 
 class Stamp(NamedTuple):
-    """What the index keeps per file, keyed by its POSIX root-relative path.
+    """A file's size and mtime, as the search answers them (the index keeps them packed).
 
-    A tuple of ints on purpose: the garbage collector stops tracking such tuples, so 100,000
-    of them add nothing to a full collection (as objects they made it a 100 ms pause)."""
+    The index holds no per-file objects the garbage collector tracks (as objects they made a
+    full collection a 100 ms pause at 100,000 files): a path string and an int (`pack`)."""
 
     size: int
     mtime_ns: int
+
+
+_SIZE_BITS = 64
+_SIZE_MASK = (1 << _SIZE_BITS) - 1
+
+
+def pack(size: int, mtime_ns: int) -> int:
+    """A file's size and mtime as one int (what the index keeps per file): one 48-byte object
+    instead of a `Stamp` tuple and its two ints (120 bytes) — 70 MB less at a million files."""
+    return mtime_ns << _SIZE_BITS | size
+
+
+def unpack(packed: int) -> Stamp:
+    return Stamp(packed & _SIZE_MASK, packed >> _SIZE_BITS)
 
 
 class Cancelled(Exception):
@@ -60,9 +74,9 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def stat_entry(root: str, rel: str) -> Stamp | str | None:
-    """What `rel` is now: a file's `Stamp`, `"dir"` for a real directory, or None (gone,
-    special, a symlink that leaves the root, or a name that is not UTF-8)."""
+def stat_entry(root: str, rel: str) -> int | str | None:
+    """What `rel` is now: a file's packed stamp (`pack`), `"dir"` for a real directory, or
+    None (gone, special, a symlink that leaves the root, or a name that is not UTF-8)."""
     if not _utf8(rel):
         return None
     path = os.path.join(root, rel)
@@ -74,9 +88,9 @@ def stat_entry(root: str, rel: str) -> Stamp | str | None:
         return "dir"
     if stat.S_ISLNK(info.st_mode):
         target = _link_target(root, path)
-        return Stamp(target.st_size, target.st_mtime_ns) if target else None
+        return pack(target.st_size, target.st_mtime_ns) if target else None
     if stat.S_ISREG(info.st_mode):
-        return Stamp(info.st_size, info.st_mtime_ns)
+        return pack(info.st_size, info.st_mtime_ns)
     return None
 
 
@@ -86,14 +100,20 @@ def walk(
     *,
     start: str = "",
     cancelled: Callable[[], bool] | None = None,
-) -> dict[str, Stamp]:
-    """Every indexable file at or below `start` (a root-relative directory, `""` = the root)."""
-    found: dict[str, Stamp] = {}
-    pending = [start]
+) -> dict[str, int]:
+    """Every indexable file at or below `start` (a root-relative directory, `""` = the root),
+    as root-relative path → `pack(size, mtime_ns)`.
+
+    The loop body runs once per file (a million times in a large monorepo), so it does the
+    least it can: ASCII names skip the UTF-8 check, and the `.gitignore` rules are asked only
+    below a directory that has some (`ruled`), since `decide` climbs every parent."""
+    found: dict[str, int] = {}
+    pending = [(start, rules.any_above(start))]
+    decide = rules.decide
     while pending:
         if cancelled is not None and cancelled():
             raise Cancelled
-        dir_rel = pending.pop()
+        dir_rel, ruled = pending.pop()
         prefix = dir_rel + "/" if dir_rel else ""
         try:
             with os.scandir(root + "/" + dir_rel if dir_rel else root) as listing:
@@ -103,26 +123,28 @@ def walk(
         # Only open a .gitignore that is there: 15,000 failed opens cost a quarter of a walk.
         if not dir_rel or any(child.name == ".gitignore" for child in children):
             rules.load_dir(dir_rel)
+            ruled = ruled or rules.has(dir_rel)
         else:
             rules.drop_dir(dir_rel)
         for child in children:
-            if not _utf8(child.name):
+            name = child.name
+            if not name.isascii() and not _utf8(name):
                 continue  # not valid UTF-8 on disk: no JSON string can name it
-            rel = prefix + child.name
+            rel = prefix + name
             try:
                 if child.is_dir(follow_symlinks=False):
-                    if child.name not in SKIPPED_DIRS and not rules.decide(rel, True):
-                        pending.append(rel)
+                    if name not in SKIPPED_DIRS and not (ruled and decide(rel, True)):
+                        pending.append((rel, ruled))
                     continue
-                if child.name in SKIPPED_DIRS or rules.decide(rel, False):
+                if name in SKIPPED_DIRS or (ruled and decide(rel, False)):
                     continue
-                if child.is_symlink():
+                if child.is_file(follow_symlinks=False):
+                    info = child.stat(follow_symlinks=False)
+                    found[rel] = info.st_mtime_ns << _SIZE_BITS | info.st_size  # pack()
+                elif child.is_symlink():
                     target = _link_target(root, child.path)
                     if target is not None:
-                        found[rel] = Stamp(target.st_size, target.st_mtime_ns)
-                elif child.is_file(follow_symlinks=False):
-                    info = child.stat(follow_symlinks=False)
-                    found[rel] = Stamp(info.st_size, info.st_mtime_ns)
+                        found[rel] = pack(target.st_size, target.st_mtime_ns)
             except OSError:
                 continue
     return found
