@@ -1,0 +1,92 @@
+"""Queued frames written in one go (issue 20): the client's `QuartSocket` under hypercorn and
+the master's `BatchWriter` under uvicorn reach into their server's internals to frame several
+texts and write them together. Both fall back to one ASGI send per frame when they do not find
+what they expect — silently, so a server upgrade could cost the relay its speed unnoticed.
+These run the real servers (as `client.server` and `master.server` configure them) on loopback:
+the fast path must be found, and every text must still arrive as its own WebSocket frame, in
+order, compressed or not."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from quart import Quart, websocket
+from websockets.asyncio.client import connect
+
+from client.api.socket import QuartSocket
+from client.server import serve_client
+from master.edge.wire_batch import BatchWriter
+from master.server import serve_asgi
+from tests.support import free_port
+
+TEXTS = [f'{{"n": {n}, "text": "{"x" * (n % 50)}"}}' for n in range(300)]
+
+
+def app_with(make_writer) -> tuple[Quart, list[bool]]:
+    app = Quart(__name__)
+    found: list[bool] = []
+
+    @app.websocket("/ws")
+    async def ws():
+        writer = make_writer()
+        found.append(writer.fast)
+        await websocket.accept()
+        for start in range(0, len(TEXTS), 100):  # three batches, as a flood would queue them
+            await writer.send_many(TEXTS[start : start + 100])
+        await websocket.receive()  # until the peer is done reading
+
+    return app, found
+
+
+class ClientWriter:
+    def __init__(self) -> None:
+        self.socket = QuartSocket(websocket)
+        self.fast = self.socket.stream is not None
+
+    async def send_many(self, texts):
+        await self.socket.send_many(texts)
+
+
+class MasterWriter:
+    def __init__(self) -> None:
+        self.writer = BatchWriter(websocket._get_current_object())
+        self.fast = self.writer.protocol is not None
+
+    async def send_many(self, texts):
+        await self.writer.send_many(texts)
+
+
+async def read_all(port: int, compression: str | None) -> list[str]:
+    async with connect(f"ws://127.0.0.1:{port}/ws", compression=compression) as ws:
+        received = [await asyncio.wait_for(ws.recv(), 10) for _ in TEXTS]
+        await ws.send("done")
+    return received
+
+
+@pytest.mark.parametrize("compression", [None, "deflate"])
+@pytest.mark.parametrize(
+    "serve, make_writer",
+    [(serve_client, ClientWriter), (serve_asgi, MasterWriter)],
+    ids=["client-hypercorn", "master-uvicorn"],
+)
+async def test_queued_frames_take_the_fast_path_and_arrive_one_by_one(
+    serve, make_writer, compression
+):
+    app, found = app_with(make_writer)
+    port, stop = free_port(), asyncio.Event()
+    server = asyncio.create_task(serve(app, "127.0.0.1", port, stop))
+    try:
+        for _ in range(200):  # until it listens (the test's timeout bounds this)
+            try:
+                received = await read_all(port, compression)
+                break
+            except OSError:
+                await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the server did not listen")
+    finally:
+        stop.set()
+        await asyncio.wait_for(server, 10)
+    assert found == [True], "the batch writer did not find its server's internals"
+    assert received == TEXTS
