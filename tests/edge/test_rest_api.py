@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rawp.clock import FakeClock
-from tests.edge.conftest import SECRET
+from rawp.rate_limit import Budget
+from tests.edge.conftest import GENEROUS, SECRET
 
 ALICE, BOB = "discord:111", "slack:T9:U222"
 
@@ -40,6 +41,21 @@ async def test_without_a_configured_secret_no_token_is_issued(make_edge_master):
         )
         assert response.status_code == 503
         assert (await response.get_json())["error_code"] == "EDGE_AUTH_NOT_CONFIGURED"
+
+
+async def test_a_user_with_a_budget_of_their_own_is_not_held_to_the_default(make_edge_master):
+    """The operator raises one user's Edge API budget (a load generator); the rest keep it."""
+    tight = Budget(per_second=1 / 60, burst=2)  # also the token issue, per address
+    async with make_edge_master(
+        FakeClock(), user_budget=tight, user_budgets={BOB: GENEROUS}
+    ) as master:
+        alice, bob = await master.token(ALICE), await master.token(BOB)
+        assert [(await master.call(alice, "GET", "/v1/edge/nodes"))[0] for _ in range(3)] == [
+            200,
+            200,
+            429,
+        ]
+        assert {(await master.call(bob, "GET", "/v1/edge/nodes"))[0] for _ in range(10)} == {200}
 
 
 EDGE_ROUTES = [
