@@ -23,6 +23,7 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(ROOT))
 
 import fanout  # noqa: E402  (bench/ is not a package: its modules are found on sys.path)
+import plots  # noqa: E402
 import relay  # noqa: E402
 import render  # noqa: E402
 import replicas  # noqa: E402
@@ -36,6 +37,7 @@ gateway_bench = sys.modules["gateway_bench"] = importlib.util.module_from_spec(_
 _spec.loader.exec_module(gateway_bench)
 
 DOC = ROOT / "docs" / "benchmarks.md"
+SCALE_PLOT = ROOT / "docs" / "bench" / "scale-rss.png"
 FILE_SEARCH_START = "<!-- file-search figures: start -->"
 FILE_SEARCH_END = "<!-- file-search figures: end -->"
 
@@ -56,6 +58,14 @@ Memory: `bench/scale.py --trace-memory FILE` lists the master's largest allocati
 Latency: a timeline of latency per quarter second tells a stall of every session at once (the
 collector, a blocking call in the pump) from steady slowness; compare a run with the master's
 collector off (`gc.disable()` in a `sitecustomize.py` on `PYTHONPATH`).""",
+    "scale10k": """\
+Edge sockets: the master holds two sockets per session (the edge's, its link to the client),
+so 10,000 sessions with an edge each need over 20,000 descriptors; where the hard limit
+(`ulimit -Hn`) is lower, the bench attaches as many edges as fit and says so. Memory:
+`BENCH_TRACE_DEPTH=40 bench/scale.py --sessions 1000 --trace-memory FILE` charges what the
+sessions allocate to lines of the project's code. Latency: 1,000 sessions streaming at
+20 frames/s is 20,000 frames/s through one master, with the fake client and the edges on the
+same two cores; compare the master's CPU (`py-spy top --pid`) with the other two processes'.""",
     "gateway": """\
 Calls: the by-method table names the extra call; ⏳ goes on after 2 s and Discord's typing
 repeats every 4 s, so on a loaded machine a "short" turn that ran longer costs more (the
@@ -94,10 +104,20 @@ FIXED = """\
   40 % of its time in redis-py, per frame). The Redis relay now writes the frames of a session
   queued meanwhile as one script call and one published message: 88 % in the run after."""
 
+# Where an idle session's memory goes, and what issue 20 §3 shrank: tracemalloc runs are slow
+# (and change the RSS they measure), so they are not part of this runner; the text says which
+# command and run it comes from.
+SCALE_MEMORY = """\
+TODO"""
+
 NOT_MEASURED = """\
 - Nothing from issue 7's list; but every figure here is one run on a shared two-core machine.
 - The collector policy's long pause every ten minutes (`master/gc_pauses.py`) falls outside
   the scale benchmark's 10 s window; a run of an hour would show it in the p99.9."""
+
+
+def curve_text(figures: dict) -> str:
+    return ", ".join(f"{n:,}: {mb:.0f}" for n, mb in figures["rss_curve"])
 
 
 def machine() -> dict[str, str]:
@@ -157,15 +177,25 @@ def replicas_section() -> str:
     return replicas.report(figures)
 
 
-def scale_args(no_deflate: bool) -> argparse.Namespace:
+def scale_args(no_deflate: bool, sessions: int = scale.SESSIONS) -> argparse.Namespace:
     return argparse.Namespace(
-        sessions=scale.SESSIONS,
+        sessions=sessions,
         share=scale.STREAMING_SHARE,
         rate=scale.RATE,
         seconds=scale.SECONDS,
         no_deflate=no_deflate,
+        parallel=scale.PARALLEL,
         trace_memory=None,
+        trace_wait=0.0,
     )
+
+
+def scale_plot(runs: list[tuple[str, dict]]) -> str:
+    """The RSS-vs-sessions PNG, as a Markdown image, or why there is none."""
+    if not plots.available():
+        return "(No plot this run: matplotlib is missing; `pip install -e '.[bench]'`.)"
+    path = plots.rss_vs_sessions(runs, 1024.0, SCALE_PLOT)
+    return f"![master RSS vs sessions]({path.relative_to(DOC.parent).as_posix()})"
 
 
 def verdict(met: float) -> str:
@@ -186,6 +216,11 @@ def main() -> int:
     print("sessions at scale …", flush=True)
     scale_figures = scale.run(scale_args(no_deflate=False))
     scale_plain = scale.run(scale_args(no_deflate=True))
+    print("ten thousand sessions …", flush=True)
+    scale_large = scale.run(scale_args(no_deflate=False, sessions=scale.LARGE))
+    rss_plot = scale_plot(
+        [(f"{scale.SESSIONS:,} sessions", scale_figures), (f"{scale.LARGE:,}", scale_large)]
+    )
     print("replicas …", flush=True)
     replicas_table = replicas_section()
     print("start-up …", flush=True)
@@ -214,6 +249,11 @@ def main() -> int:
          "(edges offering permessage-deflate, as browsers do)", scale_figures["met"],
          f"{scale_figures['rss_peak_mb']:.0f} MB, p99 {scale_figures['p99_ms']:.1f} ms, "
          f"{scale_figures['lost']:.0f} lost", "scale"),
+        ("Ten thousand sessions (issue 20 §3): RSS ≤ 1 GB, p99 ≤ 50 ms with 10 % streaming at "
+         "20 frames/s, none lost, an edge socket each", scale_large["met"],
+         f"{scale_large['rss_peak_mb']:.0f} MB ({scale_large['kb_per_session']:.0f} KB per idle "
+         f"session), p99 {scale_large['p99_ms']:.1f} ms, {scale_large['lost']:,.0f} lost, "
+         f"{scale_large['edges']:,.0f} edges", "scale10k"),
         ("Start-up, `rawp up` to ready: ≤ 3 s", startup_figures["met"],
          f"{max(startup_figures['first_max'], startup_figures['again_max']):.2f} s (worst)",
          "startup"),
@@ -301,6 +341,22 @@ Edges offering deflate:
 Edges not offering deflate:
 
 {scale.report(scale_plain)}
+
+## Ten thousand sessions (`bench/scale.py --sessions {scale.LARGE}`, issue 20 §3)
+
+The same benchmark with {scale.LARGE:,} sessions, edges offering deflate. The edge user's Edge
+API budget (30 requests/s for everybody) is raised for this user only, by the master's
+`--edge-user-rate-limits {scale.SUBJECT}=…` (RAWP_EDGE_USER_RATE_LIMITS), and the sessions are
+opened {scale.PARALLEL} at a time; the bench raises its descriptor limit to the hard limit
+({scale_large["fd_limit"]:,.0f} here) before starting the master, which inherits it.
+
+{scale.report(scale_large)}
+
+{rss_plot}
+
+The RSS sampled while opening (sessions: MB): {curve_text(scale_large)}.
+
+{SCALE_MEMORY}
 
 ## Replicas (`bench/replicas.py`, issue 9)
 

@@ -383,6 +383,7 @@ async def measure(master: str, client: str, master_proc: psutil.Process, args) -
                         await ws.close()
     figures["sessions"] = len(sockets)
     figures["parallel"] = args.parallel
+    figures["fd_limit"] = args.fd_limit
     figures["edges"] = sum(1 for _, ws in sockets if ws is not None)
     figures["rss_curve"] = curve
     figures["kb_per_session"] = (

@@ -63,6 +63,8 @@ def user_budgets(items: tuple[str, ...]) -> dict[str, Budget]:
     """`("a:1=100/s",)` → {"a:1": Budget}: the users whose Edge API budget is not the default."""
     pairs = (item.rpartition("=") for item in items)
     return {subject.strip(): Budget.parse(rate) for subject, _, rate in pairs}
+
+
 Seconds = Annotated[int, Field(gt=0), Accepts("a whole number of seconds above 0")]
 
 

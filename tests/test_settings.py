@@ -214,7 +214,7 @@ def test_master_options_reach_the_runtime_settings(tmp_path):
     assert settings.edge.budget_of("bench:scale").per_second == 2000
     assert settings.edge.budget_of("slack:T=1:U2").burst == 5  # a subject may hold "="
     assert settings.edge.budget_of("discord:1") == settings.edge.user_budget
-    with pytest.raises(SettingError, match="RAWP_EDGE_USER_RATE_LIMITS: .*'bench:scale'"):
+    with pytest.raises(SettingError, match=r"RAWP_EDGE_USER_RATE_LIMITS: .*'bench:scale'"):
         MasterOptions.from_environment(environ={"RAWP_EDGE_USER_RATE_LIMITS": "bench:scale"})
     with pytest.raises(SettingError) as raised:
         MasterOptions.from_environment(environ={"RAWP_MASTER_NODE_RATE_LIMIT": "5/day"})
