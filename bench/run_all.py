@@ -219,7 +219,10 @@ def main() -> int:
     print("ten thousand sessions …", flush=True)
     scale_large = scale.run(scale_args(no_deflate=False, sessions=scale.LARGE))
     rss_plot = scale_plot(
-        [(f"{scale.SESSIONS:,} sessions", scale_figures), (f"{scale.LARGE:,}", scale_large)]
+        [
+            (f"{scale.SESSIONS:,} sessions", scale_figures),
+            (f"{scale.LARGE:,} sessions", scale_large),
+        ]
     )
     print("replicas …", flush=True)
     replicas_table = replicas_section()

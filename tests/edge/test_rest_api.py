@@ -260,3 +260,31 @@ async def test_nodes_and_metrics(edge_master, fake_client):
     await fake_client.close()  # the machine is gone: offline (K-09)
     status, listed = await edge_master.call(ALICE, "GET", "/v1/edge/nodes")
     assert listed["nodes"][0]["status"] == "offline"
+
+
+async def test_expired_tickets_are_swept_at_most_once_a_minute(make_edge_master, fake_client):
+    """Issuing a ticket deletes those expired for an hour, but reads the table at most once a
+    minute (master.edge.tickets: a sweep per issue made opening N sessions O(N²))."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import func, select
+
+    from master.storage.schema import edge_tickets
+
+    clock = FakeClock(datetime.now(UTC))  # the node's config is stamped with the real time
+    async with make_edge_master(clock) as master:
+        _, session_id = await _alice_with_a_session(master, fake_client)  # ticket A, a sweep
+        ttl = master.services.settings.edge.ticket_ttl
+
+        async def issue_and_count(after: float) -> int:
+            clock.advance(after)
+            path = f"/v1/edge/sessions/{session_id}/tickets"
+            assert (await master.call(ALICE, "POST", path))[0] == 201
+            async with master.services.db.connect() as conn:
+                return (await conn.execute(select(func.count()).select_from(edge_tickets))).scalar()
+
+        # B sweeps (A is not an hour past its expiry yet); C comes 30 s later, A is old by then
+        # but no sweep runs; D, a minute after B's sweep, deletes A.
+        assert await issue_and_count(3580 + ttl) == 2
+        assert await issue_and_count(30) == 3
+        assert await issue_and_count(30) == 3
