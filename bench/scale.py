@@ -278,11 +278,24 @@ async def read_stream(ws, count: int, deadline: float, latencies: list[float]) -
     return got
 
 
-async def open_session(http, master: str, node_id: str, token: str, edge: bool, args):
-    """One session, and its edge socket when `edge` (None: the session has none)."""
+async def edge_token(http, master: str) -> str:
+    async with http.post(
+        f"{master}/v1/edge/auth/token",
+        json={"subject": SUBJECT},
+        headers={"Authorization": f"Bearer {EDGE_SECRET}"},
+    ) as response:
+        return (await response.json())["access_token"]
+
+
+async def open_session(http, master: str, node_id: str, token: dict, edge: bool, args):
+    """One session, and its edge socket when `edge` (None: the session has none). `token`
+    holds the edge user's token, renewed here when it expires (opening may outlast it)."""
     url = f"{master}/v1/edge/nodes/{node_id}/sessions"
     body = {"agent_name": "demo", "workspace_path": "/tmp"}
-    status, made = await call(http, "POST", url, token, body)
+    status, made = await call(http, "POST", url, token["value"], body)
+    if status == 401 and made.get("error_code") == "TOKEN_EXPIRED":
+        token["value"] = await edge_token(http, master)
+        status, made = await call(http, "POST", url, token["value"], body)
     if status != 201:
         raise RuntimeError(f"session: {status} {made}")
     if not edge:
@@ -313,13 +326,8 @@ async def measure(master: str, client: str, master_proc: psutil.Process, args) -
     edges = edges_that_fit(args.sessions, args.fd_limit)
     curve: list[tuple[int, float]] = [(0, figures["rss_idle_mb"])]
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=args.parallel)) as http:
-        async with http.post(
-            f"{master}/v1/edge/auth/token",
-            json={"subject": SUBJECT},
-            headers={"Authorization": f"Bearer {EDGE_SECRET}"},
-        ) as response:
-            edge_token = (await response.json())["access_token"]
-        node_id = await pair(http, master, client, edge_token)
+        token = {"value": await edge_token(http, master)}
+        node_id = await pair(http, master, client, token["value"])
         if args.trace_memory:
             master_proc.send_signal(signal.SIGUSR2)  # the baseline snapshot
             await asyncio.sleep(5)
@@ -334,7 +342,7 @@ async def measure(master: str, client: str, master_proc: psutil.Process, args) -
                 while next_index < args.sessions:
                     index, next_index = next_index, next_index + 1
                     sockets.append(
-                        await open_session(http, master, node_id, edge_token, index < edges, args)
+                        await open_session(http, master, node_id, token, index < edges, args)
                     )
                     if len(sockets) % every == 0:
                         curve.append((len(sockets), rss_mb(master_proc)))

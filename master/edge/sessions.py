@@ -348,7 +348,8 @@ class EdgeSessions:
 
     async def start(self) -> None:
         await self._tasks.start()  # rule 6: before any link starts
-        self._tasks.spawn(self._pings.run(), name="client-link-pings")
+        # Named apart from the links' own "client-link-<session>" tasks.
+        self._tasks.spawn(self._pings.run(), name="link-pings")
         await self._relay.start(self)
         await self.resume_all()
         if self._relay.shared:
