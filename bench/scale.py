@@ -317,6 +317,11 @@ async def open_session(http, master: str, node_id: str, token: dict, edge: bool,
     return made["session_id"], ws
 
 
+def cpu_seconds(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
 def rss_mb(proc: psutil.Process) -> float:
     return proc.memory_info().rss / 2**20
 
@@ -372,10 +377,19 @@ async def measure(master: str, client: str, master_proc: psutil.Process, args) -
                 )
                 await ws.send(dump_frame(prompt))
             peak = figures["rss_open_mb"]
+            cpu_before, streamed_from = cpu_seconds(master_proc), time.monotonic()
             while not all(r.done() for r in readers):
                 peak = max(peak, rss_mb(master_proc))
                 await asyncio.sleep(0.2)
+            streamed_s = time.monotonic() - streamed_from
             received = sum(r.result() for r in readers)
+            figures.update(
+                # What the master managed: frames delivered a second until the last arrived,
+                # against the rate offered, and the share of one core it used meanwhile.
+                delivered_per_s=received / streamed_s,
+                offered_per_s=args.rate * len(streaming),
+                master_cpu=(cpu_seconds(master_proc) - cpu_before) / streamed_s,
+            )
             figures.update(
                 rss_peak_mb=peak,
                 streaming=len(streaming),
@@ -461,6 +475,9 @@ def report(f: dict) -> str:
             f"| {f['open_s']:.1f} s | |",
             f"| frame latency p50 / p99 | {f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms | p99 ≤ 50 ms |",
             f"| frames lost | {f['lost']:,.0f} of {f['sent']:,.0f} | 0 |",
+            f"| frames/s delivered while streaming (offered: {f['offered_per_s']:,.0f}) "
+            f"| {f['delivered_per_s']:,.0f} | |",
+            f"| master CPU while streaming (100 % = one core) | {f['master_cpu']:.0%} | |",
         ]
     )
 
