@@ -108,7 +108,73 @@ FIXED = """\
 # (and change the RSS they measure), so they are not part of this runner; the text says which
 # command and run it comes from.
 SCALE_MEMORY = """\
-TODO"""
+**Where an idle session's memory goes.** `bench/scale.py --sessions 1000 --trace-memory FILE`
+(tracemalloc from the master's start, one frame per allocation; the growth from the moment the
+edge user is paired to 1,000 sessions open; run 2026-12-03 18:13 UTC, load average 15–18, the
+code before the shrinks at 5edd48f and after them at this commit, in the same minutes). A
+session holds two sockets in the master — the edge's (uvicorn → Quart → `master.edge.ws`) and
+the link to the client (`websockets` client) — and most of its ~80 KB is those two stacks'
+objects, a few hundred bytes each: asyncio Events and Queues (an empty `asyncio.Queue` is
+3.3 KB: three deques and an Event's deque), tasks, and the handshake headers uvicorn and
+`websockets` keep for the life of a connection.
+
+Before (traced heap at 1,000 sessions: 135.6 MiB):
+
+| # | allocation site | grown by | objects | per session |
+|---|---|---|---|---|
+| 1 | `asyncio/locks.py:168` (an Event's deque) | 6.5 MiB | 18,016 | 6,846 B |
+| 2 | `websockets/datastructures.py:196` (handshake headers) | 2.4 MiB | 44,000 | 2,518 B |
+| 3 | `asyncio/base_events.py:436` (`create_task`) | 2.3 MiB | 23,002 | 2,459 B |
+| 4 | `websockets/datastructures.py:138` (handshake headers) | 2.2 MiB | 41,000 | 2,357 B |
+| 5 | `asyncio/queues.py:48` (a Queue's deque) | 2.2 MiB | 6,000 | 2,280 B |
+| 6 | `asyncio/queues.py:39` (a Queue's deque) | 2.2 MiB | 6,000 | 2,280 B |
+| 7 | `asyncio/queues.py:37` (a Queue's deque) | 2.2 MiB | 6,000 | 2,280 B |
+| 8 | `uvicorn/…/websockets_sansio_impl.py:114` (the server protocol) | 1.5 MiB | 2,000 | 1,584 B |
+| 9 | `asyncio/base_events.py:427` (a task's coroutine) | 1.5 MiB | 10,967 | 1,578 B |
+| 10 | `uvicorn/…/websockets_sansio_impl.py:237` (request headers) | 1.3 MiB | 26,000 | 1,349 B |
+
+After (traced heap at 1,000 sessions: 128.5 MiB, −7.1 MiB: −7.3 KB per session):
+
+| # | allocation site | grown by | objects | per session |
+|---|---|---|---|---|
+| 1 | `asyncio/locks.py:168` (an Event's deque) | 4.3 MiB | 11,992 | 4,557 B |
+| 2 | `websockets/datastructures.py:196` (handshake headers) | 2.4 MiB | 44,000 | 2,518 B |
+| 3 | `websockets/datastructures.py:138` (handshake headers) | 2.2 MiB | 41,000 | 2,357 B |
+| 4 | `asyncio/base_events.py:436` (`create_task`) | 1.7 MiB | 17,005 | 1,830 B |
+| 5 | `uvicorn/…/websockets_sansio_impl.py:114` (the server protocol) | 1.5 MiB | 2,000 | 1,584 B |
+| 6 | `asyncio/queues.py:48` (a Queue's deque) | 1.4 MiB | 4,000 | 1,520 B |
+| 7 | `asyncio/queues.py:39` (a Queue's deque) | 1.4 MiB | 4,000 | 1,520 B |
+| 8 | `asyncio/queues.py:37` (a Queue's deque) | 1.4 MiB | 4,000 | 1,520 B |
+| 9 | `uvicorn/…/websockets_sansio_impl.py:237` (request headers) | 1.3 MiB | 26,000 | 1,349 B |
+| 10 | `asyncio/base_events.py:427` (a task's coroutine) | 1.2 MiB | 8,894 | 1,280 B |
+
+**What was shrunk** (issue 20 §3; every change keeps its module's tests green):
+
+- *A Queue per edge socket* (`master/edge/edge_socket.py`): a bare deque and a future while the
+  sender waits, instead of an `asyncio.Queue` for the socket's life (3.3 KB).
+- *A task per edge socket waiting for its kick*: the kick now cancels the sender, which ends
+  the socket's race; the task, its Event and the Event's deque are gone (~2.5 KB).
+- *An Event per race* (`rawp/tasks.race`, one per edge socket): a future (~0.8 KB).
+- *A keepalive task per client link* (websockets' `ping_interval`): one task pings every link,
+  a slice a second (`master/edge/link_pings.py`; ~1.5 KB per session, and 10,000 timers fewer).
+- Together: Events per session 9 → 6, Queues 3 → 2, tasks per session 2 fewer; the traced
+  heap −7.3 KB per session; RSS per idle session at 10,000 ~89–91 KB (read off the run before,
+  which stopped at 9,450 sessions when its edge token expired) → 78 KB.
+- *Not per-session memory, but found on the way*: issuing a ticket read the whole ticket table
+  to delete expired ones, so opening N sessions was O(N²) — the run before slowed from 25 to a
+  few sessions a second near 9,000; the sweep now runs at most once a minute
+  (`master/edge/tickets.py`): 10,000 sessions
+  opened in 331 s, where the run before had opened 9,450 in 15 minutes.
+- *Left*: the rest is the server stack's per connection — uvicorn's protocol, Queue and
+  handshake headers, Quart's websocket task pair, Queue, request context and werkzeug
+  headers, the `websockets` client connection. With 40 frames per allocation
+  (`BENCH_TRACE_DEPTH=40`, 300 sessions, before the shrinks) 47 KB of a session's traced 80 KB
+  had no line of the project's code behind it (uvicorn and Quart serving the edge socket) and
+  7 KB came from opening the client link (`master/services/pinning.py`). Shrinking that means
+  serving the edge socket below Quart (a bare ASGI route) and not keeping handshake headers,
+  which is more than this issue's scope. No per-session buffer is preallocated (the replay
+  deque, the dedupe window and the pending queue grow on use), no per-session logger exists,
+  and no socket compresses (the master declines permessage-deflate)."""
 
 NOT_MEASURED = """\
 - Nothing from issue 7's list; but every figure here is one run on a shared two-core machine.
