@@ -29,9 +29,11 @@ def rss_vs_sessions(runs: list[tuple[str, dict]], target_mb: float, path: Path) 
     for label, figures in runs:
         sessions, mb = zip(*figures["rss_curve"], strict=True)
         axes.plot(sessions, mb, marker=".", label=label)
-        axes.plot([figures["sessions"]], [figures["rss_peak_mb"]], marker="^", color="black", ls="")
+        if "rss_peak_mb" in figures:  # a run that streamed
+            peak = ([figures["sessions"]], [figures["rss_peak_mb"]])
+            axes.plot(*peak, marker="^", color="black", ls="")
     axes.axhline(target_mb, color="grey", ls="--", lw=1, label=f"target {target_mb:,.0f} MB")
-    axes.set_xlabel("sessions open (idle); ▲ = peak while 10 % stream")
+    axes.set_xlabel("sessions open (idle); ▲ = the peak while some stream")
     axes.set_ylabel("master RSS (MB)")
     axes.set_title("Master memory vs sessions (bench/scale.py)")
     axes.grid(True, alpha=0.3)

@@ -159,12 +159,12 @@ After (traced heap at 1,000 sessions: 128.5 MiB, −7.1 MiB: −7.3 KB per sessi
   a slice a second (`master/edge/link_pings.py`; ~1.5 KB per session, and 10,000 timers fewer).
 - Together: Events per session 9 → 6, Queues 3 → 2, tasks per session 2 fewer; the traced
   heap −7.3 KB per session; RSS per idle session at 10,000 ~89–91 KB (read off the run before,
-  which stopped at 9,450 sessions when its edge token expired) → 78 KB.
+  which stopped at 9,475 sessions when its edge token expired) → 78 KB.
 - *Not per-session memory, but found on the way*: issuing a ticket read the whole ticket table
   to delete expired ones, so opening N sessions was O(N²) — the run before slowed from 25 to a
   few sessions a second near 9,000; the sweep now runs at most once a minute
   (`master/edge/tickets.py`): 10,000 sessions
-  opened in 331 s, where the run before had opened 9,450 in 15 minutes.
+  opened in 331 s, where the run before had opened 9,475 in 15 minutes.
 - *Left*: the rest is the server stack's per connection — uvicorn's protocol, Queue and
   handshake headers, Quart's websocket task pair, Queue, request context and werkzeug
   headers, the `websockets` client connection. With 40 frames per allocation
@@ -397,8 +397,9 @@ Runs drift: the 100-socket p99 has been 12 ms in one run and 290 ms in another.
 
 One master process; a load generator in two processes: a wire-level local client (aiohttp,
 paired through `POST /v1/auth/pair`, config synced) and the edges (this process, `websockets`,
-one edge user, one socket per session). {scale.SESSIONS:,} sessions are opened one by one (the
-Edge API's per-user budget of 30/s paces it); {scale.STREAMING_SHARE:.0%} of them then stream
+one edge user, one socket per session). {scale.SESSIONS:,} sessions are opened
+{scale.PARALLEL} at a time (that user's Edge API budget raised, as below);
+{scale.STREAMING_SHARE:.0%} of them then stream
 at {scale.RATE} frames/s for {scale.SECONDS:.0f} s. Run twice: edges offering
 permessage-deflate (the `websockets` default, and what every browser does), then edges that do
 not (`--no-deflate`), which is the comparison.
