@@ -111,7 +111,8 @@ SCALE_MEMORY = """\
 **Where an idle session's memory goes.** `bench/scale.py --sessions 1000 --trace-memory FILE`
 (tracemalloc from the master's start, one frame per allocation; the growth from the moment the
 edge user is paired to 1,000 sessions open; run 2026-12-03 18:13 UTC, load average 15–18, the
-code before the shrinks at 5edd48f and after them at this commit, in the same minutes). A
+code before the shrinks at 5edd48f and after them on this branch, h/perfscale, in the same
+minutes). A
 session holds two sockets in the master — the edge's (uvicorn → Quart → `master.edge.ws`) and
 the link to the client (`websockets` client) — and most of its ~80 KB is those two stacks'
 objects, a few hundred bytes each: asyncio Events and Queues (an empty `asyncio.Queue` is
