@@ -12,6 +12,10 @@ Rules:
    own default waits as long) is aborted, as websockets' keepalive fails it: the link's pump
    sees the socket close and reattaches (master.edge.client_link rule 2).
 3. A link that closed is forgotten on its turn; `discard` forgets one at once.
+4. A Ping waits for room in the link's send buffer (websockets drains after each write), so
+   each goes out in a task of its own and the loop never waits on one stalled link; a link
+   whose Ping is still being written on its next turn is passed over, as websockets' own
+   keepalive, blocked in the same write, would be.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import logging
 from itertools import islice
 
 from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 log = logging.getLogger("rawp.master.edge.link_pings")
@@ -33,8 +36,9 @@ class LinkPings:
     def __init__(self, interval: float = INTERVAL, ticks: int = 20) -> None:
         self.interval = interval
         self.ticks = ticks
-        # link → the Pong it waits for (None before its first Ping); a dict keeps the order.
-        self._links: dict[ClientConnection, asyncio.Future[float] | None] = {}
+        # link → its Ping being written (a task), then the Pong it waits for (a future); None
+        # before its first Ping. A dict keeps the order.
+        self._links: dict[ClientConnection, asyncio.Future | None] = {}
         self._cursor = 0  # where the next slice starts
         self.aborted = 0
 
@@ -61,21 +65,31 @@ class LinkPings:
             self._cursor = 0
         links = list(islice(self._links.items(), self._cursor, self._cursor + size))
         self._cursor += size
-        for ws, pong in links:
+        for ws, pending in links:
             if ws.state is State.CLOSED:
                 self._forget(ws)  # rule 3
-            elif pong is not None and not pong.done():
+            elif isinstance(pending, asyncio.Task) and not pending.done():
+                continue  # rule 4: its Ping is still being written
+            elif pending is not None and not pending.done():
                 log.info("a client link answered no Ping within %.0f s; aborting it", self.interval)
                 self.aborted += 1
                 self._forget(ws)
                 ws.transport.abort()  # rule 2: the pump sees the close and reattaches
             else:
-                try:
-                    pong = self._links[ws] = await ws.ping()
-                except ConnectionClosed:
-                    self._forget(ws)
-                else:
-                    pong.add_done_callback(_retrieved)
+                writing = self._links[ws] = asyncio.ensure_future(ws.ping())
+                writing.add_done_callback(lambda task, ws=ws: self._pinged(ws, task))
+
+    def _pinged(self, ws: ClientConnection, writing: asyncio.Task) -> None:
+        """The Ping is written: wait for its Pong; a link that closed meanwhile waits for its
+        turn to be forgotten (rule 3)."""
+        if self._links.get(ws) is not writing:
+            return  # forgotten, or pinged again since
+        if writing.cancelled() or writing.exception() is not None:  # ConnectionClosed
+            self._links[ws] = None
+            return
+        pong = writing.result()
+        pong.add_done_callback(_retrieved)
+        self._links[ws] = pong
 
     def _forget(self, ws: ClientConnection) -> None:
         self._links.pop(ws, None)

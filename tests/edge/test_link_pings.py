@@ -62,3 +62,30 @@ async def test_pings_go_out_a_slice_per_tick():
         assert all(pings._links[ws] is not None for ws in links)
         for ws in links:
             await ws.close()
+
+
+async def test_a_link_stuck_writing_does_not_hold_up_the_others():
+    async def handler(ws):
+        await ws.wait_closed()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        stuck = await connect(f"ws://127.0.0.1:{port}/stuck", ping_interval=None)
+        live = await connect(f"ws://127.0.0.1:{port}/live", ping_interval=None)
+        # What the transport says when its buffer is full (a client not reading): every write,
+        # a Ping too, then waits for room.
+        stuck.pause_writing()
+        pings = LinkPings(interval=1.0, ticks=1)
+        pings.add(stuck)
+        pings.add(live)
+        await asyncio.wait_for(pings.tick(), 2)  # returns, though stuck's Ping is not out
+        await asyncio.sleep(0.1)
+        assert isinstance(pings._links[stuck], asyncio.Task)  # still being written
+        assert not isinstance(pings._links[live], asyncio.Task)  # written, its Pong awaited
+        await pings.tick()
+        assert pings.aborted == 0 and stuck in pings._links  # passed over, as websockets would
+        stuck.resume_writing()
+        await asyncio.sleep(0.1)
+        assert not isinstance(pings._links[stuck], asyncio.Task)  # written once there was room
+        await stuck.close()
+        await live.close()
