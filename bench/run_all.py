@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import fanout  # noqa: E402  (bench/ is not a package: its modules are found on sys.path)
 import file_search  # noqa: E402
+import plots  # noqa: E402
 import relay  # noqa: E402
 import render  # noqa: E402
 import replicas  # noqa: E402
@@ -41,6 +42,7 @@ gateway_bench = sys.modules["gateway_bench"] = importlib.util.module_from_spec(_
 _spec.loader.exec_module(gateway_bench)
 
 DOC = ROOT / "docs" / "benchmarks.md"
+SCALE_PLOT = ROOT / "docs" / "bench" / "scale-rss.png"
 FILE_SEARCH_START = "<!-- file-search figures: start -->"
 FILE_SEARCH_END = "<!-- file-search figures: end -->"
 FILE_SEARCH_PLOT = ROOT / "docs" / "bench" / "file-search-cdf.png"
@@ -66,6 +68,14 @@ Memory: `bench/scale.py --trace-memory FILE` lists the master's largest allocati
 Latency: a timeline of latency per quarter second tells a stall of every session at once (the
 collector, a blocking call in the pump) from steady slowness; compare a run with the master's
 collector off (`gc.disable()` in a `sitecustomize.py` on `PYTHONPATH`).""",
+    "scale10k": """\
+Edge sockets: the master holds two sockets per session (the edge's, its link to the client),
+so 10,000 sessions with an edge each need over 20,000 descriptors; where the hard limit
+(`ulimit -Hn`) is lower, the bench attaches as many edges as fit and says so. Memory:
+`BENCH_TRACE_DEPTH=40 bench/scale.py --sessions 1000 --trace-memory FILE` charges what the
+sessions allocate to lines of the project's code. Latency: 1,000 sessions streaming at
+20 frames/s is 20,000 frames/s through one master, with the fake client and the edges on the
+same two cores; compare the master's CPU (`py-spy top --pid`) with the other two processes'.""",
     "gateway": """\
 Calls: the by-method table names the extra call; ⏳ goes on after 2 s and Discord's typing
 repeats every 4 s, so on a loaded machine a "short" turn that ran longer costs more (the
@@ -119,10 +129,87 @@ FIXED = """\
   before). The master's edge sockets write queued frames together the same way
   (`master/edge/wire_batch.py`)."""
 
+# Where an idle session's memory goes, and what issue 20 §3 shrank: tracemalloc runs are slow
+# (and change the RSS they measure), so they are not part of this runner; the text says which
+# command and run it comes from.
+SCALE_MEMORY = """\
+**Where an idle session's memory goes.** `bench/scale.py --sessions 1000 --trace-memory FILE`
+(tracemalloc from the master's start, one frame per allocation; the growth from the moment the
+edge user is paired to 1,000 sessions open; run 2026-12-03 18:13 UTC, load average 15–18, the
+code before the shrinks at 5edd48f and after them on this branch, h/perfscale, in the same
+minutes). A
+session holds two sockets in the master — the edge's (uvicorn → Quart → `master.edge.ws`) and
+the link to the client (`websockets` client) — and most of its ~80 KB is those two stacks'
+objects, a few hundred bytes each: asyncio Events and Queues (an empty `asyncio.Queue` is
+3.3 KB: three deques and an Event's deque), tasks, and the handshake headers uvicorn and
+`websockets` keep for the life of a connection.
+
+Before (traced heap at 1,000 sessions: 135.6 MiB):
+
+| # | allocation site | grown by | objects | per session |
+|---|---|---|---|---|
+| 1 | `asyncio/locks.py:168` (an Event's deque) | 6.5 MiB | 18,016 | 6,846 B |
+| 2 | `websockets/datastructures.py:196` (handshake headers) | 2.4 MiB | 44,000 | 2,518 B |
+| 3 | `asyncio/base_events.py:436` (`create_task`) | 2.3 MiB | 23,002 | 2,459 B |
+| 4 | `websockets/datastructures.py:138` (handshake headers) | 2.2 MiB | 41,000 | 2,357 B |
+| 5 | `asyncio/queues.py:48` (a Queue's deque) | 2.2 MiB | 6,000 | 2,280 B |
+| 6 | `asyncio/queues.py:39` (a Queue's deque) | 2.2 MiB | 6,000 | 2,280 B |
+| 7 | `asyncio/queues.py:37` (a Queue's deque) | 2.2 MiB | 6,000 | 2,280 B |
+| 8 | `uvicorn/…/websockets_sansio_impl.py:114` (the server protocol) | 1.5 MiB | 2,000 | 1,584 B |
+| 9 | `asyncio/base_events.py:427` (a task's coroutine) | 1.5 MiB | 10,967 | 1,578 B |
+| 10 | `uvicorn/…/websockets_sansio_impl.py:237` (request headers) | 1.3 MiB | 26,000 | 1,349 B |
+
+After (traced heap at 1,000 sessions: 128.5 MiB, −7.1 MiB: −7.3 KB per session):
+
+| # | allocation site | grown by | objects | per session |
+|---|---|---|---|---|
+| 1 | `asyncio/locks.py:168` (an Event's deque) | 4.3 MiB | 11,992 | 4,557 B |
+| 2 | `websockets/datastructures.py:196` (handshake headers) | 2.4 MiB | 44,000 | 2,518 B |
+| 3 | `websockets/datastructures.py:138` (handshake headers) | 2.2 MiB | 41,000 | 2,357 B |
+| 4 | `asyncio/base_events.py:436` (`create_task`) | 1.7 MiB | 17,005 | 1,830 B |
+| 5 | `uvicorn/…/websockets_sansio_impl.py:114` (the server protocol) | 1.5 MiB | 2,000 | 1,584 B |
+| 6 | `asyncio/queues.py:48` (a Queue's deque) | 1.4 MiB | 4,000 | 1,520 B |
+| 7 | `asyncio/queues.py:39` (a Queue's deque) | 1.4 MiB | 4,000 | 1,520 B |
+| 8 | `asyncio/queues.py:37` (a Queue's deque) | 1.4 MiB | 4,000 | 1,520 B |
+| 9 | `uvicorn/…/websockets_sansio_impl.py:237` (request headers) | 1.3 MiB | 26,000 | 1,349 B |
+| 10 | `asyncio/base_events.py:427` (a task's coroutine) | 1.2 MiB | 8,894 | 1,280 B |
+
+**What was shrunk** (issue 20 §3; every change keeps its module's tests green):
+
+- *A Queue per edge socket* (`master/edge/edge_socket.py`): a bare deque and a future while the
+  sender waits, instead of an `asyncio.Queue` for the socket's life (3.3 KB).
+- *A task per edge socket waiting for its kick*: the kick now cancels the sender, which ends
+  the socket's race; the task, its Event and the Event's deque are gone (~2.5 KB).
+- *An Event per race* (`rawp/tasks.race`, one per edge socket): a future (~0.8 KB).
+- *A keepalive task per client link* (websockets' `ping_interval`): one task pings every link,
+  a slice a second (`master/edge/link_pings.py`; ~1.5 KB per session, and 10,000 timers fewer).
+- Together: Events per session 9 → 6, Queues 3 → 2, tasks per session 2 fewer; the traced
+  heap −7.3 KB per session; RSS per idle session at 10,000 ~89–91 KB (read off the run before,
+  which stopped at 9,475 sessions when its edge token expired) → 78 KB.
+- *Not per-session memory, but found on the way*: issuing a ticket read the whole ticket table
+  to delete expired ones, so opening N sessions was O(N²) — the run before slowed from 25 to a
+  few sessions a second near 9,000; the sweep now runs at most once a minute
+  (`master/edge/tickets.py`): 10,000 sessions
+  opened in 331 s, where the run before had opened 9,475 in 15 minutes.
+- *Left*: the rest is the server stack's per connection — uvicorn's protocol, Queue and
+  handshake headers, Quart's websocket task pair, Queue, request context and werkzeug
+  headers, the `websockets` client connection. With 40 frames per allocation
+  (`BENCH_TRACE_DEPTH=40`, 300 sessions, before the shrinks) 47 KB of a session's traced 80 KB
+  had no line of the project's code behind it (uvicorn and Quart serving the edge socket) and
+  7 KB came from opening the client link (`master/services/pinning.py`). Shrinking that means
+  serving the edge socket below Quart (a bare ASGI route) and not keeping handshake headers,
+  which is more than this issue's scope. No per-session buffer is preallocated (the replay
+  deque, the dedupe window and the pending queue grow on use), no per-session logger exists,
+  and no socket compresses (the master declines permessage-deflate)."""
+
 NOT_MEASURED = """\
 - Nothing from issue 7's list; but every figure here is one run on a shared two-core machine.
 - The collector policy's long pause every ten minutes (`master/gc_pauses.py`) falls outside
   the scale benchmark's 10 s window; a run of an hour would show it in the p99.9."""
+
+
+def curve_text(figures: dict) -> str:
+    return ", ".join(f"{n:,}: {mb:.0f}" for n, mb in figures["rss_curve"])
 
 
 def machine() -> dict[str, str]:
@@ -217,15 +304,25 @@ def replicas_section() -> str:
     return replicas.report(figures)
 
 
-def scale_args(no_deflate: bool) -> argparse.Namespace:
+def scale_args(no_deflate: bool, sessions: int = scale.SESSIONS) -> argparse.Namespace:
     return argparse.Namespace(
-        sessions=scale.SESSIONS,
+        sessions=sessions,
         share=scale.STREAMING_SHARE,
         rate=scale.RATE,
         seconds=scale.SECONDS,
         no_deflate=no_deflate,
+        parallel=scale.PARALLEL,
         trace_memory=None,
+        trace_wait=0.0,
     )
+
+
+def scale_plot(runs: list[tuple[str, dict]]) -> str:
+    """The RSS-vs-sessions PNG, as a Markdown image, or why there is none."""
+    if not plots.available():
+        return "(No plot this run: matplotlib is missing; `pip install -e '.[bench]'`.)"
+    path = plots.rss_vs_sessions(runs, 1024.0, SCALE_PLOT)
+    return f"![master RSS vs sessions]({path.relative_to(DOC.parent).as_posix()})"
 
 
 def verdict(met: float) -> str:
@@ -258,6 +355,14 @@ def main() -> int:
     print("sessions at scale …", flush=True)
     scale_figures = scale.run(scale_args(no_deflate=False))
     scale_plain = scale.run(scale_args(no_deflate=True))
+    print("ten thousand sessions …", flush=True)
+    scale_large = scale.run(scale_args(no_deflate=False, sessions=scale.LARGE))
+    rss_plot = scale_plot(
+        [
+            (f"{scale.SESSIONS:,} sessions", scale_figures),
+            (f"{scale.LARGE:,} sessions", scale_large),
+        ]
+    )
     print("replicas …", flush=True)
     replicas_table = replicas_section()
     print("start-up …", flush=True)
@@ -286,6 +391,11 @@ def main() -> int:
          "(edges offering permessage-deflate, as browsers do)", scale_figures["met"],
          f"{scale_figures['rss_peak_mb']:.0f} MB, p99 {scale_figures['p99_ms']:.1f} ms, "
          f"{scale_figures['lost']:.0f} lost", "scale"),
+        ("Ten thousand sessions (issue 20 §3): RSS ≤ 1 GB, p99 ≤ 50 ms with 10 % streaming at "
+         "20 frames/s, none lost, an edge socket each", scale_large["met"],
+         f"{scale_large['rss_peak_mb']:.0f} MB ({scale_large['kb_per_session']:.0f} KB per idle "
+         f"session), p99 {scale_large['p99_ms']:.1f} ms, {scale_large['lost']:,.0f} lost, "
+         f"{scale_large['edges']:,.0f} edges", "scale10k"),
         ("Start-up, `rawp up` to ready: ≤ 3 s", startup_figures["met"],
          f"{max(startup_figures['first_max'], startup_figures['again_max']):.2f} s (worst)",
          "startup"),
@@ -365,8 +475,9 @@ Runs drift: the 100-socket p99 has been 12 ms in one run and 290 ms in another.
 
 One master process; a load generator in two processes: a wire-level local client (aiohttp,
 paired through `POST /v1/auth/pair`, config synced) and the edges (this process, `websockets`,
-one edge user, one socket per session). {scale.SESSIONS:,} sessions are opened one by one (the
-Edge API's per-user budget of 30/s paces it); {scale.STREAMING_SHARE:.0%} of them then stream
+one edge user, one socket per session). {scale.SESSIONS:,} sessions are opened
+{scale.PARALLEL} at a time (that user's Edge API budget raised, as below);
+{scale.STREAMING_SHARE:.0%} of them then stream
 at {scale.RATE} frames/s for {scale.SECONDS:.0f} s. Run twice: edges offering
 permessage-deflate (the `websockets` default, and what every browser does), then edges that do
 not (`--no-deflate`), which is the comparison.
@@ -378,6 +489,22 @@ Edges offering deflate:
 Edges not offering deflate:
 
 {scale.report(scale_plain)}
+
+## Ten thousand sessions (`bench/scale.py --sessions {scale.LARGE}`, issue 20 §3)
+
+The same benchmark with {scale.LARGE:,} sessions, edges offering deflate. The edge user's Edge
+API budget (30 requests/s for everybody) is raised for this user only, by the master's
+`--edge-user-rate-limits {scale.SUBJECT}=…` (RAWP_EDGE_USER_RATE_LIMITS), and the sessions are
+opened {scale.PARALLEL} at a time; the bench raises its descriptor limit to the hard limit
+({scale_large["fd_limit"]:,.0f} here) before starting the master, which inherits it.
+
+{scale.report(scale_large)}
+
+{rss_plot}
+
+The RSS sampled while opening (sessions: MB): {curve_text(scale_large)}.
+
+{SCALE_MEMORY}
 
 ## Replicas (`bench/replicas.py`, issue 9)
 

@@ -9,11 +9,13 @@ fixed by the spec, replay sizes); its operator-facing defaults are read from `Ma
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, SecretStr, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, model_validator
+from pydantic_settings import NoDecode
 
 from master.services.budget_rules import BudgetRules
 from rawp.rate_limit import Budget
@@ -24,6 +26,7 @@ from rawp.settings import (
     Names,
     Port,
     check_tls_pair,
+    comma_list,
     dev_setting,
     metrics_token_setting,
     setting,
@@ -36,6 +39,32 @@ def _rate(text: str) -> str:
 
 
 Rate = Annotated[str, AfterValidator(_rate), Accepts("a rate like 20/s, 10/min or 600/h")]
+
+
+def _user_rates(items: tuple[str, ...]) -> tuple[str, ...]:
+    for item in items:
+        subject, sep, rate = item.rpartition("=")  # a subject may hold "=", a rate never does
+        if not sep or not subject.strip():
+            raise ValueError(f"each entry looks like 'discord:123=100/s', not {item!r}")
+        _rate(rate)
+    return items
+
+
+UserRates = Annotated[
+    tuple[str, ...],
+    NoDecode,
+    BeforeValidator(comma_list),
+    AfterValidator(_user_rates),
+    Accepts("comma-separated subject=rate pairs, e.g. discord:123=100/s"),
+]
+
+
+def user_budgets(items: tuple[str, ...]) -> dict[str, Budget]:
+    """`("a:1=100/s",)` → {"a:1": Budget}: the users whose Edge API budget is not the default."""
+    pairs = (item.rpartition("=") for item in items)
+    return {subject.strip(): Budget.parse(rate) for subject, _, rate in pairs}
+
+
 Seconds = Annotated[int, Field(gt=0), Accepts("a whole number of seconds above 0")]
 
 
@@ -181,6 +210,14 @@ class MasterOptions(CommandSettings):
         help="backlog (bytes of frame text) of one edge socket before a too-slow edge is cut "
         "off (1013)",
     )
+    edge_user_rate_limits: UserRates = setting(
+        (),
+        env="RAWP_EDGE_USER_RATE_LIMITS",
+        flag="--edge-user-rate-limits",
+        help="Edge API requests per second for named users instead of the default 30/s "
+        "(a load generator, a trusted bot); everyone else keeps the default",
+        example="discord:123=100/s",
+    )
     budgets: Path | None = setting(
         None,
         env="RAWP_BUDGETS_FILE",
@@ -231,6 +268,7 @@ class MasterOptions(CommandSettings):
                 lease_seconds=self.lease_seconds,
                 takeover_sweep_seconds=self.takeover_sweep_seconds,
                 delivery_seconds=self.delivery_seconds,
+                user_budgets=user_budgets(self.edge_user_rate_limits),
                 budgets=budgets if budgets is not None else BudgetRules(),
             ),
         )
@@ -285,8 +323,14 @@ class EdgeSettings:
     # CLIENT_UNAVAILABLE and may resend it.
     delivery_seconds: float = DEFAULTS.delivery_seconds
     user_budget: Budget = USER_BUDGET
+    # Users with an Edge API budget of their own instead of `user_budget` (subject → budget).
+    user_budgets: Mapping[str, Budget] = field(default_factory=dict)
     # Issue 16 §4: spending budgets (the --budgets file; empty: nothing is limited).
     budgets: BudgetRules = field(default_factory=BudgetRules)
+
+    def budget_of(self, user_id: str) -> Budget:
+        """The Edge API rate budget of one user: their own if the operator set one."""
+        return self.user_budgets.get(user_id, self.user_budget)
 
 
 @dataclass(frozen=True)

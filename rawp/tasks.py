@@ -33,13 +33,20 @@ T = TypeVar("T")
 
 async def race(*coroutines: Coroutine[Any, Any, Any]) -> None:
     """Run `coroutines` until the first finishes; cancel and await the rest (rule 1)."""
-    finished = asyncio.Event()
+    # A bare future, not an asyncio.Event (which keeps a deque for its whole life): a master
+    # has one race per edge socket, thousands of them waiting at once (issue 20 §3).
+    finished = asyncio.get_running_loop().create_future()
+
+    def first_done(_task: asyncio.Task) -> None:
+        if not finished.done():
+            finished.set_result(None)
+
     try:
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(coroutine) for coroutine in coroutines]
             for task in tasks:
-                task.add_done_callback(lambda _: finished.set())
-            await finished.wait()
+                task.add_done_callback(first_done)
+            await finished
             for task in tasks:
                 task.cancel()
     except BaseExceptionGroup as group_error:

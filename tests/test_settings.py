@@ -203,6 +203,7 @@ def test_master_options_reach_the_runtime_settings(tmp_path):
         "RAWP_EDGE_DENY_TOOLS": "Bash, Edit,",
         "RAWP_MASTER_NODE_RATE_LIMIT": "5/min",
         "RAWP_LEASE_SECONDS": "7.5",
+        "RAWP_EDGE_USER_RATE_LIMITS": "bench:scale=2000/s, slack:T=1:U2=5/min",
     }
     options = MasterOptions.from_environment(environ=environ)
     assert "pw@db" not in repr(options) and "e" * 40 not in repr(options)
@@ -210,6 +211,11 @@ def test_master_options_reach_the_runtime_settings(tmp_path):
     assert settings.host == "0.0.0.0" and settings.database_url.endswith("pw@db/rawp")
     assert settings.edge.secret == "e" * 40 and settings.edge.deny_tools == ("Bash", "Edit")
     assert settings.node_budget.burst == 5 and settings.edge.lease_seconds == 7.5
+    assert settings.edge.budget_of("bench:scale").per_second == 2000
+    assert settings.edge.budget_of("slack:T=1:U2").burst == 5  # a subject may hold "="
+    assert settings.edge.budget_of("discord:1") == settings.edge.user_budget
+    with pytest.raises(SettingError, match=r"RAWP_EDGE_USER_RATE_LIMITS: .*'bench:scale'"):
+        MasterOptions.from_environment(environ={"RAWP_EDGE_USER_RATE_LIMITS": "bench:scale"})
     with pytest.raises(SettingError) as raised:
         MasterOptions.from_environment(environ={"RAWP_MASTER_NODE_RATE_LIMIT": "5/day"})
     assert str(raised.value) == (

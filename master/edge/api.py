@@ -29,7 +29,7 @@ async def user() -> EdgeUser:
     s = services()
     who = await s.edge.auth.authenticate(request.headers.get("Authorization"))
     settings: EdgeSettings = s.settings.edge
-    await s.limiter.hit(f"user:{who.id}", settings.user_budget)
+    await s.limiter.hit(f"user:{who.id}", settings.budget_of(who.id))
     return who
 
 

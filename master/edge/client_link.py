@@ -47,6 +47,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from master.edge.dataplane import DataPlane
+from master.edge.link_pings import LinkPings
 from master.edge.live import RelayedSession
 from master.services.pinning import connect_pinned
 from master.services.session_start import SessionStarter
@@ -104,8 +105,10 @@ class ClientLink:
         deliver_within: float = 5.0,
         may_hold: Callable[[], Awaitable[bool]] | None = None,
         let_go: Callable[[], Awaitable[None]] | None = None,
+        pings: LinkPings | None = None,
     ) -> None:
         self.live = live
+        self._pings = pings  # the master's shared keepalive; None: websockets' own per socket
         self._plane = plane
         self._starter = starter
         self._on_state = on_state
@@ -312,7 +315,7 @@ class ClientLink:
             raise LinkDown(str(exc)) from None
 
     async def _open(self, url: str) -> ClientConnection:
-        return await connect_pinned(
+        ws = await connect_pinned(
             url,
             self._starter.addresses,
             subprotocols=list(SUBPROTOCOLS),
@@ -321,6 +324,10 @@ class ClientLink:
             # Frames are small and already counted against max_frame_size uncompressed;
             # permessage-deflate would cost both ends CPU on every frame for little gain.
             compression=None,
-            ping_interval=20,
+            # One task pings every link (master.edge.link_pings), not a task per socket.
+            ping_interval=None if self._pings is not None else 20,
             ping_timeout=20,
         )
+        if self._pings is not None:
+            self._pings.add(ws)
+        return ws

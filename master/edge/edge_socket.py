@@ -11,8 +11,10 @@ Rules:
    later") and a reason, and may reconnect with a new ticket (A-22) and `last_message_id`.
 3. `serve` ends when the edge closes, the sender fails, or the socket is kicked (rule 2 or the
    session ending); then the socket is closed with the recorded code and reason.
-4. The sender, the receiver and the kick run in one `rawp.tasks.race` (issue 14 §6): the first
-   to finish ends the others, and a cancellation of `serve` passes through to all three. The
+4. The sender and the receiver run in one `rawp.tasks.race` (issue 14 §6): the first to
+   finish ends the other, and a cancellation of `serve` passes through to both. A kick cancels
+   the sender (mid-write too), which ends the race: no third task waits for the kick, since a
+   master holds thousands of these sockets, mostly idle (issue 20 §3). The
    edge going away mid-write (an `OSError` from the wire) is the end of the connection, not a
    fault; any other failure of a loop is logged here once, with its traceback, and the socket
    is closed with 1011.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -68,21 +71,26 @@ class EdgeSocket:
         self.node_id = node_id
         self.max_backlog = max_backlog
         self.backlog = 0  # characters of frame text queued and not yet written
-        # (frame text, when its client frame arrived: FRAME_ARRIVED, None if not timed)
-        self._queue: asyncio.Queue[tuple[str, float | None]] = asyncio.Queue()
+        # (frame text, when its client frame arrived: FRAME_ARRIVED, None if not timed). A bare
+        # deque and one future while the sender waits, not an asyncio.Queue: a Queue holds
+        # four deques and an Event for its whole life, and a master holds 10,000 of these
+        # sockets mostly idle (issue 20 §3).
+        self._queue: deque[tuple[str, float | None]] = deque()
+        self._waiter: asyncio.Future[None] | None = None
         self.metrics = metrics
         self.replayed: int | None = None  # frames replayed at attach (relay rule 4), if asked
-        self._kicked = asyncio.Event()
+        self._kicked = False
+        self._sender: asyncio.Task | None = None  # the send loop's task while it runs
         self.close_code = NORMAL
         self.close_reason = ""
 
     @property
     def open(self) -> bool:
-        return not self._kicked.is_set()
+        return not self._kicked
 
     def offer(self, text: str) -> bool:
         """Queue one frame (rule 1); past the bound the socket is kicked (rule 2)."""
-        if self._kicked.is_set():
+        if self._kicked:
             return False
         if self.backlog + len(text) > self.max_backlog:
             self.kick(
@@ -94,27 +102,32 @@ class EdgeSocket:
                 self.metrics.frames_dropped.labels("edge_too_slow").inc()
             return False
         self.backlog += len(text)
-        self._queue.put_nowait((text, FRAME_ARRIVED.get()))
+        self._queue.append((text, FRAME_ARRIVED.get()))
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
         return True
 
     def kick(self, code: int, reason: str) -> None:
         """Close this socket soon with `code` and `reason` (idempotent: the first reason wins)."""
-        if self._kicked.is_set():
+        if self._kicked:
             return
         self.close_code, self.close_reason = code, reason[:120]  # a close reason is ≤ 123 bytes
-        self._kicked.set()
+        self._kicked = True
+        if self._sender is not None:
+            self._sender.cancel()  # rule 4: ends the race, as the edge leaving would
 
     async def serve(self, on_frame: Callable[[str | bytes], Awaitable[None]]) -> None:
         """Run until the edge leaves or is kicked (rule 3)."""
         try:
-            await race(self._send_loop(), self._receive_loop(on_frame), self._kicked.wait())
+            await race(self._send_loop(), self._receive_loop(on_frame))
         except OSError as exc:  # rule 4: the edge went away while we wrote or read
             log.info("edge of session %s: the socket went away: %r", self.session_id, exc)
         except Exception:
             log.exception("edge of session %s: the socket failed", self.session_id)
             self.kick(INTERNAL_ERROR, "internal error")
         finally:
-            self._kicked.set()
+            self._kicked = True
         try:
             await asyncio.wait_for(self.wire.close(self.close_code, self.close_reason), 5)
         except (OSError, RuntimeError, TimeoutError) as exc:
@@ -123,13 +136,28 @@ class EdgeSocket:
             log.debug("edge of session %s: closing: %r", self.session_id, exc)
 
     async def _send_loop(self) -> None:
+        if self._kicked:  # kicked before serving: nothing to send
+            return
+        self._sender = asyncio.current_task()
+        try:
+            await self._send_queued()
+        finally:
+            self._sender = None
+
+    async def _send_queued(self) -> None:
         queue = self._queue
         send_many = getattr(self.wire, "send_many", None)
         while True:
-            batch = [await queue.get()]
+            while not queue:
+                self._waiter = asyncio.get_running_loop().create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+            batch = [queue.popleft()]  # rule 5: every frame queued, up to a bound, at once
             chars = len(batch[0][0])
-            while chars < SEND_BATCH_CHARS and not queue.empty():
-                batch.append(queue.get_nowait())
+            while chars < SEND_BATCH_CHARS and queue:
+                batch.append(queue.popleft())
                 chars += len(batch[-1][0])
             if send_many is not None:
                 await send_many([text for text, _ in batch])

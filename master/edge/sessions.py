@@ -46,6 +46,7 @@ from master.edge.auth import EdgeUser
 from master.edge.client_link import ClientLink
 from master.edge.dataplane import DataPlane
 from master.edge.edge_socket import GOING_AWAY, NORMAL
+from master.edge.link_pings import LinkPings
 from master.edge.live import RelayedSession
 from master.edge.nodes import NodeDirectory
 from master.edge.relay import Relay, Resumed
@@ -111,6 +112,7 @@ class EdgeSessions:
         self.live: dict[str, RelayedSession] = {}  # the sessions whose client link is held here
         self._tasks = TaskOwner("edge sessions", log)  # rule 6
         self._sweeper: asyncio.Task | None = None
+        self._pings = LinkPings()  # every client link's keepalive, from one task
         # seconds between takeover sweeps (several replicas only)
         self.sweep_interval = settings.takeover_sweep_seconds
 
@@ -207,6 +209,7 @@ class EdgeSessions:
             may_hold=may_hold,
             let_go=let_go,
             deliver_within=self._settings.delivery_seconds,
+            pings=self._pings,
         )
 
     def _adopt(self, live: RelayedSession, link: ClientLink) -> None:
@@ -345,6 +348,8 @@ class EdgeSessions:
 
     async def start(self) -> None:
         await self._tasks.start()  # rule 6: before any link starts
+        # Named apart from the links' own "client-link-<session>" tasks.
+        self._tasks.spawn(self._pings.run(), name="link-pings")
         await self._relay.start(self)
         await self.resume_all()
         if self._relay.shared:

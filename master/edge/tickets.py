@@ -3,6 +3,11 @@
 A ticket is 43 random characters stored only as its SHA-256 fingerprint. It opens one edge
 WebSocket to one session for the user it was issued to, within `ticket_ttl` seconds; the first
 use burns it (an UPDATE that only one caller can win, on any replica).
+
+Tickets expired for an hour are deleted when a ticket is issued, at most once a minute: the
+sweep reads the whole table (times are compared in Python, storage.schema), and done on every
+issue it made opening N sessions cost O(N²) — 10,000 sessions slowed to a few a second
+(issue 20 §3).
 """
 
 from __future__ import annotations
@@ -23,17 +28,24 @@ class Admission:
     user_id: str
 
 
+SWEEP_EVERY = 60.0  # seconds between sweeps of expired tickets
+
+
 class EdgeTickets:
     def __init__(self, db: Database, clock: Clock, ttl_seconds: int) -> None:
         self._db = db
         self._clock = clock
         self.ttl = ttl_seconds
+        self._swept_at: float | None = None  # monotonic time of the last sweep
 
     async def issue(self, session_id: str, user_id: str) -> str:
         now = self._clock.now()
         ticket = new_secret()
+        sweep = self._swept_at is None or self._clock.monotonic() - self._swept_at >= SWEEP_EVERY
         async with self._db.begin() as conn:
-            await store.delete_old_tickets(conn, now - timedelta(hours=1))
+            if sweep:
+                await store.delete_old_tickets(conn, now - timedelta(hours=1))
+                self._swept_at = self._clock.monotonic()
             await store.insert_ticket(
                 conn,
                 fingerprint=fingerprint(ticket),

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rawp.clock import FakeClock
-from tests.edge.conftest import SECRET
+from rawp.rate_limit import Budget
+from tests.edge.conftest import GENEROUS, SECRET
 
 ALICE, BOB = "discord:111", "slack:T9:U222"
 
@@ -40,6 +41,21 @@ async def test_without_a_configured_secret_no_token_is_issued(make_edge_master):
         )
         assert response.status_code == 503
         assert (await response.get_json())["error_code"] == "EDGE_AUTH_NOT_CONFIGURED"
+
+
+async def test_a_user_with_a_budget_of_their_own_is_not_held_to_the_default(make_edge_master):
+    """The operator raises one user's Edge API budget (a load generator); the rest keep it."""
+    tight = Budget(per_second=1 / 60, burst=2)  # also the token issue, per address
+    async with make_edge_master(
+        FakeClock(), user_budget=tight, user_budgets={BOB: GENEROUS}
+    ) as master:
+        alice, bob = await master.token(ALICE), await master.token(BOB)
+        assert [(await master.call(alice, "GET", "/v1/edge/nodes"))[0] for _ in range(3)] == [
+            200,
+            200,
+            429,
+        ]
+        assert {(await master.call(bob, "GET", "/v1/edge/nodes"))[0] for _ in range(10)} == {200}
 
 
 EDGE_ROUTES = [
@@ -244,3 +260,31 @@ async def test_nodes_and_metrics(edge_master, fake_client):
     await fake_client.close()  # the machine is gone: offline (K-09)
     status, listed = await edge_master.call(ALICE, "GET", "/v1/edge/nodes")
     assert listed["nodes"][0]["status"] == "offline"
+
+
+async def test_expired_tickets_are_swept_at_most_once_a_minute(make_edge_master, fake_client):
+    """Issuing a ticket deletes those expired for an hour, but reads the table at most once a
+    minute (master.edge.tickets: a sweep per issue made opening N sessions O(N²))."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import func, select
+
+    from master.storage.schema import edge_tickets
+
+    clock = FakeClock(datetime.now(UTC))  # the node's config is stamped with the real time
+    async with make_edge_master(clock) as master:
+        _, session_id = await _alice_with_a_session(master, fake_client)  # ticket A, a sweep
+        ttl = master.services.settings.edge.ticket_ttl
+
+        async def issue_and_count(after: float) -> int:
+            clock.advance(after)
+            path = f"/v1/edge/sessions/{session_id}/tickets"
+            assert (await master.call(ALICE, "POST", path))[0] == 201
+            async with master.services.db.connect() as conn:
+                return (await conn.execute(select(func.count()).select_from(edge_tickets))).scalar()
+
+        # B sweeps (A is not an hour past its expiry yet); C comes 30 s later, A is old by then
+        # but no sweep runs; D, a minute after B's sweep, deletes A.
+        assert await issue_and_count(3580 + ttl) == 2
+        assert await issue_and_count(30) == 3
+        assert await issue_and_count(30) == 3

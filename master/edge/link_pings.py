@@ -1,0 +1,103 @@
+"""Keepalive pings for every client link of the master from one task (issue 20 §3).
+
+websockets runs a keepalive task per connection (`ping_interval`): at 10,000 sessions that is
+10,000 tasks asleep, ~1.5 KB each, to send one Ping every 20 s. Here one task does it for all.
+
+Rules:
+
+1. Each link registered with `add` gets a Ping every `interval` seconds. The links are pinged a
+   slice per tick (`ticks` ticks per interval), so 10,000 Pings never go out in one turn of
+   the event loop, where they would hold up the frames being relayed.
+2. A link whose Pong has not come back by its next turn (`interval` seconds later; websockets'
+   own default waits as long) is aborted, as websockets' keepalive fails it: the link's pump
+   sees the socket close and reattaches (master.edge.client_link rule 2).
+3. A link that closed is forgotten on its turn; `discard` forgets one at once.
+4. A Ping waits for room in the link's send buffer (websockets drains after each write), so
+   each goes out in a task of its own and the loop never waits on one stalled link; a link
+   whose Ping is still being written on its next turn is passed over, as websockets' own
+   keepalive, blocked in the same write, would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from itertools import islice
+
+from websockets.asyncio.client import ClientConnection
+from websockets.protocol import State
+
+log = logging.getLogger("rawp.master.edge.link_pings")
+
+INTERVAL = 20.0  # seconds, as websockets' default ping_interval and ping_timeout
+
+
+class LinkPings:
+    def __init__(self, interval: float = INTERVAL, ticks: int = 20) -> None:
+        self.interval = interval
+        self.ticks = ticks
+        # link → its Ping being written (a task), then the Pong it waits for (a future); None
+        # before its first Ping. A dict keeps the order.
+        self._links: dict[ClientConnection, asyncio.Future | None] = {}
+        self._cursor = 0  # where the next slice starts
+        self.aborted = 0
+
+    def add(self, ws: ClientConnection) -> None:
+        self._links[ws] = None
+
+    def discard(self, ws: ClientConnection) -> None:
+        self._links.pop(ws, None)
+
+    def __len__(self) -> int:
+        return len(self._links)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval / self.ticks)
+            await self.tick()
+
+    async def tick(self) -> None:
+        """Rule 1: the next slice of the links, each checked (rule 2) and pinged."""
+        if not self._links:
+            return
+        size = -(-len(self._links) // self.ticks)  # ceil: every link once per interval
+        if self._cursor >= len(self._links):
+            self._cursor = 0
+        links = list(islice(self._links.items(), self._cursor, self._cursor + size))
+        self._cursor += size
+        for ws, pending in links:
+            if ws.state is State.CLOSED:
+                self._forget(ws)  # rule 3
+            elif isinstance(pending, asyncio.Task) and not pending.done():
+                continue  # rule 4: its Ping is still being written
+            elif pending is not None and not pending.done():
+                log.info("a client link answered no Ping within %.0f s; aborting it", self.interval)
+                self.aborted += 1
+                self._forget(ws)
+                ws.transport.abort()  # rule 2: the pump sees the close and reattaches
+            else:
+                writing = self._links[ws] = asyncio.ensure_future(ws.ping())
+                writing.add_done_callback(lambda task, ws=ws: self._pinged(ws, task))
+
+    def _pinged(self, ws: ClientConnection, writing: asyncio.Task) -> None:
+        """The Ping is written: wait for its Pong; a link that closed meanwhile waits for its
+        turn to be forgotten (rule 3)."""
+        if self._links.get(ws) is not writing:
+            return  # forgotten, or pinged again since
+        if writing.cancelled() or writing.exception() is not None:  # ConnectionClosed
+            self._links[ws] = None
+            return
+        pong = writing.result()
+        pong.add_done_callback(_retrieved)
+        self._links[ws] = pong
+
+    def _forget(self, ws: ClientConnection) -> None:
+        self._links.pop(ws, None)
+        self._cursor = max(0, self._cursor - 1)  # the slice after it moved up by one
+
+
+def _retrieved(pong: asyncio.Future[float]) -> None:
+    # A link that closes fails its Pong with ConnectionClosed: nobody awaits it, so read it
+    # here, or asyncio logs "exception was never retrieved" for every closed link.
+    if not pong.cancelled():
+        pong.exception()

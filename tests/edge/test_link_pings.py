@@ -1,0 +1,91 @@
+"""The master's shared keepalive for client links (master.edge.link_pings): real WebSockets on
+loopback; a peer that stops reading never answers a Ping, a reading one always does."""
+
+from __future__ import annotations
+
+import asyncio
+
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import serve
+from websockets.protocol import State
+
+from master.edge.link_pings import LinkPings
+
+
+async def test_a_link_without_pongs_is_aborted_and_a_live_one_kept():
+    stalled: list = []
+
+    async def handler(ws):
+        if ws.request.path == "/stall":
+            ws.transport.pause_reading()  # reads no Ping, so answers none
+            stalled.append(ws)
+        await ws.wait_closed()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        live = await connect(f"ws://127.0.0.1:{port}/live", ping_interval=None)
+        dead = await connect(f"ws://127.0.0.1:{port}/stall", ping_interval=None)
+        pings = LinkPings(interval=0.2, ticks=2)
+        pings.add(live)
+        pings.add(dead)
+        for _ in range(6):  # three rounds: a Ping each, then the check of the next round
+            await pings.tick()
+            await asyncio.sleep(0.1)
+        await asyncio.wait_for(dead.wait_closed(), 5)
+        assert pings.aborted == 1
+        assert live.state is State.OPEN and len(pings) == 1
+        await live.close()
+        await pings.tick()
+        await pings.tick()
+        assert len(pings) == 0  # a closed link is forgotten on its turn
+        stalled[0].transport.abort()  # it reads nothing, so it would not see the close either
+
+
+async def test_pings_go_out_a_slice_per_tick():
+    pings = LinkPings(interval=1.0, ticks=4)
+    received: list[str] = []  # the paths of the links pinged by the first tick
+
+    async def handler(ws):
+        await ws.wait_closed()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        links = [await connect(f"ws://127.0.0.1:{port}/{i}", ping_interval=None) for i in range(8)]
+        for ws in links:
+            pings.add(ws)
+        await pings.tick()
+        pinged = [ws for ws in links if pings._links[ws] is not None]
+        received.extend(str(ws.request.path) for ws in pinged)
+        assert received == ["/0", "/1"]  # 8 links over 4 ticks: two per tick, in order
+        for _ in range(3):
+            await pings.tick()
+        assert all(pings._links[ws] is not None for ws in links)
+        for ws in links:
+            await ws.close()
+
+
+async def test_a_link_stuck_writing_does_not_hold_up_the_others():
+    async def handler(ws):
+        await ws.wait_closed()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        stuck = await connect(f"ws://127.0.0.1:{port}/stuck", ping_interval=None)
+        live = await connect(f"ws://127.0.0.1:{port}/live", ping_interval=None)
+        # What the transport says when its buffer is full (a client not reading): every write,
+        # a Ping too, then waits for room.
+        stuck.pause_writing()
+        pings = LinkPings(interval=1.0, ticks=1)
+        pings.add(stuck)
+        pings.add(live)
+        await asyncio.wait_for(pings.tick(), 2)  # returns, though stuck's Ping is not out
+        await asyncio.sleep(0.1)
+        assert isinstance(pings._links[stuck], asyncio.Task)  # still being written
+        assert not isinstance(pings._links[live], asyncio.Task)  # written, its Pong awaited
+        await pings.tick()
+        assert pings.aborted == 0 and stuck in pings._links  # passed over, as websockets would
+        stuck.resume_writing()
+        await asyncio.sleep(0.1)
+        assert not isinstance(pings._links[stuck], asyncio.Task)  # written once there was room
+        await stuck.close()
+        await live.close()
