@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import prefork
 from tests.support import Processes
 
 
@@ -58,6 +59,10 @@ def pytest_configure(config):
     root = Path(__file__).resolve().parent.parent
     for package in PACKAGES:
         compileall.compile_dir(root / package, quiet=1, workers=os.cpu_count() or 1)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    prefork.close_fork_server()  # this worker's (tests.prefork), if it started one
 
 
 def pytest_collection_modifyitems(config, items):

@@ -18,6 +18,8 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
+from tests import prefork
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -54,6 +56,19 @@ class Processes:
     def rawp(
         self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, **kwargs
     ) -> subprocess.Popen:
+        """`python -m rawp.cli ARGS` in a new session; forked from tests.prefork's server,
+        which has the imports done already, unless RAWP_TEST_PREFORK=0."""
+        if prefork.ENABLED and set(kwargs) <= {"stdin", "stdout", "stderr"}:
+            proc = prefork.fork_server().launch(
+                args,
+                env={**os.environ, **(env or {})},
+                cwd=cwd or ROOT,
+                stdin=kwargs.get("stdin"),
+                stdout=kwargs.get("stdout", subprocess.PIPE),
+                stderr=kwargs.get("stderr", subprocess.STDOUT),
+            )
+            self.procs.append(proc)
+            return proc
         return self.start([sys.executable, "-m", "rawp.cli", *args], env=env, cwd=cwd, **kwargs)
 
     def start(
