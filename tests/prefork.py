@@ -20,7 +20,9 @@ when it has reaped the child — its exit status as `subprocess` reports it (neg
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import json
 import os
 import select
@@ -67,6 +69,9 @@ def serve(path: str) -> int:
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    # Out of the collector's sight: a child's collections would otherwise walk (and so copy)
+    # every page of the imported modules' objects it shares with this process.
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(64)
@@ -135,7 +140,29 @@ def _become(request: dict, fds: list[int], conn: socket.socket) -> int:
     sys.argv = [str(ROOT / "rawp" / "cli.py"), *request["args"]]
     from rawp.cli import main
 
-    return main(request["args"])
+    try:
+        code = main(request["args"])
+    except SystemExit as exc:  # as the interpreter reports it (argparse exits this way)
+        code = exc.code
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    _exit(0 if code is None else code)
+
+
+def _exit(code: int) -> None:
+    """The interpreter's exit up to, not including, tearing down every module: non-daemon
+    threads joined, atexit functions run (logging's flush among them), stdio flushed. The
+    teardown of a heap holding every import would cost the child more than its imports did."""
+    threading._shutdown()  # what Py_FinalizeEx does first (private, stable since 3.x)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 # --- the test side ---------------------------------------------------------------------------
@@ -289,6 +316,36 @@ class ForkServer:
         with contextlib.suppress(OSError):
             os.unlink(self.path)
             os.rmdir(self._dir)
+
+
+def run(
+    args: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | str = ROOT,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess:
+    """`subprocess.run([python, -m, rawp.cli, *args], capture_output=True, text=True,
+    stdin=DEVNULL)`, forked from the server unless RAWP_TEST_PREFORK=0."""
+    env = dict(os.environ if env is None else env)
+    if not ENABLED:
+        return subprocess.run(
+            [sys.executable, "-m", "rawp.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+    proc = fork_server().launch(
+        args, env, cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), err.decode())
 
 
 _server: ForkServer | None = None

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 
 from rawp.cli import COMMANDS
+from tests import prefork
 
 
 def rawp(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rawp.cli", *args], capture_output=True, text=True, timeout=60
-    )
+    return prefork.run(args)  # `python -m rawp.cli ARGS`, the imports done (tests/prefork.py)
 
 
 def test_top_level_help_lists_every_command():

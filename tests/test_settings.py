@@ -3,7 +3,6 @@ working directory, flags over the environment over `.env` — run as real `rawp`
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,21 +12,15 @@ from pydantic import SecretStr, StringConstraints
 from rawp import settings_docs
 from rawp.cli import COMMANDS
 from rawp.settings import CommandSettings, SettingError, setting
+from tests import prefork
 
 # Variables that might be set where the tests run and would change what a command does.
 CLEAN = {k: v for k, v in os.environ.items() if not k.startswith(("RAWP_", "DISCORD_", "SLACK_"))}
 
 
 def rawp(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rawp.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env={**CLEAN, **(env or {})},
-        stdin=subprocess.DEVNULL,
-    )
+    # `python -m rawp.cli ARGS` in `cwd`, stdin closed, the imports done (tests/prefork.py)
+    return prefork.run(args, cwd=cwd, env={**CLEAN, **(env or {})})
 
 
 # command line, bad variable, value, the line it must print
