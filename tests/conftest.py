@@ -22,9 +22,10 @@ def processes():
         procs.close()
 
 
-# The suite runs on three workers (pyproject: `-n 3 --dist loadfile --no-loadscope-reorder`) on
-# two cores: most of its time is waiting on real processes (leases expiring, agents pausing),
-# which a third worker fills with other files. Each worker takes
+# The suite runs on six workers (pyproject: `-n 6 --dist loadfile --no-loadscope-reorder`) on
+# two cores: with the `rawp` processes forked with their imports done (tests/prefork.py), most of
+# its time is waiting on real processes (leases expiring, agents pausing, 20 trials per fault),
+# which the other workers fill with other files. Each worker takes
 # whole test files in collection order. The fault-injection and replica files take a
 # minute or more each, so they are handed out first and the many short files fill the gaps
 # around them; collected in alphabetical order they would start last and leave one worker
