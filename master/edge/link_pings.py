@@ -16,6 +16,8 @@ Rules:
    each goes out in a task of its own and the loop never waits on one stalled link; a link
    whose Ping is still being written on its next turn is passed over, as websockets' own
    keepalive, blocked in the same write, would be.
+5. When the pinger stops (`run` cancelled at shutdown), the Pings still being written are
+   cancelled with it: nothing it started outlives it.
 """
 
 from __future__ import annotations
@@ -52,9 +54,18 @@ class LinkPings:
         return len(self._links)
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval / self.ticks)
-            await self.tick()
+        try:
+            while True:
+                await asyncio.sleep(self.interval / self.ticks)
+                await self.tick()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Rule 5: cancel the Pings still being written."""
+        for pending in self._links.values():
+            if isinstance(pending, asyncio.Task) and not pending.done():
+                pending.cancel()
 
     async def tick(self) -> None:
         """Rule 1: the next slice of the links, each checked (rule 2) and pinged."""
@@ -82,9 +93,12 @@ class LinkPings:
     def _pinged(self, ws: ClientConnection, writing: asyncio.Task) -> None:
         """The Ping is written: wait for its Pong; a link that closed meanwhile waits for its
         turn to be forgotten (rule 3)."""
+        # Read the outcome first, even of a link forgotten meanwhile: an exception nobody
+        # reads is logged by asyncio as "never retrieved".
+        failed = writing.cancelled() or writing.exception() is not None  # ConnectionClosed
         if self._links.get(ws) is not writing:
             return  # forgotten, or pinged again since
-        if writing.cancelled() or writing.exception() is not None:  # ConnectionClosed
+        if failed:
             self._links[ws] = None
             return
         pong = writing.result()

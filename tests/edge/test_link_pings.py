@@ -89,3 +89,25 @@ async def test_a_link_stuck_writing_does_not_hold_up_the_others():
         assert not isinstance(pings._links[stuck], asyncio.Task)  # written once there was room
         await stuck.close()
         await live.close()
+
+
+async def test_a_stopped_pinger_cancels_the_pings_it_is_still_writing():
+    async def handler(ws):
+        await ws.wait_closed()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        stuck = await connect(f"ws://127.0.0.1:{port}/stuck", ping_interval=None)
+        stuck.pause_writing()  # its Ping waits for room that never comes
+        pings = LinkPings(interval=0.05, ticks=1)
+        pings.add(stuck)
+        running = asyncio.ensure_future(pings.run())
+        await asyncio.sleep(0.2)
+        writing = pings._links[stuck]
+        assert isinstance(writing, asyncio.Task) and not writing.done()
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        await asyncio.sleep(0)
+        assert writing.cancelled()  # rule 5: nothing the pinger started outlives it
+        stuck.resume_writing()
+        await stuck.close()
