@@ -46,7 +46,7 @@ def time_to_ready(state_dir: Path) -> tuple[float, float]:
         began = time.perf_counter()
         proc = processes.rawp(
             "up", "--platform", "console", "--state-dir", str(state_dir),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # open and empty: `rawp up` refuses /dev/null as its console
         )  # fmt: skip
         deadline = time.monotonic() + LIMIT
         seen = []

@@ -55,6 +55,7 @@ PACKAGES = ("rawp", "master", "client", "gateway", "adapters", "tests")
 
 
 def pytest_configure(config):
+    prefork.enable()  # the suite's processes are forked (tests/prefork.py); bench/'s are not
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller compiled already
     root = Path(__file__).resolve().parent.parent

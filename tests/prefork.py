@@ -10,8 +10,10 @@ exactly what `python -m rawp.cli ARGS` runs, `rawp.cli.main(ARGS)`, then exits t
 normal interpreter shutdown. Only the imports are shared, never a socket, thread or event loop
 (the server holds none when it forks).
 
-`RAWP_TEST_PREFORK=0` starts every process the ordinary way (`subprocess.Popen`); the suite
-passes either way.
+Only the suite forks: `tests/conftest.py` calls `enable()`. `bench/` starts its processes
+through `tests.support` too, and a benchmark must measure real start-ups and unshared memory.
+`RAWP_TEST_PREFORK=0` makes the suite start every process the ordinary way (`subprocess.Popen`);
+it passes either way.
 
 Wire: one SOCK_SEQPACKET message per launch (JSON: argv, env, cwd; SCM_RIGHTS: the child's
 stdin, stdout and stderr); the server answers the child's pid, then — on the same connection,
@@ -37,7 +39,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ENABLED = os.environ.get("RAWP_TEST_PREFORK", "1") != "0"
+ENABLED = False  # see enable()
+
+
+def enable() -> None:
+    """Fork this process's `rawp` commands from now on, unless RAWP_TEST_PREFORK=0."""
+    global ENABLED
+    ENABLED = os.environ.get("RAWP_TEST_PREFORK", "1") != "0"
+
+
 # What a `rawp` process imports on its way to serving; importing more than one command needs
 # costs the children nothing (the pages are shared copy-on-write).
 PRELOAD = (
