@@ -60,9 +60,10 @@ def edge_settings(tmp_path, database_url):
 class EdgeMaster:
     """The master app plus the calls an edge and a node make in these tests."""
 
-    def __init__(self, app, client) -> None:
+    def __init__(self, app, client, clock=SYSTEM_CLOCK) -> None:
         self.app = app
         self.client = client
+        self.clock = clock  # the master's: a config's effective_at is checked against it
 
     @property
     def services(self):
@@ -105,7 +106,7 @@ class EdgeMaster:
         assert response.status_code == 200, await response.get_data()
         node = await response.get_json()
         if synced:
-            now = iso(SYSTEM_CLOCK.now())
+            now = iso(self.clock.now())
             headers = {"Authorization": f"Bearer {node['access_token']}"}
             limits = {
                 "config_version": 1,
@@ -143,7 +144,7 @@ def make_edge_master(edge_settings):
         app = create_app(settings, clock)
         async with app.test_app() as test_app:
             await master_fixtures._empty_tables(app.extensions[EXTENSION])
-            yield EdgeMaster(app, test_app.test_client())
+            yield EdgeMaster(app, test_app.test_client(), clock)
 
     return start
 
