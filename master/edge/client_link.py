@@ -48,6 +48,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from master.edge.dataplane import DataPlane
 from master.edge.link_pings import LinkPings
+from master.edge.link_reader import LinkConnection
 from master.edge.live import RelayedSession
 from master.services.pinning import connect_pinned
 from master.services.session_start import SessionStarter
@@ -327,6 +328,7 @@ class ClientLink:
             # One task pings every link (master.edge.link_pings), not a task per socket.
             ping_interval=None if self._pings is not None else 20,
             ping_timeout=20,
+            create_connection=LinkConnection,  # whole data frames parsed in one pass
         )
         if self._pings is not None:
             self._pings.add(ws)

@@ -7,6 +7,13 @@ each one its own text frame, compressed if the edge negotiated permessage-deflat
 uvicorn's `send` does — and writes their bytes at once, after the same wait for the socket to
 be writable and with the same disconnection error (`ClientDisconnected`, an `OSError`).
 
+When the edge negotiated no extension (no permessage-deflate), a text frame from a server is
+only a header and the UTF-8 bytes (RFC 6455 §5.2: FIN, opcode 1, unmasked), so `send_many` writes
+them itself: websockets' `send_text` → `send_frame` → `Frame.serialize` cost the master more than
+the relaying around it. It does so only when websockets would frame the same bytes: the
+connection OPEN and no fragmented message in progress. Anything websockets had queued already
+(a Pong, say) is written first.
+
 That reaches into uvicorn's `websockets-sansio` protocol (the owner of the ASGI `send` Quart
 was given; master.server picks it) and is used only when it is found and the socket is open;
 otherwise the frames go one by one through ASGI, with uvicorn's own checks and errors.
@@ -21,6 +28,7 @@ try:  # uvicorn's internals, as of uvicorn 0.3x–0.5x; absent, frames go one by
     from uvicorn.protocols.utils import ClientDisconnected
     from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
     from websockets.exceptions import InvalidState
+    from websockets.protocol import State
 except ImportError:  # pragma: no cover - another server or version
     WebSocketsSansIOProtocol = None
 
@@ -48,15 +56,33 @@ class BatchWriter:
                 else:
                     await self.asgi_send({"type": "websocket.send", "bytes": None, "text": text})
             return
+        conn = protocol.conn
+        if not conn.extensions and conn.state is State.OPEN and not conn.expect_continuation_frame:
+            output = conn.data_to_send()  # what websockets queued before these, first
+            for text in texts:
+                data = text.encode()
+                output.append(text_frame_header(len(data)))
+                output.append(data)
+            protocol.transport.write(b"".join(output))
+            return
         try:
             for text in texts:
-                protocol.conn.send_text(text.encode())
+                conn.send_text(text.encode())
         except InvalidState:
             raise ClientDisconnected() from None
         finally:  # what was framed before a failure is written, as frame-by-frame sends would
             output = protocol.conn.data_to_send()
             if output:
                 protocol.transport.write(b"".join(output))
+
+
+def text_frame_header(size: int) -> bytes:
+    """RFC 6455 §5.2: FIN + text opcode, unmasked, the payload length in 7, 7+16 or 7+64 bits."""
+    if size < 126:
+        return bytes((0x81, size))
+    if size < 1 << 16:
+        return b"\x81\x7e" + size.to_bytes(2, "big")
+    return b"\x81\x7f" + size.to_bytes(8, "big")
 
 
 def _open(protocol: Any) -> bool:

@@ -11,16 +11,23 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from quart import Quart, websocket
 from websockets.asyncio.client import connect
+from websockets.frames import Frame, Opcode
 
 from client.api.socket import QuartSocket
 from client.server import serve_client
-from master.edge.wire_batch import BatchWriter
+from master.edge.wire_batch import BatchWriter, text_frame_header
 from master.server import serve_asgi
 from tests.support import free_port
 
-TEXTS = [f'{{"n": {n}, "text": "{"x" * (n % 50)}"}}' for n in range(300)]
+TEXTS = [f'{{"n": {n}, "text": "{"x" * (n % 50)}"}}' for n in range(297)] + [
+    "é" * 63,  # 126 UTF-8 bytes: the first 16-bit length
+    "y" * 65_535,  # the last 16-bit length
+    "z" * 65_536,  # the first 64-bit length
+]
 
 
 def app_with(make_writer) -> tuple[Quart, list[bool]]:
@@ -90,3 +97,9 @@ async def test_queued_frames_take_the_fast_path_and_arrive_one_by_one(
         await asyncio.wait_for(server, 10)
     assert found == [True], "the batch writer did not find its server's internals"
     assert received == TEXTS
+
+
+@given(st.text(max_size=300) | st.integers(0, 70_000).map(lambda n: "q" * n))
+def test_the_master_frames_a_text_as_websockets_does(text):
+    data = text.encode()
+    assert text_frame_header(len(data)) + data == Frame(Opcode.TEXT, data).serialize(mask=False)
