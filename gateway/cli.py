@@ -1,4 +1,4 @@
-"""`rawp gateway`: run the chat bot for Discord, Slack or the console.
+"""`rawp gateway`: run the chat bot for Discord, Slack or the console, and the web edge.
 
 The platforms live in `adapters/`, above this package (tests/test_layout.py: gateway never
 imports adapters). So, like `rawp.cli` loading each command by module name, the handler loads
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         platforms = launch.choose_platforms(options.platform)
     except launch.LaunchError as exc:
         raise CommandError(str(exc)) from None
-    if platforms == ("console",):
+    if "console" in platforms:
         # The console is the chat: only warnings go to stderr, the transcript to stdout.
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     else:
@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         redis_url=_plain(options.redis_url),
         redis_prefix=options.redis_prefix,
         platform_limits=options.platform_limits,
+        web=launch.WebConfig(options.web_host, options.web_port, options.web_public_url),
     )
     try:
         return asyncio.run(launch.run_gateway(config))
