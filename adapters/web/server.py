@@ -60,7 +60,7 @@ from gateway.web_logins import WebLogins
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent / "static"
-USER = web.AppKey("user", WebUser)
+USER = web.RequestKey("user", WebUser)
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "

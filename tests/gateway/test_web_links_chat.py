@@ -56,7 +56,8 @@ async def test_rawp_web_in_discord_answers_privately_with_a_working_link(
 ):
     web_port = free_port()
     async with FakeDiscord(DISCORD) as fake:
-        args = gateway_args(stack, tmp_path, "--platform", "discord,web", "--web-port", str(web_port))
+        web_flags = ("--platform", "discord,web", "--web-port", str(web_port))
+        args = gateway_args(stack, tmp_path, *web_flags)
         processes.rawp(*args, env=discord_env(fake, DISCORD))
         await discord_ready(fake)
         interaction = await fake.inject_slash_command("rawp", sub("web"))

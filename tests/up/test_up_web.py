@@ -40,17 +40,17 @@ class Lines:
                 self.lines.append(raw.decode(errors="replace"))
                 self._changed.notify_all()
 
-    def _wait(self, pattern: re.Pattern, timeout: float) -> re.Match:
+    def _wait(self, pattern: re.Pattern, within_s: float) -> re.Match:
         with self._changed:
-            for _ in range(int(timeout * 10)):
+            for _ in range(int(within_s * 10)):
                 for line in self.lines:
                     if found := pattern.search(line):
                         return found
                 self._changed.wait(0.1)
         raise AssertionError(f"no {pattern.pattern!r} in:\n{''.join(self.lines)}")
 
-    async def wait_for(self, pattern: re.Pattern, timeout: float = 90) -> re.Match:
-        return await asyncio.to_thread(self._wait, pattern, timeout)
+    async def wait_for(self, pattern: re.Pattern, within_s: float = 90) -> re.Match:
+        return await asyncio.to_thread(self._wait, pattern, within_s)
 
 
 def start_up(processes: Processes, tmp_path, *extra: str, env: dict | None = None):
@@ -74,8 +74,8 @@ def frame(type: str, payload: dict, session_id: str, **extra) -> str:
     return dump_frame(make_frame(type, payload, session_id=session_id, **extra))
 
 
-async def receive_until(ws, wanted: str, seen: list[dict], timeout: float = 60) -> dict:
-    async with asyncio.timeout(timeout):
+async def receive_until(ws, wanted: str, seen: list[dict], within_s: float = 60) -> dict:
+    async with asyncio.timeout(within_s):
         while True:
             message = await ws.receive()
             assert message.type == aiohttp.WSMsgType.TEXT, (message.type, message.extra)
@@ -150,7 +150,7 @@ async def test_a_printed_link_signs_in_once_and_a_session_streams_in_the_browser
             )
             ask = await receive_until(ws, "agent.interaction.request", seen)
             assert any(f["type"] == "session.error" for f in seen), seen  # the bad frame's
-            [allow] = [o for o in ask["payload"]["options"] if o["option_id"] == "allow"]
+            assert "allow" in {o["option_id"] for o in ask["payload"]["options"]}
             response = {"interaction_id": ask["payload"]["interaction_id"], "option_id": "allow"}
             await ws.send_str(
                 frame(
@@ -199,7 +199,7 @@ async def test_forged_and_tampered_credentials_are_refused(processes, tmp_path):
     link = (await lines.wait_for(LINK)).group(1)
     base = link.split("/login")[0]
     async with browser() as http:
-        forged = link[: -4] + ("AAAA" if not link.endswith("AAAA") else "BBBB")
+        forged = link[:-4] + ("AAAA" if not link.endswith("AAAA") else "BBBB")
         async with http.get(forged, allow_redirects=False) as answer:
             assert answer.status == 401 and "LOGIN_LINK_INVALID" in await answer.text()
         async with http.get(f"{base}/login", allow_redirects=False) as answer:
