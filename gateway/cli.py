@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
 from rawp.cli import CommandError, writable_directory
 from rawp.settings import add_flags, environment_only, load
@@ -74,8 +75,15 @@ def run(args: argparse.Namespace) -> int:
         platform_limits=options.platform_limits,
         web=launch.WebConfig(options.web_host, options.web_port, options.web_public_url),
     )
+    announce = None
+    if options.web_login_for and "web" in platforms:
+
+        async def announce(web_edge) -> None:  # stderr, like every other line of the gateway
+            link = await web_edge.link_for(options.web_login_for)
+            print(f"rawp gateway: web: {link}", file=sys.stderr, flush=True)
+
     try:
-        return asyncio.run(launch.run_gateway(config))
+        return asyncio.run(launch.run_gateway(config, on_web=announce))
     except launch.LaunchError as exc:
         raise CommandError(str(exc)) from None
     except KeyboardInterrupt:

@@ -143,6 +143,15 @@ class GatewayOptions(CommandSettings):
     )
     web_host: str = web_host_setting()
     web_public_url: str | None = web_public_url_setting()
+    web_login_for: str | None = setting(
+        None,
+        env="RAWP_WEB_LOGIN_FOR",
+        flag="--web-login-for",
+        help="print a one-time web sign-in link for this chat subject when the web edge "
+        "starts (valid 10 minutes), e.g. with the web edge alone; chat users get theirs with "
+        "/rawp web",
+        example="discord:123456789012345678",
+    )
     state_dir: Path = setting(
         Path(".rawp/gateway"),
         env="RAWP_GATEWAY_STATE_DIR",

@@ -5,11 +5,13 @@ caller, and that link signs a browser in as the caller's subject, who sees their
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
 import aiohttp
 
+from tests.edge.stack import EDGE_SECRET
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_payloads import SlackWorld
@@ -92,3 +94,29 @@ async def test_rawp_web_in_slack_answers_ephemerally_with_the_public_url(
         who, nodes = await signed_in_as(link)
         assert who["subject"] == f"slack:{SLACK.team_id}:{SLACK.alice['id']}"
         assert nodes == {"nodes": []}  # the stack's machine is the Discord user's, not theirs
+
+
+async def test_the_web_edge_alone_prints_a_link_for_the_subject_it_is_told(
+    stack, processes, tmp_path
+):
+    web_port = free_port()
+    subject = f"discord:{DISCORD.alice['id']}"
+    flags = ("--platform", "web", "--web-port", str(web_port), "--web-login-for", subject)
+    gateway = processes.rawp(*gateway_args(stack, tmp_path, *flags), env=discord_env_free())
+
+    def printed_link() -> str:
+        for raw in gateway.stdout:  # stderr is merged into it
+            if found := re.search(r"rawp gateway: web: (\S+)", raw.decode()):
+                return found.group(1)
+        raise AssertionError(f"the gateway ended ({gateway.wait()}) without a link")
+
+    link = await asyncio.to_thread(printed_link)
+    assert link.startswith(f"http://127.0.0.1:{web_port}/login?t=")
+    who, nodes = await signed_in_as(link)
+    assert who["subject"] == subject
+    assert [n["device_name"] for n in nodes["nodes"]] == ["test-box"]
+
+
+def discord_env_free() -> dict[str, str]:
+    """No chat platform token: the web edge is the only platform."""
+    return {"RAWP_EDGE_SECRET": EDGE_SECRET, "DISCORD_BOT_TOKEN": "", "SLACK_BOT_TOKEN": ""}
