@@ -15,6 +15,9 @@ Rules:
    is closed; when the master's socket drops, the browser's is closed with 1012 ("restart"), and
    the front end reconnects with its last message id. Sends await the peer's drain, so a slow
    side slows the other down instead of queueing without bound.
+5. Open browser sockets are kept in `open_sockets` while they relay, so a gateway that stops
+   closes them with 1012 too (the app reconnects to it, or to another replica) instead of
+   waiting for the browsers to leave.
 """
 
 from __future__ import annotations
@@ -67,7 +70,10 @@ async def open_upstream(
 
 
 async def relay(
-    request: web.Request, upstream: aiohttp.ClientWebSocketResponse, session_id: str
+    request: web.Request,
+    upstream: aiohttp.ClientWebSocketResponse,
+    session_id: str,
+    open_sockets: set[web.WebSocketResponse],
 ) -> web.WebSocketResponse:
     browser = web.WebSocketResponse(
         protocols=SUBPROTOCOLS, max_msg_size=MAX_FRAME_BYTES, heartbeat=HEARTBEAT_S
@@ -78,6 +84,7 @@ async def relay(
         await upstream.close()
         raise
     master_dropped = False
+    open_sockets.add(browser)  # rule 5
 
     async def to_master() -> None:
         async for message in browser:
@@ -98,6 +105,7 @@ async def relay(
         log.info("web session %s: relay ended: %s", session_id, type(exc).__name__)
         master_dropped = master_dropped or upstream.closed
     finally:
+        open_sockets.discard(browser)
         await upstream.close()
         if not browser.closed:
             if master_dropped:

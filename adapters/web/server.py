@@ -60,6 +60,7 @@ from gateway.web_logins import WebLogins
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent / "static"
+STOP_S = 5.0  # how long a stopping server waits for requests still being answered
 USER = web.RequestKey("user", WebUser)
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -122,6 +123,7 @@ class WebEdge:
         self.cookies = CookieSigner(edge_secret)
         self.agents = tuple(agents)
         self._runner: web.AppRunner | None = None
+        self._sockets: set[web.WebSocketResponse] = set()  # relaying now (proxy rule 5)
         self.port: int | None = None
 
     @property
@@ -158,7 +160,9 @@ class WebEdge:
         return app
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(
+            self.app(), access_log=None, handle_signals=False, shutdown_timeout=STOP_S
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port)
         await site.start()
@@ -167,6 +171,8 @@ class WebEdge:
         log.info("web edge on %s", self.public_url)
 
     async def close(self) -> None:
+        for ws in list(self._sockets):  # the app reconnects (proxy rule 5)
+            await ws.close(code=proxy.MASTER_GONE, message=b"gateway stopping")
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -298,7 +304,7 @@ class WebEdge:
             )
         except proxy.UpstreamRefused as refused:
             return error(refused.status, refused.error_code, refused.message)
-        return await proxy.relay(request, upstream, session_id)
+        return await proxy.relay(request, upstream, session_id, self._sockets)
 
 
 async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:

@@ -6,6 +6,8 @@ directory listing is served. The web edge runs in process with a real SQLite sto
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 import pytest
 
@@ -94,3 +96,15 @@ async def test_only_the_apps_own_files_are_served(web):
             assert answer.status in (403, 404), path
             body = await answer.json()
             assert set(body) == {"error_code", "message"}, path
+
+
+async def test_a_stopping_gateway_closes_the_browsers_socket_with_1012_at_once(web):
+    master, server, http = web
+    master.scripts.append(([ODD_FRAME], None))
+    async with http.ws_connect(stream(server), headers={"Origin": server.public_url}) as ws:
+        assert (await ws.receive_str(timeout=10)) == ODD_FRAME
+        started = asyncio.get_running_loop().time()
+        await server.close()
+        closing = await ws.receive(timeout=10)
+        assert closing.type == aiohttp.WSMsgType.CLOSE and closing.data == 1012
+        assert asyncio.get_running_loop().time() - started < 3
