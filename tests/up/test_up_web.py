@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import subprocess
 import threading
 from urllib.parse import urlsplit
@@ -224,3 +225,24 @@ async def test_no_web_turns_the_web_edge_off(processes, tmp_path):
     up.stdin.close()
     assert await asyncio.to_thread(up.wait, 60) == 0
     assert not any("web:" in line for line in lines.lines), lines.lines
+
+
+async def test_rawp_up_with_the_web_edge_alone_needs_no_input_and_stops_on_sigterm(
+    processes, tmp_path
+):
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    up = processes.rawp(
+        "up", "--state-dir", str(tmp_path / "state"), "--platform", "web",
+        env=NO_PLATFORMS, cwd=workspace,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    lines = Lines(up.stderr)
+    link = (await lines.wait_for(LINK)).group(1)
+    async with browser() as http:
+        async with http.get(link) as page:  # follows the 303 to the app
+            assert page.status == 200 and str(page.url).endswith("/")
+        async with http.get(link.split("/login")[0] + "/api/sessions") as answer:
+            assert (await answer.json()) == {"sessions": []}  # no console session was started
+    up.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(up.wait, 60) == 0
