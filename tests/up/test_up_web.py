@@ -123,6 +123,13 @@ async def test_a_printed_link_signs_in_once_and_a_session_streams_in_the_browser
         async with http.post(
             f"{base}/api/nodes/{node['node_id']}/sessions",
             json={"agent_name": "demo"},
+            headers={"Origin": "http://evil.example"},
+        ) as answer:  # another site's form or fetch, with the cookie
+            assert answer.status == 403
+            assert (await answer.json())["error_code"] == "FOREIGN_ORIGIN"
+        async with http.post(
+            f"{base}/api/nodes/{node['node_id']}/sessions",
+            json={"agent_name": "demo"},
             headers={"Origin": base},
         ) as answer:
             assert answer.status == 201, await answer.text()
