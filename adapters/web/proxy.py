@@ -104,6 +104,8 @@ async def relay(
         # One side broke mid-send; the other is closed below like any other end (rule 4).
         log.info("web session %s: relay ended: %s", session_id, type(exc).__name__)
         master_dropped = master_dropped or upstream.closed
+    except Exception:  # the socket is already upgraded: logged here, both sides closed below
+        log.exception("web session %s: the relay failed", session_id)
     finally:
         open_sockets.discard(browser)
         await upstream.close()
