@@ -7,8 +7,13 @@ bot around it, then run until stopped.
 - The master is waited for first (up to `MASTER_WAIT_S`): a gateway started with it (Docker,
   compose) may be up before the master listens; after that a clear error, and the restart
   policy starts it again.
-- Platforms: named explicitly, else every platform whose token is configured
-  (`DISCORD_BOT_TOKEN`, `SLACK_BOT_TOKEN`), else the console.
+- Platforms: named explicitly (one or several: `slack,web`), else every platform whose token
+  is configured (`DISCORD_BOT_TOKEN`, `SLACK_BOT_TOKEN`), else the console. The console runs
+  alone or with the web edge only.
+- The web edge (adapters.web, issue 21) is no chat bot: its server starts first, beside
+  whatever else runs, and every chat platform's `/rawp web` gets its sign-in links
+  (`ConversationService.web_links`). With the web edge alone the gateway serves it until
+  stopped.
 - The console is a single conversation: the session is started on the configured node (else
   the user's first online node) with the configured agent, prompts are read one per line until
   the input ends, every turn is rendered before the next line is read, and the session is
@@ -32,13 +37,14 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
+from adapters.web import WebConfig, WebEdge
 from gateway import redact
 from gateway.budgeted_platform import PlatformBudget, block_on_429
 from gateway.conversation_store import ConversationStore, StoreError
@@ -50,11 +56,12 @@ from gateway.platform import Invocation
 from gateway.platform_budget import parse_limits
 from gateway.render import RenderOptions
 from gateway.settings import GatewayOptions
+from gateway.web_logins import WebLogins
 from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 
-PLATFORMS = ("discord", "slack", "console")
+PLATFORMS = ("discord", "slack", "console", "web")
 CONSOLE_WAIT_FOR_NODE_S = 30.0
 DEFAULTS = GatewayOptions()
 
@@ -88,17 +95,24 @@ class GatewayConfig:
     redis_url: str | None = field(default=None, repr=False)  # None: one process
     redis_prefix: str = DEFAULTS.redis_prefix
     platform_limits: str = DEFAULTS.platform_limits  # overrides of the budget's table
+    web: WebConfig = field(default_factory=WebConfig)  # with "web" in `platforms`
 
 
 def choose_platforms(
-    requested: str | None, env: Mapping[str, str] | None = None
+    requested: str | Sequence[str] | None, env: Mapping[str, str] | None = None
 ) -> tuple[str, ...]:
-    """The platform asked for, else those with a token configured, else the console."""
+    """The platforms asked for, else those with a token configured, else the console."""
     env = os.environ if env is None else env
+    if isinstance(requested, str):
+        requested = [p.strip() for p in requested.split(",") if p.strip()]
     if requested:
-        if requested not in PLATFORMS:
-            raise LaunchError(f"unknown platform {requested!r}; one of {', '.join(PLATFORMS)}")
-        return (requested,)
+        for name in requested:
+            if name not in PLATFORMS:
+                raise LaunchError(f"unknown platform {name!r}; one of {', '.join(PLATFORMS)}")
+        chosen = tuple(dict.fromkeys(requested))
+        if "console" in chosen and set(chosen) - {"console", "web"}:
+            raise LaunchError("the console runs on its own or with web only (--platform console)")
+        return chosen
     found = tuple(
         name
         for name, variable in (("discord", "DISCORD_BOT_TOKEN"), ("slack", "SLACK_BOT_TOKEN"))
@@ -116,8 +130,11 @@ async def run_gateway(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stop: asyncio.Event | None = None,
+    on_web: Callable[[WebEdge], Awaitable[None]] | None = None,
 ) -> int:
-    if config.platforms == ("console",) and input_is_null(stdin or sys.stdin):
+    """Serve `config.platforms` until stopped; `on_web` is called once the web edge listens."""
+    chat = tuple(p for p in config.platforms if p != "web")
+    if chat == ("console",) and input_is_null(stdin or sys.stdin):
         raise LaunchError(NO_CONSOLE_INPUT)  # docker run without -i: said at once
     await asyncio.to_thread(redact.prepare)  # issue 15 §3: its patterns, compiled once
     edge = EdgeClient(config.master_url, config.edge_secret)
@@ -145,20 +162,31 @@ async def run_gateway(
         config.redis_url, config.redis_prefix, parse_limits(config.platform_limits)
     )
     metrics.rate_limit_listeners.append(block_on_429(budget.queue))
+    web_edge = None
     try:
         if config.metrics_address is not None:
             await server.start(*config.metrics_address)
-        if config.platforms == ("console",):
+        if "web" in config.platforms:
+            web_edge = await _start_web(edge, store, config)
+            if on_web is not None:
+                await on_web(web_edge)
+        if not chat:  # the web edge alone
+            await _wait_for_master(edge)
+            await (stop or _signal_event()).wait()
+            return 0
+        if chat == ("console",):
             await _wait_for_master(edge)
             service = ConversationService(edge, store, settings)
+            service.web_links = web_edge.link_for if web_edge else None
             services.append(service)
             metrics.watch("console", lambda: list(service.live.values()))
             return await run_console(
                 service, config, stdin or sys.stdin, stdout or sys.stdout, stop=stop
             )
         bots = []
-        for name in config.platforms:
+        for name in chat:
             service = ConversationService(edge, store, settings)
+            service.web_links = web_edge.link_for if web_edge else None  # `/rawp web`
             services.append(service)
             metrics.watch(name, lambda service=service: list(service.live.values()))
             hooks = service
@@ -170,6 +198,8 @@ async def run_gateway(
         sweeps = [hooks.sweep() for hooks in clustered]
         return await _serve_bots(bots, services, stop or _signal_event(), *sweeps)
     finally:
+        if web_edge is not None:
+            await web_edge.close()
         await server.close()
         for service in services:
             await service.close()
@@ -179,6 +209,23 @@ async def run_gateway(
         await budget.close()
         await store.close()
         await edge.close()
+
+
+async def _start_web(edge: EdgeClient, store: ConversationStore, config: GatewayConfig) -> WebEdge:
+    web_edge = WebEdge(
+        edge,
+        WebLogins(store.database),
+        config.web,
+        edge_secret=config.edge_secret,
+        agents=config.agents,
+    )
+    try:
+        await web_edge.start()
+    except OSError as exc:  # the port is taken, the address is not this machine's
+        await web_edge.close()
+        where = f"{config.web.host}:{config.web.port}"
+        raise LaunchError(f"the web edge cannot listen on {where}: {exc.strerror or exc}") from None
+    return web_edge
 
 
 async def _join_cluster(service: ConversationService, config: GatewayConfig, owner: TaskOwner):

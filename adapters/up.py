@@ -15,7 +15,9 @@ This is the one wiring module allowed to import master, client and gateway toget
    owner, then the client's own pairing call (which syncs both config scopes). Ports are kept
    in `<state-dir>/up.json` and reused while free, so a second run needs no new pairing; when
    an address changed, the old node first leaves the master (§3.5) and the client pairs anew;
-4. the gateway (adapters.launch): the console unless Discord/Slack tokens are configured.
+4. the gateway (adapters.launch): the console unless Discord/Slack tokens are configured, and
+   beside it the web edge (issue 21, docs/web.md) unless `--no-web`: a one-time sign-in link
+   for the owner is printed as `web: <url>/login?t=<token>` once it listens.
 
 Then it shuts down in order — the session ended (its agent stops), the client (every agent it
 started is ended), the master — and leaves no process behind. The two servers are tasks of
@@ -67,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     except LaunchError as exc:
         raise CommandError(str(exc)) from None
     owner = settings.owner or "console:local"
-    if platforms != ("console",) and not settings.owner:
+    chat = tuple(p for p in platforms if p != "web")
+    if chat and chat != ("console",) and not settings.owner:
         raise CommandError(
             "set RAWP_UP_OWNER (or --owner) to your chat identity, e.g. discord:<your user id> "
             "or slack:<team id>:<user id>, so this machine is yours in chat"
@@ -77,16 +80,19 @@ def run(args: argparse.Namespace) -> int:
         workspace=workspace,
         agent=settings.agent,
         agents_file=agents_file,
-        platforms=platforms,
+        platforms=with_web(platforms, not settings.no_web),
         owner=owner,
         master_port=settings.master_port,
         client_port=settings.client_port,
+        web_port=settings.web_port,
+        web_host=settings.web_host,
+        web_public_url=settings.web_public_url,
         show_thinking=settings.show_thinking,
         approval_timeout_s=settings.approval_timeout,
     )
     from adapters.launch import NO_CONSOLE_INPUT, input_is_null
 
-    if platforms == ("console",) and input_is_null(sys.stdin):
+    if "console" in options.platforms and input_is_null(sys.stdin):
         raise CommandError(NO_CONSOLE_INPUT)  # docker run without -i: said before any server starts
     try:
         return asyncio.run(run_up(options))
@@ -121,6 +127,18 @@ class UpOptions:
     client_port: int
     show_thinking: bool
     approval_timeout_s: float
+    web_port: int = 0
+    web_host: str = LOOPBACK
+    web_public_url: str | None = None
+
+
+def with_web(platforms: tuple[str, ...], web: bool) -> tuple[str, ...]:
+    """The chat platforms, and the web edge beside them unless turned off (rule 4)."""
+    if web and "web" not in platforms:
+        return (*platforms, "web")
+    if not web:
+        return tuple(p for p in platforms if p != "web") or ("console",)
+    return platforms
 
 
 def say(text: str) -> None:
@@ -145,14 +163,19 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def choose_ports(options: UpOptions) -> tuple[int, int]:
-    """Configured ports, else last run's while they are free, else free ones (rule 3)."""
+def choose_ports(options: UpOptions) -> tuple[int, int, int]:
+    """Configured ports, else last run's while they are free, else free ones (rule 3): the
+    master's, the client's and the web edge's."""
     try:
         last = json.loads((options.state_dir / PORTS_FILE).read_text())
     except (OSError, ValueError):
         last = {}
     chosen = []
-    for wanted, key in ((options.master_port, "master_port"), (options.client_port, "client_port")):
+    for wanted, key in (
+        (options.master_port, "master_port"),
+        (options.client_port, "client_port"),
+        (options.web_port, "web_port"),
+    ):
         previous = last.get(key) if isinstance(last, dict) else None
         if wanted:
             chosen.append(wanted)
@@ -163,7 +186,7 @@ def choose_ports(options: UpOptions) -> tuple[int, int]:
             while port in chosen:
                 port = free_port()
             chosen.append(port)
-    return chosen[0], chosen[1]
+    return chosen[0], chosen[1], chosen[2]
 
 
 def quiet_logging() -> None:
@@ -210,6 +233,7 @@ async def wait_until_up(url: str, server: asyncio.Task) -> None:
 
 async def run_up(options: UpOptions) -> int:
     from adapters.launch import GatewayConfig, LaunchError, run_gateway
+    from adapters.web import WebConfig
     from client.agents import AgentsFileError
     from client.app import create_app as create_client_app
     from client.settings import ClientSettings
@@ -224,7 +248,7 @@ async def run_up(options: UpOptions) -> int:
     ignore = options.state_dir / ".gitignore"
     if not ignore.exists():
         ignore.write_text("# rawp up state: keys and databases\n*\n")
-    master_port, client_port = choose_ports(options)
+    master_port, client_port, web_port = choose_ports(options)
     master_url = f"http://{LOOPBACK}:{master_port}"
     # This run's own; kept in up.json (mode 0600, in the 0700 state dir beside the master's
     # signing key, which is worth more) so that `rawp doctor --up` can check this master.
@@ -262,7 +286,7 @@ async def run_up(options: UpOptions) -> int:
         await wait_until_up(f"{client_settings.address}/v1/health", client)
         client_services = client_app.config["client_services"]
         await pair_if_needed(client_services, master_url, edge_secret, options.owner)
-        save_run(options.state_dir, master_port, client_port, edge_secret)
+        save_run(options.state_dir, master_port, client_port, edge_secret, web_port)
         say(
             f"development mode (--dev) on loopback: master {master_url}, client "
             f"{client_settings.address} (http, no TLS); agent {options.agent!r} in "
@@ -280,8 +304,13 @@ async def run_up(options: UpOptions) -> int:
             console_user=options.owner.partition(":")[2] or "local",
             node=client_services.state.credentials.node_id,
             agent=options.agent,
+            web=WebConfig(options.web_host, web_port, options.web_public_url),
         )
-        return await run_gateway(config, stop=signal_event())
+
+        async def announce(web_edge) -> None:  # rule 4: the owner's sign-in link
+            say(f"web: {await web_edge.link_for(options.owner)}")
+
+        return await run_gateway(config, stop=signal_event(), on_web=announce)
     finally:
         stop_servers.set()
         for server in (client, master):  # the client first: it ends the agents it started
@@ -299,14 +328,21 @@ def signal_event() -> asyncio.Event:
     return stop
 
 
-def save_run(state_dir: Path, master_port: int, client_port: int, edge_secret: str) -> None:
+def save_run(
+    state_dir: Path, master_port: int, client_port: int, edge_secret: str, web_port: int = 0
+) -> None:
     """Ports for the next run (rule 3) and this run's edge secret for `rawp doctor --up`."""
     path = state_dir / PORTS_FILE
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(fd, 0o600)  # a file from an older run may have been made wider
     with os.fdopen(fd, "w") as out:
         json.dump(
-            {"master_port": master_port, "client_port": client_port, "edge_secret": edge_secret},
+            {
+                "master_port": master_port,
+                "client_port": client_port,
+                "web_port": web_port,
+                "edge_secret": edge_secret,
+            },
             out,
         )
 

@@ -18,6 +18,8 @@ from gateway.settings import (
     Platform,
     approval_timeout_setting,
     show_thinking_setting,
+    web_host_setting,
+    web_public_url_setting,
 )
 from rawp.settings import Accepts, CommandSettings, Flag, setting
 
@@ -52,11 +54,12 @@ class UpSettings(CommandSettings):
         "up.json)",
     )
     platform: Platform = setting(
-        None,
+        (),
         env="RAWP_PLATFORM",
         flag="--platform",
-        help="chat platform; none: Discord and/or Slack when their tokens are configured, "
-        "else the console",
+        help="chat platforms; none: Discord and/or Slack when their tokens are configured, "
+        "else the console; the web edge runs beside them unless --no-web (web alone: no "
+        "console)",
     )
     owner: str | None = setting(
         None,
@@ -77,5 +80,19 @@ class UpSettings(CommandSettings):
         flag="--client-port",
         help="loopback port of the client; 0: last run's while free, else a free one",
     )
+    no_web: Flag = setting(
+        False,
+        env="RAWP_UP_NO_WEB",
+        flag="--no-web",
+        help="do not serve the web edge (by default it runs and a sign-in link is printed)",
+    )
+    web_port: LoopbackPort = setting(
+        0,
+        env="RAWP_UP_WEB_PORT",
+        flag="--web-port",
+        help="port of the web edge; 0: last run's while free, else a free one",
+    )
+    web_host: str = web_host_setting()
+    web_public_url: str | None = web_public_url_setting()
     show_thinking: Flag = show_thinking_setting()
     approval_timeout: ApprovalTimeout = approval_timeout_setting()

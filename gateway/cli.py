@@ -1,4 +1,4 @@
-"""`rawp gateway`: run the chat bot for Discord, Slack or the console.
+"""`rawp gateway`: run the chat bot for Discord, Slack or the console, and the web edge.
 
 The platforms live in `adapters/`, above this package (tests/test_layout.py: gateway never
 imports adapters). So, like `rawp.cli` loading each command by module name, the handler loads
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
 from rawp.cli import CommandError, writable_directory
 from rawp.settings import add_flags, environment_only, load
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         platforms = launch.choose_platforms(options.platform)
     except launch.LaunchError as exc:
         raise CommandError(str(exc)) from None
-    if platforms == ("console",):
+    if "console" in platforms:
         # The console is the chat: only warnings go to stderr, the transcript to stdout.
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     else:
@@ -72,9 +73,17 @@ def run(args: argparse.Namespace) -> int:
         redis_url=_plain(options.redis_url),
         redis_prefix=options.redis_prefix,
         platform_limits=options.platform_limits,
+        web=launch.WebConfig(options.web_host, options.web_port, options.web_public_url),
     )
+    announce = None
+    if options.web_login_for and "web" in platforms:
+
+        async def announce(web_edge) -> None:  # stderr, like every other line of the gateway
+            link = await web_edge.link_for(options.web_login_for)
+            print(f"rawp gateway: web: {link}", file=sys.stderr, flush=True)
+
     try:
-        return asyncio.run(launch.run_gateway(config))
+        return asyncio.run(launch.run_gateway(config, on_web=announce))
     except launch.LaunchError as exc:
         raise CommandError(str(exc)) from None
     except KeyboardInterrupt:

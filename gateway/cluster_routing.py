@@ -296,6 +296,9 @@ class ClusterHooks(ConversationHooks):
     async def pair(self, invocation):
         return await self.service.pair(invocation)
 
+    async def web_link(self, invocation):
+        return await self.service.web_link(invocation)
+
     async def list_nodes(self, invocation):
         return await self.service.list_nodes(invocation)
 

@@ -118,6 +118,11 @@ class ConversationStore:
     async def close(self) -> None:
         await self._db.dispose()
 
+    @property
+    def database(self) -> Database:
+        """The store's database, for the other gateway tables in it (gateway.web_logins)."""
+        return self._db
+
     def _next_seq(self, table, sequence):
         """A `seq` after every other (gateway.store_schema, migration 2): the sequence on
         PostgreSQL; on SQLite the write transaction holds the file's lock, so max + 1."""

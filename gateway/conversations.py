@@ -66,6 +66,7 @@ from gateway.platform import (
 from gateway.redact import Redactor
 from gateway.render import RenderOptions, SessionRenderer
 from gateway.usage import usage_text
+from gateway.web_logins import WebLinks, web_link_text
 from rawp.events import Command, FileCandidate, PromptRequest
 from rawp.tasks import TaskOwner
 
@@ -140,8 +141,8 @@ class ConversationService(ConversationHooks):
         self.live: dict[str, ConnectedSession] = {}  # session_id → live session
         self._fingerprints: dict = {}  # session_id → its `.env` fingerprints (render rule 9)
         self._reviving: dict[str, asyncio.Lock] = {}
-        # (platform, channel) → starts in progress there: a message in a thread that is being
-        # opened right now waits for its binding instead of hearing "no session" (rule 2).
+        self.web_links: WebLinks | None = None  # issue 21: adapters.launch, with the web edge
+        # (platform, channel) → starts in progress there: a thread being opened (rule 2)
         self._starting: dict[tuple[str, str], int] = {}
         self._started: asyncio.Condition | None = None
         self._tasks = TaskOwner("conversations", log)  # rule 8
@@ -471,6 +472,9 @@ class ConversationService(ConversationHooks):
             f"rawp client pair '{answer['pairing_url']}'\n"
             f"then `rawp client`. The URL works once, for {minutes} minutes."
         )
+
+    async def web_link(self, invocation: Invocation) -> str | None:
+        return await web_link_text(self.web_links, self.subject_of(invocation))
 
     async def list_nodes(self, invocation: Invocation) -> str | None:
         try:

@@ -342,6 +342,10 @@ class ConversationHooks:
     async def pair(self, invocation: Invocation) -> str | None:
         return NOT_CONNECTED
 
+    async def web_link(self, invocation: Invocation) -> str | None:
+        """A one-time login link to the web edge for the caller (issue 21), shown to them only."""
+        return NOT_CONNECTED
+
     async def list_nodes(self, invocation: Invocation) -> str | None:
         return NOT_CONNECTED
 
@@ -419,6 +423,9 @@ class GuardedHooks(ConversationHooks):
 
     async def pair(self, invocation):
         return await self._text("pair", invocation)
+
+    async def web_link(self, invocation):
+        return await self._text("web_link", invocation)
 
     async def list_nodes(self, invocation):
         return await self._text("list_nodes", invocation)

@@ -9,10 +9,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, SecretStr
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
+from pydantic_settings import NoDecode
 
 from gateway.platform_budget import parse_limits
-from rawp.settings import Accepts, CommandSettings, Flag, Names, metrics_token_setting, setting
+from rawp.settings import (
+    Accepts,
+    CommandSettings,
+    Flag,
+    Names,
+    Port,
+    comma_list,
+    metrics_token_setting,
+    setting,
+)
 
 WEEK_S = 7 * 24 * 3600
 # gateway.interactions rule 5: an approval is denied after 10 minutes unless told otherwise.
@@ -23,7 +33,34 @@ ApprovalTimeout = Annotated[
 
 
 # Settings `rawp up` shares with `rawp gateway` (the same variables, declared once here).
-Platform = Literal["discord", "slack", "console"] | None
+PLATFORM_NAMES = ("discord", "slack", "console", "web")
+Platform = Annotated[
+    tuple[Literal["discord", "slack", "console", "web"], ...],
+    NoDecode,
+    BeforeValidator(comma_list),
+    Accepts("comma-separated platforms: discord, slack, console, web"),
+]
+DEFAULT_WEB_PORT = 8790
+
+
+def web_host_setting() -> Any:
+    return setting(
+        "127.0.0.1",
+        env="RAWP_WEB_HOST",
+        flag="--web-host",
+        help="address the web edge listens on (docs/web.md); keep loopback behind a TLS proxy",
+    )
+
+
+def web_public_url_setting() -> Any:
+    return setting(
+        None,
+        env="RAWP_WEB_PUBLIC_URL",
+        flag="--web-public-url",
+        help="base URL people open the web edge at, used in login links and as the one origin "
+        "its WebSocket accepts besides its own; none: http://<web host>:<web port>",
+        example="https://rawp.example.com",
+    )
 
 
 def show_thinking_setting() -> Any:
@@ -92,11 +129,28 @@ class GatewayOptions(CommandSettings):
         "from the environment only",
     )
     platform: Platform = setting(
-        None,
+        (),
         env="RAWP_PLATFORM",
         flag="--platform",
-        help="chat platform; none: every platform whose token is configured "
+        help="chat platforms, e.g. slack,web; none: every platform whose token is configured "
         "(DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN), else the console",
+    )
+    web_port: Port = setting(
+        DEFAULT_WEB_PORT,
+        env="RAWP_WEB_PORT",
+        flag="--web-port",
+        help="port of the web edge (with --platform …,web; docs/web.md); 0: any free one",
+    )
+    web_host: str = web_host_setting()
+    web_public_url: str | None = web_public_url_setting()
+    web_login_for: str | None = setting(
+        None,
+        env="RAWP_WEB_LOGIN_FOR",
+        flag="--web-login-for",
+        help="print a one-time web sign-in link for this chat subject when the web edge "
+        "starts (valid 10 minutes), e.g. with the web edge alone; chat users get theirs with "
+        "/rawp web",
+        example="discord:123456789012345678",
     )
     state_dir: Path = setting(
         Path(".rawp/gateway"),

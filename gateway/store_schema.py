@@ -33,6 +33,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     Index,
     Integer,
     MetaData,
@@ -148,6 +149,30 @@ channel_settings = Table(
     Column("updated_at", Text, nullable=False),
 )
 
+# Migration 3 (issue 21): the web edge's one-time login links, by the SHA-256 of the token
+# (never the token), and the per-day usage it has seen (the master keeps today's only).
+web_logins = Table(
+    "web_logins",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("subject", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("expires_at", Float, nullable=False),  # seconds since the epoch
+)
+Index("web_logins_by_expiry", web_logins.c.expires_at)
+
+web_usage_days = Table(
+    "web_usage_days",
+    metadata,
+    Column("subject", Text, primary_key=True),
+    Column("node_id", Text, primary_key=True),
+    Column("day", String(10), primary_key=True),  # YYYY-MM-DD, UTC
+    Column("node_name", Text, nullable=False),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+)
+
 # --- migrations ---------------------------------------------------------------------------
 
 Step = Callable[[AsyncConnection], Awaitable[None]]
@@ -215,6 +240,10 @@ async def _v2_order_and_booleans(conn: AsyncConnection) -> None:
             )
 
 
+async def _v3_web_edge(conn: AsyncConnection) -> None:
+    await conn.run_sync(metadata.create_all, tables=[web_logins, web_usage_days], checkfirst=True)
+
+
 # (number, name, step). Append only (rule 5).
 MIGRATIONS: list[tuple[int, str, Step]] = [
     (
@@ -227,6 +256,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
         "explicit insertion order (seq) and a boolean ended, for PostgreSQL (issue 19)",
         _v2_order_and_booleans,
     ),
+    (3, "the web edge: one-time login links and usage per day (issue 21)", _v3_web_edge),
 ]
 
 ADVISORY_LOCK = 0x7261_7770_6777  # "rawpgw": the key of the migration lock (rule 4)

@@ -12,6 +12,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp command name [args]` | `prompt` with `input_type: slash_command` (`agent_commands`) |
 | `/rawp stop`, `/rawp end`, `/rawp pair`, `/rawp nodes`, `/rawp sessions` | the same names |
 | `/rawp usage` | `usage` (issue 16 §4) |
+| `/rawp web` | `web_link`: a one-time login link to the web edge (issue 21) |
 | `/rawp busy [mode]` | `set_busy` (mode: queue or interrupt; none: show the channel's) |
 """
 
@@ -133,6 +134,10 @@ class RawpCommands(app_commands.Group):
     @app_commands.command(name="usage", description="Tokens and cost: this session, today, month")
     async def usage(self, interaction: discord.Interaction) -> None:
         await self._answer(interaction, self.hooks.usage)  # issue 16 §4: privately
+
+    @app_commands.command(name="web", description="Open the live view: a one-time sign-in link")
+    async def web(self, interaction: discord.Interaction) -> None:
+        await self._answer(interaction, self.hooks.web_link)  # ephemeral: the link is a login
 
     # --- prompts ------------------------------------------------------------------------------
 

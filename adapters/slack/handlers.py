@@ -6,7 +6,7 @@ groups get an ephemeral refusal and nothing else happens.
 
 - a human's `message` in a thread → `hooks.prompt` (text escaped, shared files attached);
 - a top-level `app_mention` and every direct message → `hooks.start_here` (adapters.slack.starts);
-- `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions / usage / busy hooks;
+- `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions / usage / busy / web hooks;
   `/rawp prompt` opens the composer modal;
 - `block_actions` on a prompt button → the waiting approval gets the `Choice` (nobody waiting:
   `hooks.stale_choice`);
@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 HELP = (
     "Usage: `{c} start <node> <agent>` · `{c} prompt` · `{c} stop` · `{c} end` · "
-    "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage` · `{c} busy [queue|interrupt]`"
+    "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage` · `{c} busy [queue|interrupt]` · "
+    "`{c} web`"
 )
 SIMPLE_VERBS = {
     "stop": "stop",
@@ -44,6 +45,7 @@ SIMPLE_VERBS = {
     "nodes": "list_nodes",
     "sessions": "list_sessions",
     "usage": "usage",  # issue 16 §4: answered ephemerally, like every verb here
+    "web": "web_link",  # issue 21: a one-time login link, so only the caller may see it
 }
 
 

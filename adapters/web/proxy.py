@@ -1,0 +1,117 @@
+"""`GET /api/sessions/{id}/stream`: the browser's WebSocket, relayed to the master's Edge API
+session socket (RAWP §9.4; docs/edge-api.md, docs/web.md).
+
+Rules:
+
+1. The gateway takes a fresh single-use ticket for the cookie's subject (A-22) and opens
+   `/v1/edge/ws/stream` itself, passing on the browser's `?last_message_id=` so the master
+   replays what the browser missed. The browser never sees the ticket or a token.
+2. The upstream socket is opened before the browser's is accepted: a session that is not the
+   user's, or a master that refuses, is an HTTP error in JSON, not a socket that opens and dies.
+3. Text frames go through verbatim, both ways: the master validates what the browser sends
+   and answers a bad frame with `session.error`, as for any edge. The relay never parses them,
+   so no frame can end it. Binary frames are not part of the protocol and are dropped.
+4. The two directions are one `race` (rawp.tasks): when the browser leaves, the upstream socket
+   is closed; when the master's socket drops, the browser's is closed with 1012 ("restart"), and
+   the front end reconnects with its last message id. Sends await the peer's drain, so a slow
+   side slows the other down instead of queueing without bound.
+5. Open browser sockets are kept in `open_sockets` while they relay, so a gateway that stops
+   closes them with 1012 too (the app reconnects to it, or to another replica) instead of
+   waiting for the browsers to leave.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import aiohttp
+from aiohttp import web
+
+from gateway.edge_client import EdgeApiError, EdgeClient
+from rawp.frames import SUBPROTOCOLS
+from rawp.tasks import race
+
+log = logging.getLogger(__name__)
+
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+MASTER_GONE = 1012  # rule 4: "service restart", the browser reconnects
+HEARTBEAT_S = 30.0
+
+
+class UpstreamRefused(Exception):
+    def __init__(self, status: int, error_code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_code = error_code
+        self.message = message
+
+
+async def open_upstream(
+    edge: EdgeClient, subject: str, session_id: str, last_message_id: str | None
+) -> aiohttp.ClientWebSocketResponse:
+    """Rules 1 and 2: the master's socket for this session, as `subject`."""
+    try:
+        ticket = await edge.new_ticket(subject, session_id)
+    except EdgeApiError as exc:
+        raise UpstreamRefused(exc.status or 502, exc.error_code, exc.message) from None
+    url = edge.stream_url(session_id, ticket, last_message_id)
+    try:
+        return await edge.http.ws_connect(
+            url, protocols=SUBPROTOCOLS, max_msg_size=MAX_FRAME_BYTES, heartbeat=HEARTBEAT_S
+        )
+    except aiohttp.WSServerHandshakeError as exc:  # never the URL: it carries the ticket
+        raise UpstreamRefused(
+            502, "SESSION_STREAM_REFUSED", f"the master refused the session stream ({exc.status})"
+        ) from None
+    except (aiohttp.ClientError, OSError, TimeoutError):
+        raise UpstreamRefused(
+            502, "MASTER_UNREACHABLE", "the master did not answer the session stream"
+        ) from None
+
+
+async def relay(
+    request: web.Request,
+    upstream: aiohttp.ClientWebSocketResponse,
+    session_id: str,
+    open_sockets: set[web.WebSocketResponse],
+) -> web.WebSocketResponse:
+    browser = web.WebSocketResponse(
+        protocols=SUBPROTOCOLS, max_msg_size=MAX_FRAME_BYTES, heartbeat=HEARTBEAT_S
+    )
+    try:
+        await browser.prepare(request)
+    except BaseException:
+        await upstream.close()
+        raise
+    master_dropped = False
+    open_sockets.add(browser)  # rule 5
+
+    async def to_master() -> None:
+        async for message in browser:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                await upstream.send_str(message.data)  # rule 3: verbatim
+
+    async def to_browser() -> None:
+        nonlocal master_dropped
+        async for message in upstream:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                await browser.send_str(message.data)
+        master_dropped = True
+
+    try:
+        await race(to_master(), to_browser())
+    except (aiohttp.ClientError, ConnectionError, RuntimeError) as exc:
+        # One side broke mid-send; the other is closed below like any other end (rule 4).
+        log.info("web session %s: relay ended: %s", session_id, type(exc).__name__)
+        master_dropped = master_dropped or upstream.closed
+    except Exception:  # the socket is already upgraded: logged here, both sides closed below
+        log.exception("web session %s: the relay failed", session_id)
+    finally:
+        open_sockets.discard(browser)
+        await upstream.close()
+        if not browser.closed:
+            if master_dropped:
+                await browser.close(code=MASTER_GONE, message=b"master link dropped")
+            else:
+                await browser.close()
+    return browser
