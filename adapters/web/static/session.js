@@ -26,7 +26,6 @@ export class SessionView {
     this.tools = new Map();
     this.cancelled = new Set();
     this.turn = null;
-    this.replayLeft = 0;
     this.live = document.getElementById('thinking-live');
     this.cancelButton = document.getElementById('cancel');
     this.cancelButton.disabled = true;
@@ -34,7 +33,7 @@ export class SessionView {
     this.live.onchange = () => { for (const t of this.thinkings) if (!t.done) t.setLive(this.live.checked); };
     this.composer = new Composer(this);
     this.stream = new Stream(sessionId, {
-      onFrame: (f) => this.onFrame(f),
+      onFrame: (f, replayed) => this.onFrame(f, replayed),
       onState: (state, reason) => this.connState(state, reason),
     });
     this.scroll.reset();
@@ -74,14 +73,12 @@ export class SessionView {
     return f.turn_id && this.cancelled.has(f.turn_id);
   }
 
-  onFrame(f) {
-    const replaying = this.replayLeft > 0;
-    if (replaying && f.type !== 'session.history') this.replayLeft -= 1;
+  onFrame(f, replaying) {
     const p = f.payload || {};
     switch (f.type) {
       case 'session.history':
-        // U-31: the frames that follow are a replay: state changes among them are not shown.
-        this.replayLeft = Number(p.replayed) || 0;
+        // U-31: the frames that follow are a replay (counted by Stream): state changes among
+        // them are not shown.
         if (p.dropped > 0) this.notice(`${p.dropped} earlier frames could not be replayed.`, 'gap');
         break;
       case 'session.turn.start':

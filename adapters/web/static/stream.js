@@ -21,6 +21,7 @@ export class Stream {
     this.closed = false;
     this.retry = 0;
     this.outbox = [];
+    this.replayLeft = 0;
     this.connect();
   }
 
@@ -35,6 +36,7 @@ export class Stream {
     this.onState('connecting');
     const ws = new WebSocket(this.url());
     this.ws = ws;
+    this.replayLeft = 0;
     ws.onopen = () => {
       this.retry = 0;
       this.onState('open');
@@ -59,6 +61,15 @@ export class Stream {
     let f;
     try { f = JSON.parse(text); } catch { return; }
     if (!f || typeof f !== 'object' || typeof f.type !== 'string') return;
+    // U-31: the `replayed` frames after session.history are a replay; counted here, before
+    // duplicates are dropped, because a replayed frame may be one this page already has.
+    let replayed = false;
+    if (f.type === 'session.history') {
+      this.replayLeft = Number(f.payload?.replayed) || 0;
+    } else if (this.replayLeft > 0) {
+      this.replayLeft -= 1;
+      replayed = true;
+    }
     if (f.message_id) {
       // A frame may come twice across a reattach blip: drop it by message_id (§9.4).
       if (this.seen.has(f.message_id)) return;
@@ -67,7 +78,7 @@ export class Stream {
       if (this.seenOrder.length > SEEN_LIMIT) this.seen.delete(this.seenOrder.shift());
       if (!NOT_A_CURSOR(f.type)) this.lastMessageId = f.message_id;
     }
-    this.onFrame(f);
+    this.onFrame(f, replayed);
   }
 
   send(f) {
