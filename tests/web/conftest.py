@@ -80,6 +80,7 @@ def pytest_runtest_makereport(item, call):
 def page(browser, spa_server, request):
     spa_server.reset()
     context = browser.new_context(viewport={"width": 1100, "height": 700})
+    context.set_default_timeout(5000)  # a broken rule fails in seconds, not Playwright's 30
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

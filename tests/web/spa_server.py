@@ -57,6 +57,8 @@ class SpaServer:
         with self.lock:
             self.received: list[dict] = []
             self.connects: list[dict] = []  # the query of each WebSocket connect
+            self.created: list[dict] = []  # POST /api/nodes/{id}/sessions bodies
+            self.deleted: list[str] = []
         self.greeting: list[dict] = []  # frames sent on every new connection
         self.signed_in = True
         self.ws: web.WebSocketResponse | None = None
@@ -147,6 +149,9 @@ class SpaServer:
         r.add_get("/api/nodes/{node_id}/agents", self._guard(lambda _: {"agents": AGENTS}))
         r.add_get("/api/sessions", self._guard(lambda _: {"sessions": [SESSION]}))
         r.add_get("/api/usage", self._guard(lambda _: {"days": USAGE}))
+        r.add_post("/api/nodes/{node_id}/sessions", self._create)
+        r.add_delete("/api/sessions/{session_id}", self._delete)
+        r.add_post("/logout", self._logout)
         r.add_get("/api/sessions/{session_id}/stream", self._stream)
         return app
 
@@ -162,6 +167,25 @@ class SpaServer:
             return web.json_response(answer(request))
 
         return handler
+
+    async def _create(self, request):
+        body = await request.json()
+        with self.lock:
+            self.created.append({"node_id": request.match_info["node_id"], **body})
+        if body.get("agent_name") != "demo":
+            return web.json_response(
+                {"error_code": "AGENT_NOT_ALLOWED", "message": "no such agent"}, status=403
+            )
+        return web.json_response({**SESSION, "edge_ws_ticket": None}, status=201)
+
+    async def _delete(self, request):
+        with self.lock:
+            self.deleted.append(request.match_info["session_id"])
+        return web.Response(status=204)
+
+    async def _logout(self, _request):
+        self.signed_in = False
+        return web.Response(status=204)
 
     async def _me(self, request):
         return await self._guard(lambda _: {"subject": "console:local", "name": "owner"})(request)

@@ -1,6 +1,6 @@
 """The SPA's frame: sign-in state, lists, the usage chart, text rendering (U-03, U-10)."""
 
-from tests.web.spa_server import SESSION_ID, dps
+from tests.web.spa_server import NODE_ID, SESSION_ID, dps
 
 T = "turn-1"
 
@@ -47,3 +47,18 @@ def test_text_streams_per_content_index_and_never_becomes_markup(session_page, s
     spa_server.send(dps("agent.text.delta", {"content_index": 1, "text": "second"}, T))
     page.wait_for_selector(".bubble.agent[data-content-index='1']")
     assert page.locator(".bubble.agent").count() == 2
+
+
+def test_new_session_form_posts_and_opens_the_session(page, spa_server):
+    page.goto(spa_server.url + "/")
+    page.wait_for_selector("#new-session select[name=agent_name] option", state="attached")
+    page.fill("#new-session input[name=workspace_path]", "/home/me/project")
+    page.click("#new-session button[type=submit]")
+    page.wait_for_selector(f"#session[data-session-id='{SESSION_ID}']")
+    spa_server.wait_connects(1)
+    assert spa_server.created == [
+        {"node_id": NODE_ID, "agent_name": "demo", "workspace_path": "/home/me/project"}
+    ]
+    page.click("#end-session")
+    page.wait_for_selector("#session", state="hidden")
+    assert spa_server.deleted == [SESSION_ID]

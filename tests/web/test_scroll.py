@@ -40,6 +40,10 @@ def test_last_line_stays_in_the_anchor_band_then_pauses_when_the_reader_scrolls_
     session_page, spa_server
 ):
     page = session_page
+    # U-05/U-08: the page owns the position: no native scroll anchoring, no smooth scrolling.
+    assert page.locator("#transcript").evaluate(
+        "e => [getComputedStyle(e).overflowAnchor, getComputedStyle(e).scrollBehavior]"
+    ) == ["none", "auto"]
     spa_server.send(dps("session.turn.start", {"turn_id": T, "prompt_message_id": "p"}, T))
     # U-06: through a long stream the line being generated stays 20–30 % above the bottom.
     for start in range(0, 60, 10):
