@@ -28,12 +28,19 @@ export class ScrollKeeper {
     this.observer = new ResizeObserver(() => this.onResize());
     this.observer.observe(content);
     this.observer.observe(container);
-    container.addEventListener('scroll', () => this.onScroll(), { passive: true });
     // A wheel or key move upwards is the reader's intent even before the scroll event lands.
-    container.addEventListener('wheel', (e) => { if (e.deltaY < 0) this.pause(); }, { passive: true });
-    container.addEventListener('keydown', (e) => {
-      if (['PageUp', 'ArrowUp', 'Home'].includes(e.key)) this.pause();
-    });
+    this.listeners = [
+      ['scroll', () => this.onScroll(), { passive: true }],
+      ['wheel', (e) => { if (e.deltaY < 0) this.pause(); }, { passive: true }],
+      ['keydown', (e) => { if (['PageUp', 'ArrowUp', 'Home'].includes(e.key)) this.pause(); }],
+    ];
+    for (const [type, fn, opts] of this.listeners) container.addEventListener(type, fn, opts);
+  }
+
+  // The transcript's elements outlive a session view: the next one must be the only keeper.
+  close() {
+    this.observer.disconnect();
+    for (const [type, fn, opts] of this.listeners) this.c.removeEventListener(type, fn, opts);
   }
 
   reset() {

@@ -42,6 +42,7 @@ export class SessionView {
   close() {
     this.stream.close();
     this.composer.close();
+    this.scroll.close();
     for (const t of this.thinkings) t.deactivate();
     this.status.clear();
   }
