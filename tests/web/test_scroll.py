@@ -123,3 +123,34 @@ def test_collapse_of_thinking_above_keeps_the_read_text_still(session_page, spa_
     assert len(tops) > 5
     drift = max(abs(top - before) for top in tops)
     assert drift <= 2, f"the read paragraph moved {drift:.1f} px"
+
+
+def test_following_reader_is_moved_to_the_text_after_a_collapse(session_page, spa_server):
+    page = session_page
+    page.check("#thinking-live")
+    spa_server.send(
+        *(
+            dps("agent.text.delta", {"content_index": 0, "text": para(i)}, "turn-0")
+            for i in range(100, 130)
+        )
+    )
+    spa_server.send(
+        *(
+            dps("agent.thinking.delta", {"content_index": 0, "text": f"thought {i}\n"}, T)
+            for i in range(40)
+        )
+    )
+    page.wait_for_function(
+        "() => document.querySelector('.thinking-body')"
+        " && document.querySelector('.thinking-body').textContent.includes('39')"
+    )
+    spa_server.send(dps("agent.thinking.done", {"content_index": 0, "redacted": False}, T))
+    stream(spa_server, 0, 3, index=1)
+    settle(page, "Paragraph 2:")
+    page.wait_for_timeout(300)  # the 200 ms collapse is over
+    page.evaluate(FRAME)
+    # U-21: the viewport follows to the text after the thinking block, in the band (U-06).
+    assert 0.20 <= page.evaluate(LAST_LINE_BAND) <= 0.30
+    label = page.locator(".thinking-label").bounding_box()
+    box = page.locator("#transcript").bounding_box()
+    assert label["y"] >= box["y"]  # the collapsed summary is on screen above the new text

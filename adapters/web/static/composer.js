@@ -76,7 +76,8 @@ export class Composer {
     const prefix = t.text.toLowerCase();
     const found = this.commands
       .filter((c) => String(c.name).toLowerCase().startsWith(prefix))
-      .sort((a, b) => String(a.category || '~').localeCompare(String(b.category || '~'))
+      .sort((a, b) => (a.category ? 0 : 1) - (b.category ? 0 : 1)
+        || String(a.category || '').localeCompare(String(b.category || ''))
         || String(a.name).localeCompare(String(b.name)));
     this.render(found.map((c) => ({
       label: `/${c.name}`, detail: c.description || '', badge: c.category,
