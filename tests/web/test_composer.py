@@ -19,6 +19,15 @@ def test_command_popup_placement_padding_and_choice(session_page, spa_server):
     spa_server.send(dps("agent.commands.publish", {"commands": COMMANDS}))
     box = page.locator("#composer")
     box.click()
+    # G-CMD-06: the popup is there in the same task as the keystroke (well under 100 ms).
+    assert page.evaluate("""() => {
+      const box = document.getElementById('composer');
+      box.value = '/';
+      box.setSelectionRange(1, 1);
+      box.dispatchEvent(new Event('input'));
+      return !document.getElementById('popup').hidden;
+    }""")
+    box.fill("")
     box.press_sequentially("/")
     popup = page.locator("#popup")
     popup.wait_for(state="visible")
@@ -36,6 +45,16 @@ def test_command_popup_placement_padding_and_choice(session_page, spa_server):
     for top, bottom, _ in pads:
         assert 8 <= top <= 12 and 8 <= bottom <= 12
     assert all(border >= 1 for _, _, border in pads[:-1])
+    # G-CMD-13: the name bold, the description muted and smaller.
+    name_w, name_size, detail_size, name_col, detail_col = popup.locator(
+        ".popup-item"
+    ).first.evaluate(
+        """e => { const n = getComputedStyle(e.querySelector('.popup-name'));
+          const d = getComputedStyle(e.querySelector('.popup-detail'));
+          return [parseInt(n.fontWeight), parseFloat(n.fontSize), parseFloat(d.fontSize),
+                  n.color, d.color]; }"""
+    )
+    assert name_w >= 600 and detail_size < name_size and name_col != detail_col
     # G-CMD-18: the selected item is highlighted across its whole row.
     first = popup.locator(".popup-item").first
     assert "selected" in first.get_attribute("class")

@@ -22,6 +22,7 @@ def test_one_status_line_updated_in_place_and_gone_at_turn_end(session_page, spa
     page.evaluate("() => { window.statusNode = document.getElementById('status-line'); }")
     page.wait_for_function("() => window.statusNode.textContent.includes('Thinking')")
     # U-28: the tool named by tool.invoke.request.
+    page.wait_for_timeout(350)  # a quiet spell: the next change cross-fades (U-29)
     spa_server.send(
         dps(
             "tool.invoke.request",
@@ -30,13 +31,24 @@ def test_one_status_line_updated_in_place_and_gone_at_turn_end(session_page, spa
         ),
         state("tool_calling", "thinking"),
     )
+    # U-29: a change after a quiet spell cross-fades (the line dims, then shows the new text).
+    page.wait_for_function("() => window.statusNode.classList.contains('swapping')")
     page.wait_for_function("() => window.statusNode.textContent.includes('Running: Edit')")
     assert status_text(page) == "Running: Edit (src/auth.ts)…"
+    # U-27: tool_calling has a rotating spinner.
+    assert (
+        page.locator("#status-line .status-icon").evaluate("e => getComputedStyle(e).animationName")
+        == "spin"
+    )
     # U-25: the same element, updated in place; U-24/U-26: outside the transcript.
     assert page.evaluate("() => document.getElementById('status-line') === window.statusNode")
     assert page.locator("#status-line").count() == 1
     assert page.locator("#transcript #status-line").count() == 0
     # U-29: a burst of changes lands at once on the last one, no queue of fades.
+    spa_server.send(state("error"))
+    page.wait_for_function("() => window.statusNode.dataset.state === 'error'")
+    # U-27: error in red.
+    assert line.evaluate("e => getComputedStyle(e).color") == "rgb(198, 40, 40)"
     spa_server.send(state("thinking"), state("error"), state("awaiting_input"))
     page.wait_for_function("() => window.statusNode.textContent.includes('Waiting for input')")
     assert line.get_attribute("data-state") == "awaiting_input"

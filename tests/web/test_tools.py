@@ -162,3 +162,61 @@ def test_approval_buttons_send_the_chosen_option(session_page, spa_server):
     assert answer["parent_id"] == request["message_id"]
     assert page.locator(".approval button[data-option-id='allow']").is_disabled()
     assert "Deny" in page.locator(".approval-answer").inner_text()
+
+
+def test_approval_answered_elsewhere_closes_and_turn_end_closes_the_rest(session_page, spa_server):
+    page = session_page
+    ask = {
+        "kind": "approval",
+        "prompt": "Edit?",
+        "options": [{"option_id": "allow", "label": "Allow once", "kind": "allow_once"}],
+    }
+    spa_server.send(
+        dps("agent.interaction.request", {**ask, "interaction_id": "p1", "invocation_id": "c1"}, T),
+        dps("agent.interaction.request", {**ask, "interaction_id": "p2", "invocation_id": "c2"}, T),
+    )
+    page.wait_for_selector(".approval[data-interaction-id='p2']")
+    # Answered in Slack: the agent runs the tool; this page's prompt closes.
+    spa_server.send(
+        dps(
+            "tool.invoke.result",
+            {
+                "invocation_id": "c1",
+                "tool_name": "Edit",
+                "status": "success",
+                "output_type": "empty",
+            },
+            T,
+        )
+    )
+    first = page.locator(".approval[data-interaction-id='p1'] button[data-option-id='allow']")
+    page.wait_for_function(
+        "() => document.querySelector(\"[data-interaction-id='p1'] button\").disabled"
+    )
+    assert first.is_disabled()
+    assert page.locator(".approval[data-interaction-id='p2'] button").is_enabled()
+    spa_server.send(dps("session.turn.end", {"turn_id": T, "stop_reason": "end_turn"}, T))
+    page.wait_for_function(
+        "() => document.querySelector(\"[data-interaction-id='p2'] button\").disabled"
+    )
+    assert "turn ended" in page.locator(".approval[data-interaction-id='p2']").inner_text()
+    assert "control.interaction.response" not in spa_server.sent_types()
+
+
+PNG_1PX = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5E"
+    "rkJggg=="
+)
+
+
+def test_agent_file_chunks_become_a_download_and_an_image(session_page, spa_server):
+    page = session_page
+    half = len(PNG_1PX) // 4 * 2  # split on a base64 quantum boundary
+    base = {"file_id": "f1", "name": "dot.png", "mime_type": "image/png", "size_bytes": 70}
+    spa_server.send(
+        dps("agent.file", {**base, "data": PNG_1PX[:half], "chunk_index": 0, "final": False}, T),
+        dps("agent.file", {**base, "data": PNG_1PX[half:], "chunk_index": 1, "final": True}, T),
+    )
+    link = page.locator(".file-card a[download='dot.png']")
+    link.wait_for()
+    page.wait_for_function("() => document.querySelector('.file-card img').naturalWidth === 1")

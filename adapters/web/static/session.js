@@ -6,7 +6,7 @@ import { renderMarkdown } from './markdown.js';
 import { ScrollKeeper } from './scroll.js';
 import { Thinking } from './thinking.js';
 import { StatusLine } from './status.js';
-import { ToolCard, renderApproval, renderTasks } from './tools.js';
+import { FileAssembler, ToolCard, closeApproval, renderApproval, renderTasks } from './tools.js';
 import { Stream } from './stream.js';
 import { Composer } from './composer.js';
 
@@ -25,6 +25,8 @@ export class SessionView {
     this.thinkings = [];
     this.tools = new Map();
     this.cancelled = new Set();
+    this.approvals = new Map(); // interaction_id → {node, invocationId}, while open
+    this.files = new FileAssembler();
     this.turn = null;
     this.live = document.getElementById('thinking-live');
     this.cancelButton = document.getElementById('cancel');
@@ -90,17 +92,30 @@ export class SessionView {
       case 'agent.state.changed':
         // U-24/U-25/U-31: never a bubble; only the one status line, and only when live.
         if (!replaying && !this.isCancelled(f)) this.status.show(p.current_state);
+        // Leaving awaiting_input means the open prompts were answered (maybe elsewhere).
+        if (p.previous_state === 'awaiting_input' && p.current_state !== 'awaiting_input') {
+          this.closeApprovals(() => true, 'Answered elsewhere');
+        }
         break;
       case 'agent.text.delta': case 'agent.text.done': this.text(f, p); break;
       case 'agent.thinking.delta': this.thinkingDelta(f, p); break;
       case 'agent.thinking.done': this.thinkingBlock(f, p)?.finish(p); break;
       case 'tool.invoke.request': this.toolRequest(f, p); break;
-      case 'tool.invoke.stream': if (!this.isCancelled(f)) this.toolCard(f, p).stream(p); break;
-      case 'tool.invoke.result': this.toolCard(f, p).result(p); break;
-      case 'agent.plan.updated': this.plan(f, p); break;
-      case 'agent.interaction.request':
-        if (!this.isCancelled(f)) this.add(renderApproval(f, (t, pl, ex) => this.send(t, pl, ex)));
+      case 'tool.invoke.stream':
+        this.closeApprovals((a) => a.invocationId === p.invocation_id, 'Answered elsewhere');
+        if (!this.isCancelled(f)) this.toolCard(f, p).stream(p);
         break;
+      case 'tool.invoke.result':
+        this.closeApprovals((a) => a.invocationId === p.invocation_id, 'Answered elsewhere');
+        this.toolCard(f, p).result(p);
+        break;
+      case 'agent.file': {
+        const card = this.files.add(p);
+        if (card) this.add(card);
+        break;
+      }
+      case 'agent.plan.updated': this.plan(f, p); break;
+      case 'agent.interaction.request': this.approval(f, p); break;
       case 'agent.commands.publish': this.composer.setCommands(p.commands); break;
       case 'session.capabilities': this.composer.setCapabilities(p); break;
       case 'session.file.candidates': this.composer.candidates(f); break;
@@ -180,8 +195,26 @@ export class SessionView {
     this.planTurn = f.turn_id || this.turn;
   }
 
+  approval(f, p) {
+    if (this.isCancelled(f)) return;
+    const node = this.add(renderApproval(f, (type, payload, extra) => {
+      this.approvals.delete(p.interaction_id);
+      return this.send(type, payload, extra);
+    }));
+    this.approvals.set(p.interaction_id, { node, invocationId: p.invocation_id });
+  }
+
+  closeApprovals(which, why) {
+    for (const [id, a] of this.approvals) {
+      if (!which(a)) continue;
+      closeApproval(a.node, why);
+      this.approvals.delete(id);
+    }
+  }
+
   turnEnd(f, p) {
     const turnId = p.turn_id || f.turn_id;
+    this.closeApprovals(() => true, 'The turn ended');
     for (const t of this.thinkings) t.deactivate();
     this.status.clear(); // U-30
     if (p.stop_reason === 'cancelled' && !this.cancelled.has(turnId)) {

@@ -134,3 +134,36 @@ export function renderApproval(frame, send) {
   node.append(row);
   return node;
 }
+
+// The agent moved on without this page's answer: another edge (Slack, Discord, a second tab)
+// answered, or the turn ended. The prompt closes so it cannot be answered twice.
+export function closeApproval(node, why) {
+  if (node.classList.contains('answered')) return;
+  node.classList.add('answered', 'closed');
+  for (const b of node.querySelectorAll('button, input')) b.disabled = true;
+  node.append(el('p', { class: 'approval-answer' }, why));
+}
+
+// agent.file: base64 chunks joined per file_id; at `final` a download link (and the image
+// itself for raster images; an <img> never runs script).
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+export class FileAssembler {
+  constructor() { this.parts = new Map(); }
+
+  add(p) {
+    const parts = this.parts.get(p.file_id) || [];
+    parts[p.chunk_index ?? parts.length] = p.data || '';
+    this.parts.set(p.file_id, parts);
+    if (!p.final) return null;
+    this.parts.delete(p.file_id);
+    const bytes = parts.map((b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+    const blob = new Blob(bytes, { type: p.mime_type || 'application/octet-stream' });
+    const url = URL.createObjectURL(blob);
+    const name = p.name || 'file';
+    return el('div', { class: 'file-card', dataset: { fileId: p.file_id } },
+      IMAGE_TYPES.has(p.mime_type) ? el('img', { src: url, alt: name }) : null,
+      el('a', { href: url, download: name }, `⬇ ${name}`),
+      el('span', { class: 'muted' }, ` ${p.size_bytes ?? blob.size} bytes`));
+  }
+}
