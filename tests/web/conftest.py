@@ -80,7 +80,8 @@ def pytest_runtest_makereport(item, call):
 def page(browser, spa_server, request):
     spa_server.reset()
     context = browser.new_context(viewport={"width": 1100, "height": 700})
-    context.set_default_timeout(5000)  # a broken rule fails in seconds, not Playwright's 30
+    # A broken rule fails in seconds rather than Playwright's 30, with room for a busy machine.
+    context.set_default_timeout(15000)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

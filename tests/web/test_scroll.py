@@ -6,6 +6,17 @@ from tests.web.spa_server import dps
 
 T = "turn-1"
 FRAME = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+# The reader's wheel scroll may animate: wait until the position held for five frames.
+STILL = """() => new Promise(done => {
+  const t = document.getElementById('transcript');
+  let last = t.scrollTop, same = 0;
+  const tick = () => {
+    same = t.scrollTop === last ? same + 1 : 0;
+    last = t.scrollTop;
+    if (same >= 5) done(); else requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})"""
 # Where the last rendered line sits: its distance from the transcript's bottom edge as a
 # fraction of the transcript's height.
 LAST_LINE_BAND = """() => {
@@ -59,7 +70,7 @@ def test_last_line_stays_in_the_anchor_band_then_pauses_when_the_reader_scrolls_
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.wheel(0, -400)
     page.wait_for_function("() => document.getElementById('transcript').scrollTop > 0")
-    page.evaluate(FRAME)
+    page.evaluate(STILL)
     reading_top = transcript.evaluate("e => e.scrollTop")
     stream(spa_server, 60, 15)
     settle(page, "Paragraph 74:")
@@ -94,8 +105,7 @@ def test_collapse_of_thinking_above_keeps_the_read_text_still(session_page, spa_
     box = page.locator("#transcript").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.wheel(0, -300)
-    page.wait_for_timeout(100)
-    page.evaluate(FRAME)
+    page.evaluate(STILL)
     # The paragraph in the middle of the screen is the text being read.
     page.evaluate("""() => {
       const box = document.getElementById('transcript').getBoundingClientRect();
@@ -120,7 +130,7 @@ def test_collapse_of_thinking_above_keeps_the_read_text_still(session_page, spa_
     page.wait_for_timeout(700)
     assert page.locator(".thinking").evaluate("e => e.offsetHeight") < thinking_height / 4
     tops = page.evaluate("() => window.tops")
-    assert len(tops) > 5
+    assert len(tops) >= 2  # the collapse was seen (how many frames depends on the load)
     drift = max(abs(top - before) for top in tops)
     assert drift <= 2, f"the read paragraph moved {drift:.1f} px"
 

@@ -23,6 +23,12 @@ def test_one_status_line_updated_in_place_and_gone_at_turn_end(session_page, spa
     page.wait_for_function("() => window.statusNode.textContent.includes('Thinking')")
     # U-28: the tool named by tool.invoke.request.
     page.wait_for_timeout(350)  # a quiet spell: the next change cross-fades (U-29)
+    page.evaluate("""() => {
+      window.fades = 0;
+      new MutationObserver(() => {
+        if (window.statusNode.classList.contains('swapping')) window.fades += 1;
+      }).observe(window.statusNode, {attributes: true, attributeFilter: ['class']});
+    }""")
     spa_server.send(
         dps(
             "tool.invoke.request",
@@ -31,9 +37,9 @@ def test_one_status_line_updated_in_place_and_gone_at_turn_end(session_page, spa
         ),
         state("tool_calling", "thinking"),
     )
-    # U-29: a change after a quiet spell cross-fades (the line dims, then shows the new text).
-    page.wait_for_function("() => window.statusNode.classList.contains('swapping')")
     page.wait_for_function("() => window.statusNode.textContent.includes('Running: Edit')")
+    # U-29: a change after a quiet spell cross-fades (the line dims, then shows the new text).
+    assert page.evaluate("() => window.fades") >= 1
     assert status_text(page) == "Running: Edit (src/auth.ts)…"
     # U-27: tool_calling has a rotating spinner.
     assert (

@@ -22,6 +22,7 @@ export class ScrollKeeper {
     this.spacer = spacer;
     this.follow = true;
     this.expected = null;
+    this.lastTop = null;
     this.anchor = null;
     // U-07: ResizeObserver reports every height change of the content (insertions, collapses,
     // images) after layout and before paint, so the correction is never visible as a jump.
@@ -65,6 +66,7 @@ export class ScrollKeeper {
   scrollToTop(top) {
     this.c.scrollTo({ top, behavior: 'instant' }); // U-08
     this.expected = this.c.scrollTop;
+    this.lastTop = this.expected;
   }
 
   // U-06: put the line being generated in the anchor band.
@@ -75,11 +77,20 @@ export class ScrollKeeper {
   }
 
   onScroll() {
-    if (this.expected !== null && Math.abs(this.c.scrollTop - this.expected) <= 1) return;
+    const top = this.c.scrollTop;
+    const last = this.lastTop ?? top;
+    this.lastTop = top;
+    if (this.expected !== null && Math.abs(top - this.expected) <= 1) return;
     this.expected = null;
-    // U-04: a reader above the band pauses following; scrolling back down resumes it.
-    const gap = this.contentBottom() - (this.c.scrollTop + this.c.clientHeight * BAND_FROM_TOP);
-    this.follow = gap <= RESUME_SLACK;
+    // U-04: any move up by the reader pauses following (however small: a slow wheel or a
+    // smooth-scroll animation starts with a few pixels); only a move down that reaches the
+    // band again resumes it.
+    if (top < last - 0.5) {
+      this.follow = false;
+    } else if (top > last + 0.5) {
+      const gap = this.contentBottom() - (top + this.c.clientHeight * BAND_FROM_TOP);
+      if (gap <= RESUME_SLACK) this.follow = true;
+    }
     this.recordAnchor();
   }
 
@@ -93,9 +104,18 @@ export class ScrollKeeper {
       this.recordAnchor();
       return;
     }
+    // The reader's scroll may land before its scroll event (threaded scrolling under load):
+    // then the anchor is stale, and "compensating" would undo the reader's own move.
+    if (Math.abs(this.c.scrollTop - this.anchor.scrollTop) > 0.5) {
+      this.recordAnchor();
+      return;
+    }
     const now = this.offsetOf(this.anchor.node);
     const delta = now - this.anchor.top;
-    if (Math.abs(delta) >= 0.5) this.scrollToTop(this.c.scrollTop + delta);
+    if (Math.abs(delta) >= 0.5) {
+      this.scrollToTop(this.c.scrollTop + delta);
+      this.anchor.scrollTop = this.c.scrollTop;
+    }
   }
 
   offsetOf(node) {
@@ -112,11 +132,12 @@ export class ScrollKeeper {
       const rect = node.getBoundingClientRect();
       if (rect.height === 0) continue;
       const top = this.offsetOf(node);
+      const scrollTop = this.c.scrollTop;
       if (top >= 0) {
-        this.anchor = { node, top };
+        this.anchor = { node, top, scrollTop };
         return;
       }
-      if (top + rect.height > 0) spanning = { node, top };
+      if (top + rect.height > 0) spanning = { node, top, scrollTop };
     }
     this.anchor = spanning;
   }
