@@ -47,3 +47,14 @@ def test_cancel_inserts_the_system_bubble_at_once_and_keeps_partial_text(session
     assert page.locator(".system-bubble").count() == 1
     assert "late words" not in page.locator("#transcript").inner_text()
     assert page.locator("#status-line").is_hidden()
+
+
+def test_a_page_opened_mid_turn_can_stop_it(session_page, spa_server):
+    page = session_page
+    # No session.turn.start reached this page: it opened while the turn ran.
+    spa_server.send(dps("agent.text.delta", {"content_index": 0, "text": "Half"}, "turn-9"))
+    page.wait_for_function("() => !document.getElementById('cancel').disabled")
+    page.click("#cancel")
+    frame = spa_server.wait_frame("control.prompt.cancel")
+    assert frame["payload"]["turn_id"] == "turn-9"
+    page.locator(".system-bubble").wait_for()

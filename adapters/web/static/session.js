@@ -78,6 +78,13 @@ export class SessionView {
 
   onFrame(f, replaying) {
     const p = f.payload || {};
+    // A page opened mid-turn never saw its session.turn.start: any live frame of a turn that
+    // has not ended makes it the running turn, so Stop works there too.
+    if (f.turn_id && !replaying && f.type !== 'session.turn.end' && !this.cancelled.has(f.turn_id)
+      && !this.ended?.has(f.turn_id) && this.turn !== f.turn_id) {
+      this.turn = f.turn_id;
+      this.cancelButton.disabled = false;
+    }
     switch (f.type) {
       case 'session.history':
         // U-31: the frames that follow are a replay (counted by Stream): state changes among
@@ -222,6 +229,7 @@ export class SessionView {
     } else if (p.stop_reason && !['end_turn', 'cancelled'].includes(p.stop_reason)) {
       this.notice(`Turn ended: ${p.stop_reason}`, 'meta');
     }
+    (this.ended ||= new Set()).add(turnId);
     if (this.turn === turnId) this.turn = null;
     this.cancelButton.disabled = true;
   }
