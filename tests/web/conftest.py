@@ -1,0 +1,104 @@
+"""Fixtures of the browser tests: Debian's Chromium (installed with apt where missing), the SPA
+stand-in server (spa_server.py), and a page with the session open. A failing test leaves a
+screenshot in tests/web/artifacts/."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.web.spa_server import SESSION_ID, SpaServer
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+INSTALL_LOCK = Path("/tmp/rawp-chromium-install.lock")
+
+
+def ensure_chromium() -> str | None:
+    """The browser's path, installing Debian's package first if needed; None and the reason
+    printed when it cannot be had. A lock keeps parallel test workers from racing dpkg."""
+    if CHROMIUM.exists():
+        return str(CHROMIUM)
+    with INSTALL_LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if CHROMIUM.exists():
+            return str(CHROMIUM)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        try:
+            done = subprocess.run(
+                ["apt-get", "install", "-y", "chromium"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            print(f"browser tests: cannot run apt-get install chromium: {exc}")
+            return None
+        if done.returncode != 0 or not CHROMIUM.exists():
+            print(f"browser tests: apt-get install chromium failed: {done.stderr[-500:]}")
+            return None
+    return str(CHROMIUM)
+
+
+@pytest.fixture(scope="session")
+def chromium_path():
+    path = ensure_chromium()
+    if path is None:
+        pytest.skip("no Chromium: /usr/bin/chromium is missing and apt-get could not install it")
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path):
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def spa_server():
+    server = SpaServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+@pytest.fixture
+def page(browser, spa_server, request):
+    spa_server.reset()
+    context = browser.new_context(viewport={"width": 1100, "height": 700})
+    # A broken rule fails in seconds rather than Playwright's 30, with room for a busy machine.
+    context.set_default_timeout(15000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+    # A script error in the SPA is a failure of the test that caused it.
+    assert not errors, f"errors in the page: {errors}"
+
+
+@pytest.fixture
+def session_page(page, spa_server):
+    """The SPA with the test session open and its WebSocket connected."""
+    page.goto(f"{spa_server.url}/#/session/{SESSION_ID}")
+    page.wait_for_selector(f"#session[data-session-id='{SESSION_ID}']")
+    spa_server.wait_connects(1)
+    return page
