@@ -1,0 +1,48 @@
+"""The web edge end to end in Chromium (issue 21, "What must hold"): a real `rawp up` prints
+a sign-in URL; opening it in the browser signs in, the new-session form starts the demo agent,
+a prompt streams into the transcript, the agent's approval is answered with a button in the
+page, and the agent goes on with that answer. Nothing here is a stand-in: `rawp up` runs as a
+child process with its master, client, gateway and web edge.
+"""
+
+from __future__ import annotations
+
+from tests.up.test_up_web import LINK, start_up
+
+
+def test_rawp_up_prints_a_url_that_streams_a_session_and_takes_an_approval(
+    browser, processes, tmp_path
+):
+    up, lines = start_up(processes, tmp_path)
+    link = lines._wait(LINK, 90).group(1)
+    base = link.split("/login")[0]
+    context = browser.new_context(viewport={"width": 1100, "height": 700})
+    context.set_default_timeout(30_000)  # a real agent on a busy machine
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(link)  # the one-time link: 303 to the app, with the cookie
+        page.wait_for_url(f"{base}/**")
+        page.wait_for_selector("#app", state="visible")
+        page.wait_for_selector("#new-session select[name=agent_name] option", state="attached")
+        page.select_option("#new-session select[name=agent_name]", "demo")
+        page.click("#new-session button[type=submit]")
+        page.wait_for_selector("#session[data-session-id]")
+        session_id = page.get_attribute("#session", "data-session-id")
+        assert session_id
+
+        page.fill("#composer", "please approve this")
+        page.click("#send")
+        page.wait_for_selector(".bubble.user")
+        allow = page.locator(".approval button[data-option-id='allow']")
+        allow.wait_for()  # the demo agent asks; the page shows its options as buttons
+        allow.click()
+        # The agent got the answer: it says what was chosen, and the turn ends (no status).
+        page.locator("#transcript .bubble.agent", has_text="You chose: allow").wait_for()
+        page.wait_for_selector("#status-line", state="hidden")
+        assert page.locator(".approval button[data-option-id='allow']").is_disabled()
+        assert page.locator(".thinking.active").count() == 0
+    finally:
+        context.close()
+    assert not errors, f"errors in the page: {errors}"
