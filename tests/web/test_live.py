@@ -13,7 +13,7 @@ from tests.up.test_up_web import LINK, start_up
 def test_rawp_up_prints_a_url_that_streams_a_session_and_takes_an_approval(
     browser, processes, tmp_path
 ):
-    up, lines = start_up(processes, tmp_path)
+    _up, lines = start_up(processes, tmp_path)  # ended by the processes fixture
     link = lines._wait(LINK, 90).group(1)
     base = link.split("/login")[0]
     context = browser.new_context(viewport={"width": 1100, "height": 700})
