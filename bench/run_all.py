@@ -51,9 +51,14 @@ FILE_SEARCH_PLOT = ROOT / "docs" / "bench" / "file-search-cdf.png"
 # found and fixed so far are in FIXED, printed every run.
 CAUSES = {
     "render": """\
-Profile with cProfile over `bench/render.py`'s own functions (`discord`, `slack`): the chunker
-(`gateway/chunker.py`) should scan each line once, and the Slack path convert once and cut
-once (FIXED below says how it got there).""",
+**Cause (cProfile over `bench/render.py`'s `slack`, 2026-12-03 23:30 UTC):** about 60 % of the
+Slack path is the mrkdwn conversion (`adapters/slack/mrkdwn.py`: ~640 regex substitutions per
+100 KB answer, in `_prose` and `_styled`), and about 35 % is the chunker. The path costs 30–39×
+a plain `split` of the text. This machine's speed for that split varied between 0.10 and
+0.20 ms across today's runs, so the worst repetition landed between 3.5 and 7.4 ms. Discord
+stays near 1 ms. Next: one combined pattern per prose run instead of one substitution per
+style. To look again: cProfile over `discord` and `slack`; the chunker (`gateway/chunker.py`)
+should scan each line once.""",
     "relay": """\
 Throughput: the CPU rows say which process pays per frame. Profile the client or the master
 with `py-spy record --pid <pid>` while `bench/relay.py` floods: the client's frame building
@@ -69,13 +74,20 @@ Latency: a timeline of latency per quarter second tells a stall of every session
 collector, a blocking call in the pump) from steady slowness; compare a run with the master's
 collector off (`gc.disable()` in a `sitecustomize.py` on `PYTHONPATH`).""",
     "scale10k": """\
-Edge sockets: the master holds two sockets per session (the edge's, its link to the client),
-so 10,000 sessions with an edge each need over 20,000 descriptors; where the hard limit
-(`ulimit -Hn`) is lower, the bench attaches as many edges as fit and says so. Memory:
+**Cause of the p99 (measured):** the two cores are full. `bench/scale.py --sessions 10000` was
+run alone at 23:24 UTC, recording the load generator's CPU too. While streaming, the master
+used 73 % of a core, the fake client 64 % and the edges' process 55 %: 192 % of 200 %. Of the
+20,000 frames/s offered, 14,114 were delivered; the rest queued and arrived after the streaming
+window. That queue is the p99; nothing was lost. Per delivered frame the master spent ~52 µs,
+against 10–14 µs in the relay flood. At 20 frames/s per session no frames queue, so each one is
+its own socket read, event-loop wake-up and socket write: the batching of the relay path has
+nothing to batch. Next: an event loop with a cheaper wake-up (uvloop under uvicorn and
+`websockets`), and the load generator on cores of its own.
+Edge sockets: the master holds two sockets per session (the edge's and its link to the
+client), so 10,000 sessions with an edge each need over 20,000 descriptors. Where the hard
+limit (`ulimit -Hn`) is lower, the bench attaches as many edges as fit and says so. Memory:
 `BENCH_TRACE_DEPTH=40 bench/scale.py --sessions 1000 --trace-memory FILE` charges what the
-sessions allocate to lines of the project's code. Latency: 1,000 sessions streaming at
-20 frames/s is 20,000 frames/s through one master, with the fake client and the edges on the
-same two cores; compare the master's CPU (`py-spy top --pid`) with the other two processes'.""",
+sessions allocate to lines of the project's code.""",
     "gateway": """\
 Calls: the by-method table names the extra call; ⏳ goes on after 2 s and Discord's typing
 repeats every 4 s, so on a loaded machine a "short" turn that ran longer costs more (the
@@ -83,10 +95,22 @@ test tests/gateway/test_calls_per_turn.py counts on a fake clock). Delay: compar
 bare post's latency in the same run; a gap means work at turn end before the post
 (`SessionRenderer._end_turn`).""",
     "file-search": """\
-docs/file-search.md ("Benchmark") says where a query's time goes at a million files
-(frizbee's pass over the first chunk, the Python around it) and why a real walk cannot reach
-5 s on this machine: `find -type f` over the same tree, printed beside the build, is the
-file system's own floor.""",
+**Causes:**
+- **The real walk** stats every file. `find -type f` over the same tree, printed beside the
+  build, is the file system's own floor and takes more than 5 s on this machine.
+  docs/file-search.md ("Benchmark") says where the rest of the time goes.
+- **Memory** is about 370 bytes per file: the path, a dict slot, frizbee's own copy of the
+  path, and the packed arrays (stamps, sizes).
+- **The 1,000,000-file p99.** With 66 queries, the p99 is the worst query but one. The worst
+  queries are the broadest ones (39 of 66 are answered without `total_count`). Each takes
+  ~115 ms of CPU spread over frizbee's threads on both cores, so its wall time depends on
+  whether the other core is free: 50.5 ms in the quiet run at 19:40 UTC, 70.0 ms in this one.
+- **The 100,000-file p50 under load.** The median query costs ~12 ms of CPU over frizbee's
+  threads. A busy-loop process takes one of the two cores, so the median lands at 9.9–10.7 ms
+  from run to run.
+
+Next: stat only the ≤ 50 answers (about 4 s and 48 MB less at a million files), and give the
+broad queries one thread's pass over the first chunk.""",
     "startup": """\
 `rawp up` imports the master, client and gateway apps (Quart, SQLAlchemy, pydantic models) in
 one process; compare its figure with `import quart` above and profile with
@@ -127,7 +151,16 @@ FIXED = """\
   timestamps are cheap, stdout is read by chunk with orjson, and frames that queue are framed
   one by one and written together (`client/api/socket.py`; one text frame per event as
   before). The master's edge sockets write queued frames together the same way
-  (`master/edge/wire_batch.py`)."""
+  (`master/edge/wire_batch.py`).
+- **The master at 61–78 % of direct → above 80 %** (issue 20; py-spy on the master during a
+  flood). websockets parses each incoming frame through a chain of generators
+  (`Protocol.parse` → `Frame.parse` → `read_exact`): a third of the master's time per relayed
+  frame. Framing each edge frame through websockets' `send_text` cost another tenth. The
+  master's link to a client now parses whole unmasked data frames in one pass and gives every
+  other frame to websockets whole (`master/edge/link_reader.py`, checked against websockets'
+  own reader on the same bytes, cut anywhere). Where no extension was negotiated, the edge
+  writer puts each frame's two-to-ten-byte header in front itself (`wire_batch.py`). Master CPU
+  per relayed frame went from 14.0 to 10.5 µs."""
 
 # Where an idle session's memory goes, and what issue 20 §3 shrank: tracemalloc runs are slow
 # (and change the RSS they measure), so they are not part of this runner; the text says which

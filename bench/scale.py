@@ -326,7 +326,9 @@ def rss_mb(proc: psutil.Process) -> float:
     return proc.memory_info().rss / 2**20
 
 
-async def measure(master: str, client: str, master_proc: psutil.Process, args) -> dict:
+async def measure(
+    master: str, client: str, master_proc: psutil.Process, args, client_proc=None
+) -> dict:
     figures: dict = {"rss_idle_mb": rss_mb(master_proc)}
     edges = edges_that_fit(args.sessions, args.fd_limit)
     curve: list[tuple[int, float]] = [(0, figures["rss_idle_mb"])]
@@ -377,6 +379,10 @@ async def measure(master: str, client: str, master_proc: psutil.Process, args) -
                 )
                 await ws.send(dump_frame(prompt))
             peak = figures["rss_open_mb"]
+            # Who has the two cores while streaming: the master, the fake client and the edges
+            # (this process), so a backlog can be told from a slow master.
+            others = {"client": client_proc, "edges": psutil.Process()}
+            others_before = {k: cpu_seconds(p) for k, p in others.items() if p is not None}
             cpu_before, streamed_from = cpu_seconds(master_proc), time.monotonic()
             while not all(r.done() for r in readers):
                 peak = max(peak, rss_mb(master_proc))
@@ -389,6 +395,10 @@ async def measure(master: str, client: str, master_proc: psutil.Process, args) -
                 delivered_per_s=received / streamed_s,
                 offered_per_s=args.rate * len(streaming),
                 master_cpu=(cpu_seconds(master_proc) - cpu_before) / streamed_s,
+                **{
+                    f"{k}_cpu": (cpu_seconds(others[k]) - before) / streamed_s
+                    for k, before in others_before.items()
+                },
             )
             figures.update(
                 rss_peak_mb=peak,
@@ -455,9 +465,20 @@ def run(args) -> dict:
             client_url = f"http://127.0.0.1:{client_port}"
             wait_for_http(f"{master_url}/v1/edge/nodes", proc=master, timeout=60)
             wait_for_http(f"{client_url}/v1/health", proc=client, timeout=60)
-            return asyncio.run(measure(master_url, client_url, psutil.Process(master.pid), args))
+            return asyncio.run(
+                measure(
+                    master_url,
+                    client_url,
+                    psutil.Process(master.pid),
+                    args,
+                    client_proc=psutil.Process(client.pid),
+                )
+            )
         finally:
             processes.close()
+
+
+NAN = float("nan")  # a figure an older run did not record
 
 
 def report(f: dict) -> str:
@@ -478,6 +499,8 @@ def report(f: dict) -> str:
             f"| frames/s delivered while streaming (offered: {f['offered_per_s']:,.0f}) "
             f"| {f['delivered_per_s']:,.0f} | |",
             f"| master CPU while streaming (100 % = one core) | {f['master_cpu']:.0%} | |",
+            f"| load generator's CPU meanwhile: fake client / edges "
+            f"| {f.get('client_cpu', NAN):.0%} / {f.get('edges_cpu', NAN):.0%} | |",
         ]
     )
 
