@@ -18,6 +18,8 @@ Rules:
 5. Open browser sockets are kept in `open_sockets` while they relay, so a gateway that stops
    closes them with 1012 too (the app reconnects to it, or to another replica) instead of
    waiting for the browsers to leave.
+6. Approvals answered in the browser are audited as the chat edges audit theirs
+   (adapters.web.approvals): it sees each frame, after the browser's is forwarded.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import logging
 import aiohttp
 from aiohttp import web
 
+from adapters.web.approvals import WebApprovals
 from gateway.edge_client import EdgeApiError, EdgeClient
 from rawp.frames import SUBPROTOCOLS
 from rawp.tasks import race
@@ -74,6 +77,7 @@ async def relay(
     upstream: aiohttp.ClientWebSocketResponse,
     session_id: str,
     open_sockets: set[web.WebSocketResponse],
+    approvals: WebApprovals | None = None,
 ) -> web.WebSocketResponse:
     browser = web.WebSocketResponse(
         protocols=SUBPROTOCOLS, max_msg_size=MAX_FRAME_BYTES, heartbeat=HEARTBEAT_S
@@ -90,11 +94,15 @@ async def relay(
         async for message in browser:
             if message.type == aiohttp.WSMsgType.TEXT:
                 await upstream.send_str(message.data)  # rule 3: verbatim
+                if approvals is not None:
+                    await approvals.from_browser(message.data)  # rule 6, after the answer
 
     async def to_browser() -> None:
         nonlocal master_dropped
         async for message in upstream:
             if message.type == aiohttp.WSMsgType.TEXT:
+                if approvals is not None:
+                    approvals.from_master(message.data)  # rule 6
                 await browser.send_str(message.data)
         master_dropped = True
 

@@ -45,6 +45,7 @@ import orjson
 from aiohttp import web
 
 from adapters.web import proxy
+from adapters.web.approvals import WebApprovals
 from adapters.web.auth import (
     COOKIE,
     CookieSigner,
@@ -304,7 +305,8 @@ class WebEdge:
             )
         except proxy.UpstreamRefused as refused:
             return error(refused.status, refused.error_code, refused.message)
-        return await proxy.relay(request, upstream, session_id, self._sockets)
+        approvals = WebApprovals(self.edge, request[USER].subject, session_id)
+        return await proxy.relay(request, upstream, session_id, self._sockets, approvals)
 
 
 async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:

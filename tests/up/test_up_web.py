@@ -75,6 +75,29 @@ def frame(type: str, payload: dict, session_id: str, **extra) -> str:
     return dump_frame(make_frame(type, payload, session_id=session_id, **extra))
 
 
+async def audit_records(state_dir, node_id: str) -> list[dict]:
+    """The owner's approval records, read from the master with this run's edge secret."""
+    run = orjson.loads((state_dir / "up.json").read_bytes())
+    master = f"http://127.0.0.1:{run['master_port']}"
+    async with aiohttp.ClientSession() as http:
+        async with http.post(
+            f"{master}/v1/edge/auth/token",
+            json={"subject": "console:local"},
+            headers={"Authorization": f"Bearer {run['edge_secret']}"},
+        ) as answer:
+            token = (await answer.json())["access_token"]
+        for _ in range(50):  # the record is written just after the answer is relayed
+            async with http.get(
+                f"{master}/v1/edge/audit?node_id={node_id}",
+                headers={"Authorization": f"Bearer {token}"},
+            ) as answer:
+                records = (await answer.json())["records"]
+            if records:
+                return records
+            await asyncio.sleep(0.1)
+    return []
+
+
 async def receive_until(ws, wanted: str, seen: list[dict], within_s: float = 60) -> dict:
     async with asyncio.timeout(within_s):
         while True:
@@ -176,6 +199,15 @@ async def test_a_printed_link_signs_in_once_and_a_session_streams_in_the_browser
             )
             assert "You chose: allow" in said, said
             last_id = seen[-1]["message_id"]
+
+        # The answer given in the browser is in the master's audit log, as a chat edge's is.
+        [record] = await audit_records(tmp_path / "state", node["node_id"])
+        assert record["outcome"] == "answered" and record["platform"] == "web"
+        assert record["actor"] == "console:local" and record["option_id"] == "allow"
+        assert record["interaction_id"] == response["interaction_id"]
+        assert record["option_label"] == next(
+            o["label"] for o in ask["payload"]["options"] if o["option_id"] == "allow"
+        )
 
         # Resuming with the last message id: nothing from the finished turn again.
         async with http.ws_connect(
