@@ -25,6 +25,13 @@ Rules (issue 10 "Approvals", A-41; issue 15 §4):
    before a restart is not waited for again here: a click on it reaches the session as a
    stale choice (gateway.conversations rule 4). Each wait is a task of the renderer's
    `TaskOwner`, so a failure is logged there and none outlives the renderer.
+9. A prompt answered in another edge of the session (the web edge, a second chat) is closed
+   here ("Answered elsewhere"), and never answered or expired by this gateway. RAWP has no
+   "answered" frame, so what tells is the agent going on: a `tool.invoke.result` for the
+   prompt's `invocation_id`, or, for a prompt about no tool, the agent leaving
+   `awaiting_input`. Once this flow has decided to answer (a press, an expiry), its prompt is
+   no longer open, so its own answer never closes it as "elsewhere". The answer is audited by
+   the edge that took it.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ SendFrame = Callable[[Frame], Awaitable[None]]
 
 TIMED_OUT = "⌛ No answer in time — the agent applies its default."
 TURN_ENDED = "The turn ended before an answer."
+ANSWERED_ELSEWHERE = "Answered elsewhere; the agent went on."
 DEFAULT_TIMEOUT_S = (
     DEFAULT_APPROVAL_TIMEOUT_S  # rule 5: deny after 10 minutes unless told otherwise
 )
@@ -67,6 +75,7 @@ class _Pending:
     turn_id: str | None
     message: MessageRef
     task: asyncio.Task[None]
+    invocation_id: str | None = None  # the tool the prompt is about (rule 9)
 
 
 class InteractionFlow:
@@ -123,7 +132,9 @@ class InteractionFlow:
             self._await_answer(frame, request, prompt, message, tool),
             name=f"interaction {request.interaction_id}",
         )
-        self._pending[request.interaction_id] = _Pending(frame.turn_id, message, task)
+        self._pending[request.interaction_id] = _Pending(
+            frame.turn_id, message, task, request.invocation_id
+        )
 
     async def _await_answer(
         self,
@@ -152,6 +163,7 @@ class InteractionFlow:
                 if remaining > 0:
                     choice = await self._platform.wait_for_choice(ref, remaining)
                 if choice is None:
+                    self._pending.pop(request.interaction_id, None)  # rule 9: expired here
                     await self._expire(frame, request, prompt, ref, record, deadline)
                     return
                 refusal = self._refusal(prompt, choice)
@@ -167,6 +179,7 @@ class InteractionFlow:
                         )
                     )
                     continue
+                self._pending.pop(request.interaction_id, None)  # rule 9: answered here
                 await self._answer(frame, request, choice.option_id, choice.text)
                 await self._platform.close_interaction(ref, _outcome(prompt, choice))
                 await self._audit(
@@ -264,7 +277,17 @@ class InteractionFlow:
         for interaction_id, pending in list(self._pending.items()):
             await self._close(interaction_id, pending)
 
-    async def _close(self, interaction_id: str, pending: _Pending) -> None:
+    async def went_on(
+        self, *, invocation_id: str | None = None, left_awaiting_input: bool = False
+    ) -> None:
+        """Rule 9: the agent went on, so the prompts it was waiting on were answered elsewhere:
+        those about `invocation_id`, or, when it left `awaiting_input`, those about no tool."""
+        for interaction_id, pending in list(self._pending.items()):
+            about_it = invocation_id is not None and pending.invocation_id == invocation_id
+            if about_it or (left_awaiting_input and pending.invocation_id is None):
+                await self._close(interaction_id, pending, ANSWERED_ELSEWHERE)
+
+    async def _close(self, interaction_id: str, pending: _Pending, outcome: str = TURN_ENDED):
         self._pending.pop(interaction_id, None)
         if pending.task is not asyncio.current_task():
             # Cancelled and awaited: no answer is sent after this. `asyncio.wait` does not
@@ -272,7 +295,7 @@ class InteractionFlow:
             pending.task.cancel()
             await asyncio.wait({pending.task})
         try:
-            await self._platform.close_interaction(pending.message, TURN_ENDED)
+            await self._platform.close_interaction(pending.message, outcome)
         except Exception:
             log.warning("could not close interaction %s", interaction_id, exc_info=True)
 

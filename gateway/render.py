@@ -409,6 +409,7 @@ class SessionRenderer:
         await self._refresh_status(turn)
 
     async def _on_tool_result(self, frame: Frame, p: ev.ToolInvokeResult, turn: Turn | None):
+        await self._interactions.went_on(invocation_id=p.invocation_id)  # answered elsewhere
         request = turn.running.pop(p.invocation_id, None) if turn else None
         if turn is not None and request is None:
             request = turn.requests.get(p.invocation_id)
@@ -449,7 +450,10 @@ class SessionRenderer:
     # --- status line and interim status message ---------------------------------------------
 
     async def _on_state(self, frame: Frame, p: ev.StateChanged, turn: Turn | None) -> None:
+        left = self.agent_state == "awaiting_input" != p.current_state
         self.agent_state = p.current_state  # rule 6: never a chat message
+        if left:  # its prompts about no tool were answered, here or elsewhere
+            await self._interactions.went_on(left_awaiting_input=True)
         if turn is not None:
             await self._refresh_status(turn)
 

@@ -161,7 +161,10 @@ async def test_unanswered_approval_is_closed_when_the_turn_ends():
         console.renderer = SessionRenderer(
             console.platform, console.platform.conversation, SESSION, send_frame=console.sent
         )
-        await console.play(load_fixture("approval.jsonl"))
+        # The recorded turn without the agent going on (its next state, the tool's result):
+        # those would say the prompt was answered elsewhere (gateway.interactions rule 9).
+        frames = load_fixture("approval.jsonl")
+        await console.play(frames[:4] + frames[-1:])
         assert console.sent.frames.empty()
         assert "  The turn ended before an answer." in console.text
 

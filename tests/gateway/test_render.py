@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from adapters.slack.platform import SlackPlatform
 from gateway.edge_link import SeenIds
-from gateway.interactions import TIMED_OUT, TURN_ENDED
+from gateway.interactions import ANSWERED_ELSEWHERE, TIMED_OUT, TURN_ENDED
 from gateway.platform import Choice, ConversationRef, MessageRef, PlatformLimits
 from gateway.render import RenderOptions, SessionRenderer
 from rawp.clock import FakeClock
@@ -122,6 +122,50 @@ async def test_open_prompt_is_closed_unanswered_at_turn_end_and_a_replayed_reque
     assert len(s.platform.of("interaction")) == 1
     assert s.platform.of("close") == [("close", "r1", TURN_ENDED)]
     assert s.sent.frames.empty()
+
+
+def state(previous: str, current: str, turn="turn-1"):
+    return frame(
+        "agent.state.changed", {"previous_state": previous, "current_state": current}, turn
+    )
+
+
+def tool_result(invocation_id: str, turn="turn-1"):
+    body = {
+        "invocation_id": invocation_id,
+        "tool_name": "Bash",
+        "status": "success",
+        "output_type": "text",
+        "output": "done",
+    }
+    return frame("tool.invoke.result", body, turn)
+
+
+async def test_a_prompt_answered_in_another_edge_is_closed_here_and_never_answered():
+    s = Setup()
+    about_tool = dict(APPROVAL, interaction_id="perm-tool", invocation_id="bash-1")
+    about_nothing = dict(APPROVAL, interaction_id="perm-plain")
+    await s.feed(start(), frame("agent.interaction.request", about_tool))
+    await s.feed(frame("agent.interaction.request", about_nothing))
+    await s.feed(state("tool_calling", "awaiting_input"))
+    # The web edge answered the tool's prompt: the agent runs the tool and reports it.
+    await s.feed(tool_result("bash-1"))
+    assert s.platform.of("close") == [("close", "r1", ANSWERED_ELSEWHERE)]
+    # ... and the other prompt: the agent leaves awaiting_input.
+    await s.feed(state("awaiting_input", "thinking"))
+    assert s.platform.of("close")[-1] == ("close", "r2", ANSWERED_ELSEWHERE)
+    s.platform.answer(None)  # a wait that ran out now expires nothing
+    await s.feed(end())
+    assert len(s.platform.of("close")) == 2 and s.sent.frames.empty()
+
+
+async def test_a_prompt_answered_here_is_not_closed_as_answered_elsewhere():
+    s = Setup()
+    await s.feed(start(), frame("agent.interaction.request", dict(APPROVAL, invocation_id="b")))
+    s.platform.answer(Choice("alice", option_id="allow"))
+    assert (await s.sent.next()).payload.option_id == "allow"
+    await s.feed(tool_result("b"), state("awaiting_input", "thinking"), end())
+    assert s.platform.of("close") == [("close", "r1", "Answered: Allow once")]
 
 
 async def test_each_text_block_is_sent_when_done_and_typing_covers_the_whole_turn():
