@@ -1,13 +1,18 @@
 """The web edge end to end in Chromium (issue 21, "What must hold"): a real `rawp up` prints
 a sign-in URL; opening it in the browser signs in, the new-session form starts the demo agent,
 a prompt streams into the transcript, the agent's approval is answered with a button in the
-page, and the agent goes on with that answer. Nothing here is a stand-in: `rawp up` runs as a
-child process with its master, client, gateway and web edge.
+page, and the agent goes on with that answer. At turn end the status line is gone and the
+thinking has collapsed to its summary. The `/` popup then lists the commands the agent
+published, and `@` finds a real file of the workspace. Nothing here is a stand-in: `rawp up`
+runs as a child process with its master, client, gateway and web edge.
 """
 
 from __future__ import annotations
 
+import re
+
 from tests.up.test_up_web import LINK, start_up
+from tests.web.conftest import ARTIFACTS
 
 
 def test_rawp_up_prints_a_url_that_streams_a_session_and_takes_an_approval(
@@ -40,9 +45,26 @@ def test_rawp_up_prints_a_url_that_streams_a_session_and_takes_an_approval(
         allow.click()
         # The agent got the answer: it says what was chosen, and the turn ends (no status).
         page.locator("#transcript .bubble.agent", has_text="You chose: allow").wait_for()
-        page.wait_for_selector("#status-line", state="hidden")
+        page.wait_for_selector("#status-line", state="hidden")  # U-30: gone at turn end
         assert page.locator(".approval button[data-option-id='allow']").is_disabled()
+        # U-19/U-23: the demo agent's thinking collapsed to its summary; none still active.
         assert page.locator(".thinking.active").count() == 0
+        assert re.fullmatch(
+            r"🧠 Thought for \d+s", page.locator(".thinking .thinking-label").first.inner_text()
+        )
+
+        # The `/` popup lists the commands the agent published during the turn (G-CMD-01).
+        page.fill("#composer", "")
+        page.type("#composer", "/rev")
+        page.locator("#popup .popup-item", has_text="review").wait_for()
+        # `@` searches the live session's workspace (DPS §16): the real file is offered.
+        page.fill("#composer", "")
+        page.type("#composer", "@mai")
+        page.locator("#popup .popup-item", has_text="main.py").wait_for()
+    except Exception:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "test_live.png"), full_page=True)
+        raise
     finally:
         context.close()
     assert not errors, f"errors in the page: {errors}"
