@@ -33,12 +33,15 @@ def test_expired_token(key):
     assert info.value.error_code == "TOKEN_EXPIRED"
 
 
-@pytest.mark.parametrize("mangle", [
-    lambda t: t[:-4] + ("AAAA" if not t.endswith("AAAA") else "BBBB"),
-    lambda t: "not.a.jwt",
-    lambda t: "",
-    lambda t: t.split(".")[0] + ".e30.",
-])
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda t: t[:-4] + ("AAAA" if not t.endswith("AAAA") else "BBBB"),
+        lambda t: "not.a.jwt",
+        lambda t: "",
+        lambda t: t.split(".")[0] + ".e30.",
+    ],
+)
 def test_forged_or_malformed_tokens(key, mangle):
     token = key.sign({"sub": "n"}, 60, kind="access")
     with pytest.raises(Unauthorized) as info:

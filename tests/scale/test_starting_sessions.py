@@ -43,9 +43,7 @@ async def test_a_young_init_session_is_left_to_its_creator_and_an_old_one_is_swe
     _, prefix = redis_prefix
     db = Database(pg_url)
     try:
-        async with cluster(
-            processes, tmp_path, pg_url, prefix, count=2, master_args=QUICK
-        ) as made:
+        async with cluster(processes, tmp_path, pg_url, prefix, count=2, master_args=QUICK) as made:
             real, _ = await made.create_session()
             starting = str(uuid.uuid4())
             async with db.begin() as conn:
