@@ -167,6 +167,12 @@ class StreamHandler:
     async def _prompt(self, frame: Frame, request: PromptRequest) -> None:
         session = self.session
         assert session.agent is not None
+        # Refused before the prompt is built: building saves its file attachments into the
+        # workspace, and a refused prompt's files would be left there unused. Nothing runs
+        # between this check and the queueing below (building is synchronous).
+        if session.turns.full():
+            await self._queue_full(frame)
+            return
         try:
             prompt = build_prompt(
                 request,
@@ -179,9 +185,12 @@ class StreamHandler:
             await self._error(exc.code, exc.message, frame.message_id)
             return
         if not session.queue_prompt(prompt):
-            await self._error(
-                "TURN_QUEUE_FULL", "too many prompts are waiting; try again", frame.message_id
-            )
+            await self._queue_full(frame)
+
+    async def _queue_full(self, frame: Frame) -> None:
+        await self._error(  # dps-profile §6
+            "TURN_QUEUE_FULL", "too many prompts are waiting; try again", frame.message_id
+        )
 
     async def _cancel(self, frame: Frame, cancel: PromptCancel) -> None:
         session = self.session

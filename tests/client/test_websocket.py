@@ -242,7 +242,11 @@ async def test_a_second_prompt_queues_and_the_queue_is_bounded(tmp_path, monkeyp
         sid, ws = await greeted(client)
         first = frame("control.prompt.request", {"prompt_text": "one"}, sid)
         second = frame("control.prompt.request", {"prompt_text": "two"}, sid)
-        third = frame("control.prompt.request", {"prompt_text": "three"}, sid)
+        # The refused prompt's file must not be left in the workspace (it is never used).
+        notes = {"name": "notes.txt", "mime_type": "text/plain", "data": "bm90ZXM="}
+        third = frame(
+            "control.prompt.request", {"prompt_text": "three", "attachments": [notes]}, sid
+        )
         await ws.send(first)
         start = await recv(ws)
         assert start["type"] == "session.turn.start"
@@ -252,6 +256,7 @@ async def test_a_second_prompt_queues_and_the_queue_is_bounded(tmp_path, monkeyp
         full = [f for f in frames if f["type"] == "session.error"]
         assert full and full[0]["payload"]["code"] == "TURN_QUEUE_FULL"
         assert full[0]["payload"]["ref_message_id"] == orjson.loads(third)["message_id"]
+        assert not list(client.workspace.rglob("notes*.txt"))
         turn_one = [f for f in frames if f.get("turn_id") == start["payload"]["turn_id"]]
         assert turn_one[-1]["type"] == "session.turn.end"
         frames = await recv_until(ws, "session.turn.end")  # never interleaved: turn two after
