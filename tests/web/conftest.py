@@ -54,8 +54,11 @@ def chromium_path():
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path):
+    # Per module, not per session: while Playwright's sync API is open it leaves its event loop
+    # running in this thread, and a later module's `asyncio.run` (the chat stacks' fixtures,
+    # tests/web/test_live_slack.py) would then refuse to start.
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path, headless=True)
         yield browser

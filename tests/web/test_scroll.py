@@ -17,6 +17,14 @@ STILL = """() => new Promise(done => {
   };
   requestAnimationFrame(tick);
 })"""
+# Until the transcript has scrolled up by `distance` from `top`: a wheel event is handled (and
+# smooth-scrolled) in frames of Chromium's own, which on a loaded machine may come after STILL
+# has already seen five unchanged frames.
+SCROLLED_UP = """([top, distance]) => new Promise(done => {
+  const t = document.getElementById('transcript');
+  const tick = () => (t.scrollTop <= top - distance ? done() : requestAnimationFrame(tick));
+  requestAnimationFrame(tick);
+})"""
 # Where the last rendered line sits: its distance from the transcript's bottom edge as a
 # fraction of the transcript's height.
 LAST_LINE_BAND = """() => {
@@ -68,8 +76,9 @@ def test_last_line_stays_in_the_anchor_band_then_pauses_when_the_reader_scrolls_
     # U-04: the reader scrolls up (a real wheel move); following stops.
     box = transcript.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    top = transcript.evaluate("e => e.scrollTop")
     page.mouse.wheel(0, -400)
-    page.wait_for_function("() => document.getElementById('transcript').scrollTop > 0")
+    page.evaluate(SCROLLED_UP, [top, 300])
     page.evaluate(STILL)
     reading_top = transcript.evaluate("e => e.scrollTop")
     stream(spa_server, 60, 15)
@@ -104,7 +113,9 @@ def test_collapse_of_thinking_above_keeps_the_read_text_still(session_page, spa_
     settle(page, "Paragraph 29:")
     box = page.locator("#transcript").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    top = page.locator("#transcript").evaluate("e => e.scrollTop")
     page.mouse.wheel(0, -300)
+    page.evaluate(SCROLLED_UP, [top, 250])  # the reader's move is over before `before`
     page.evaluate(STILL)
     # The paragraph in the middle of the screen is the text being read.
     page.evaluate("""() => {
