@@ -5,6 +5,7 @@ through the platform to get a session's thread. The tests keep their own asserti
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,21 @@ async def conversation_service(stack, tmp_path: Path) -> AsyncIterator[Conversat
         await service.close()
         await store.close()
         await edge.close()
+
+
+def slack_button_click(world: SlackWorld, question, thread_ts: str, label: str) -> dict:
+    """The `block_actions` payload of pressing the button labelled `label` on the posted
+    `question` (a `chat.postMessage` call) in the thread `thread_ts`."""
+    blocks = question.body.get("blocks") or []
+    blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+    block_id, button = next(
+        (block.get("block_id", "actions"), element)
+        for block in blocks
+        if block.get("type") == "actions"
+        for element in block.get("elements", [])
+        if element["text"]["text"] == label
+    )
+    message = {**question.body, "ts": question.response["ts"], "thread_ts": thread_ts}
+    return world.block_actions(
+        button["action_id"], button["value"], message=message, block_id=block_id
+    )

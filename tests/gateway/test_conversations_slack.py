@@ -11,6 +11,7 @@ from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
 from tests.gateway.chat_stack import (
     module_stack,
+    slack_button_click,
     slack_checked,
     slack_greeting,
     slack_start,
@@ -54,17 +55,7 @@ async def test_a_turn_with_an_approval_through_slack(stack, processes, tmp_path)
         question = await slack.wait_for_call(
             "chat.postMessage", where=lambda c: "Apply the change" in text_of(c), timeout=60
         )
-        buttons = [
-            (block.get("block_id", "actions"), element)
-            for block in blocks_of(question)
-            if block.get("type") == "actions"
-            for element in block.get("elements", [])
-        ]
-        block_id, allow = next((b, e) for b, e in buttons if e["text"]["text"] == "Allow once")
-        message = {**question.body, "ts": question.response["ts"], "thread_ts": thread_ts}
-        click = WORLD.block_actions(
-            allow["action_id"], allow["value"], message=message, block_id=block_id
-        )
+        click = slack_button_click(WORLD, question, thread_ts, "Allow once")
         assert (await slack.post_interactive_to(bolt, click)).status == 200
 
         # The rest of the turn: the tool line with its diff, the answer, ✅ on the prompt.

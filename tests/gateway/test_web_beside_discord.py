@@ -7,13 +7,9 @@ expiring into a deny), and the agent's answer reads the same in both."""
 
 from __future__ import annotations
 
-import asyncio
-
 import aiohttp
-import orjson
 
 from gateway.interactions import ANSWERED_ELSEWHERE
-from rawp.frames import dump_frame, make_frame
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.chat_stack import (
@@ -28,6 +24,7 @@ from tests.gateway.chat_stack import (
 )
 from tests.gateway.test_web_links_chat import link_in
 from tests.support import free_port
+from tests.up.test_up_web import answer_frame, receive_until
 
 WORLD = DiscordWorld()
 stack = module_stack("web-beside-discord", f"discord:{WORLD.alice['id']}")
@@ -40,17 +37,6 @@ async def web_link(fake: FakeDiscord, base: str) -> str:
     webhook = f"/webhooks/{WORLD.application_id}/{interaction['token']}"
     reply = await fake.wait_for_call("POST", webhook, timeout=30)
     return link_in(content(reply), base)
-
-
-async def frames_until(ws, wanted: str, seen: list[dict], within_s: float = 60) -> dict:
-    async with asyncio.timeout(within_s):
-        while True:
-            message = await ws.receive()
-            assert message.type == aiohttp.WSMsgType.TEXT, (message.type, message.extra)
-            got = orjson.loads(message.data)
-            seen.append(got)
-            if got["type"] == wanted:
-                return got
 
 
 async def test_an_approval_answered_in_the_web_edge_closes_the_discord_prompt(
@@ -78,7 +64,7 @@ async def test_an_approval_answered_in_the_web_edge_closes_the_discord_prompt(
             ) as ws:
                 seen: list[dict] = []
                 await fake.inject_message("please approve this", channel_id=thread_id)
-                ask = await frames_until(ws, "agent.interaction.request", seen)
+                ask = await receive_until(ws, "agent.interaction.request", seen)
                 question = await fake.wait_for_call(
                     "POST",
                     thread_posts,
@@ -88,19 +74,8 @@ async def test_an_approval_answered_in_the_web_edge_closes_the_discord_prompt(
                 assert any(b.get("label") == "Allow once" for b in buttons(question))
 
                 # Answered in the web edge, as its Allow button sends it.
-                answer = {"interaction_id": ask["payload"]["interaction_id"], "option_id": "allow"}
-                await ws.send_str(
-                    dump_frame(
-                        make_frame(
-                            "control.interaction.response",
-                            answer,
-                            session_id=sid,
-                            turn_id=ask.get("turn_id"),
-                            parent_id=ask["message_id"],
-                        )
-                    )
-                )
-                await frames_until(ws, "session.turn.end", seen)
+                await ws.send_str(answer_frame(ask))
+                await receive_until(ws, "session.turn.end", seen)
 
                 # The Discord prompt: closed as answered elsewhere, its buttons gone.
                 closed = await fake.wait_for_call(

@@ -11,7 +11,6 @@ import json
 import aiohttp
 
 from gateway.interactions import ANSWERED_ELSEWHERE
-from rawp.frames import dump_frame, make_frame
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
 from tests.gateway.chat_stack import (
@@ -23,9 +22,9 @@ from tests.gateway.chat_stack import (
     slack_start,
 )
 from tests.gateway.test_conversations_slack import blocks_of, in_thread, text_of
-from tests.gateway.test_web_beside_discord import frames_until
 from tests.gateway.test_web_links_chat import link_in
 from tests.support import free_port, wait_for_http
+from tests.up.test_up_web import answer_frame, receive_until
 
 WORLD = SlackWorld()
 stack = module_stack("web-beside-slack", f"slack:{WORLD.team_id}:{WORLD.alice['id']}")
@@ -63,25 +62,14 @@ async def test_an_approval_answered_in_the_web_edge_closes_the_slack_prompt(
                 seen: list[dict] = []
                 event = WORLD.message_event("please approve this", thread_ts=thread_ts)
                 await slack.post_event_to(bolt, event)
-                ask = await frames_until(ws, "agent.interaction.request", seen)
+                ask = await receive_until(ws, "agent.interaction.request", seen)
                 question = await slack.wait_for_call(
                     "chat.postMessage", where=lambda c: "Apply the change" in text_of(c), timeout=60
                 )
                 assert any(b.get("type") == "actions" for b in blocks_of(question))
 
-                answer = {"interaction_id": ask["payload"]["interaction_id"], "option_id": "allow"}
-                await ws.send_str(
-                    dump_frame(
-                        make_frame(
-                            "control.interaction.response",
-                            answer,
-                            session_id=sid,
-                            turn_id=ask.get("turn_id"),
-                            parent_id=ask["message_id"],
-                        )
-                    )
-                )
-                await frames_until(ws, "session.turn.end", seen)
+                await ws.send_str(answer_frame(ask))
+                await receive_until(ws, "session.turn.end", seen)
 
                 prompt_ts = question.response["ts"]
                 closed = await slack.wait_for_call(

@@ -75,6 +75,18 @@ def frame(type: str, payload: dict, session_id: str, **extra) -> str:
     return dump_frame(make_frame(type, payload, session_id=session_id, **extra))
 
 
+def answer_frame(ask: dict, option_id: str = "allow") -> str:
+    """What the web app's button sends for `ask` (an `agent.interaction.request` frame)."""
+    response = {"interaction_id": ask["payload"]["interaction_id"], "option_id": option_id}
+    return frame(
+        "control.interaction.response",
+        response,
+        ask["session_id"],
+        turn_id=ask.get("turn_id"),
+        parent_id=ask["message_id"],
+    )
+
+
 async def audit_records(state_dir, node_id: str) -> list[dict]:
     """The owner's approval records, read from the master with this run's edge secret."""
     run = orjson.loads((state_dir / "up.json").read_bytes())
@@ -182,16 +194,7 @@ async def test_a_printed_link_signs_in_once_and_a_session_streams_in_the_browser
             ask = await receive_until(ws, "agent.interaction.request", seen)
             assert any(f["type"] == "session.error" for f in seen), seen  # the bad frame's
             assert "allow" in {o["option_id"] for o in ask["payload"]["options"]}
-            response = {"interaction_id": ask["payload"]["interaction_id"], "option_id": "allow"}
-            await ws.send_str(
-                frame(
-                    "control.interaction.response",
-                    response,
-                    sid,
-                    turn_id=ask.get("turn_id"),
-                    parent_id=ask["message_id"],
-                )
-            )
+            await ws.send_str(answer_frame(ask))
             end = await receive_until(ws, "session.turn.end", seen)
             assert end["payload"]["stop_reason"] == "end_turn"
             said = "".join(
@@ -204,7 +207,7 @@ async def test_a_printed_link_signs_in_once_and_a_session_streams_in_the_browser
         [record] = await audit_records(tmp_path / "state", node["node_id"])
         assert record["outcome"] == "answered" and record["platform"] == "web"
         assert record["actor"] == "console:local" and record["option_id"] == "allow"
-        assert record["interaction_id"] == response["interaction_id"]
+        assert record["interaction_id"] == ask["payload"]["interaction_id"]
         assert record["option_label"] == next(
             o["label"] for o in ask["payload"]["options"] if o["option_id"] == "allow"
         )

@@ -16,11 +16,12 @@ from tests.gateway.chat_stack import (
     bolt_url,
     gateway_args,
     module_stack,
+    slack_button_click,
     slack_env,
     slack_greeting,
     slack_start,
 )
-from tests.gateway.test_conversations_slack import blocks_of, text_of
+from tests.gateway.test_conversations_slack import text_of
 from tests.gateway.test_web_links_chat import link_in
 from tests.support import free_port, wait_for_http
 from tests.web.conftest import ARTIFACTS
@@ -65,17 +66,7 @@ async def test_an_approval_answered_in_slack_closes_the_browsers_prompt(
             question = await slack.wait_for_call(
                 "chat.postMessage", where=lambda c: "Apply the change" in text_of(c), timeout=60
             )
-            block_id, allow = next(
-                (block.get("block_id", "actions"), element)
-                for block in blocks_of(question)
-                if block.get("type") == "actions"
-                for element in block.get("elements", [])
-                if element["text"]["text"] == "Allow once"
-            )
-            message = {**question.body, "ts": question.response["ts"], "thread_ts": thread_ts}
-            click = WORLD.block_actions(
-                allow["action_id"], allow["value"], message=message, block_id=block_id
-            )
+            click = slack_button_click(WORLD, question, thread_ts, "Allow once")
             assert (await slack.post_interactive_to(bolt, click)).status == 200
 
             # The browser's prompt closes without being pressed, and the answer shows.
