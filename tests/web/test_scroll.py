@@ -2,10 +2,9 @@
 
 import pytest
 
-from tests.web.spa_server import dps
+from tests.web.spa_server import FRAME, dps
 
 T = "turn-1"
-FRAME = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 # The reader's wheel scroll may animate: wait until the position held for five frames.
 STILL = """() => new Promise(done => {
   const t = document.getElementById('transcript');
@@ -92,7 +91,22 @@ def test_last_line_stays_in_the_anchor_band_then_pauses_when_the_reader_scrolls_
     assert 0.20 <= page.evaluate(LAST_LINE_BAND) <= 0.30
 
 
-def test_collapse_of_thinking_above_keeps_the_read_text_still(session_page, spa_server):
+# The collapse's transition finished the moment it starts: its whole height goes in one frame,
+# as on a busy machine that renders few of the transition's frames. Run from a MutationObserver
+# (a microtask after the page's script adds .collapsing, before any frame is rendered).
+COLLAPSE_IN_ONE_FRAME = """() => {
+  const body = document.querySelector('.thinking-body');
+  new MutationObserver((_, observer) => {
+    if (!body.parentNode.classList.contains('collapsing')) return;
+    observer.disconnect();
+    for (const animation of body.getAnimations()) animation.finish();
+    window.finishedAtOnce = true;
+  }).observe(body.parentNode, {attributes: true, attributeFilter: ['class']});
+}"""
+
+
+@pytest.mark.parametrize("collapse", ["animated", "in_one_frame"])
+def test_collapse_of_thinking_above_keeps_the_read_text_still(session_page, spa_server, collapse):
     page = session_page
     page.check("#thinking-live")  # U-16 real-time mode: the thinking body takes real height
     # An earlier turn's answer above: room to scroll when the thinking block shrinks.
@@ -137,13 +151,22 @@ def test_collapse_of_thinking_above_keeps_the_read_text_still(session_page, spa_
         window.tops.push(window.reading.getBoundingClientRect().top);
       }).observe(document.getElementById('transcript-content'));
     }""")
+    page.wait_for_function("() => window.tops.length >= 1")  # the observer's first report
+    if collapse == "in_one_frame":
+        page.evaluate(COLLAPSE_IN_ONE_FRAME)
     spa_server.send(dps("agent.thinking.done", {"content_index": 0, "redacted": False}, T))
-    page.wait_for_timeout(700)
+    # The collapse is over: the transition's end ran, and a frame was laid out after it.
+    page.wait_for_selector(".thinking.collapsed:not(.collapsing)", state="attached")
+    page.evaluate(FRAME)
+    if collapse == "in_one_frame":
+        assert page.evaluate("() => window.finishedAtOnce === true")
     assert page.locator(".thinking").evaluate("e => e.offsetHeight") < thinking_height / 4
     tops = page.evaluate("() => window.tops")
     assert len(tops) >= 2  # the collapse was seen (how many frames depends on the load)
     drift = max(abs(top - before) for top in tops)
     assert drift <= 2, f"the read paragraph moved {drift:.1f} px"
+    now = page.evaluate("() => window.reading.getBoundingClientRect().top")
+    assert now == pytest.approx(before, abs=2)
 
 
 def test_following_reader_is_moved_to_the_text_after_a_collapse(session_page, spa_server):
@@ -168,7 +191,8 @@ def test_following_reader_is_moved_to_the_text_after_a_collapse(session_page, sp
     spa_server.send(dps("agent.thinking.done", {"content_index": 0, "redacted": False}, T))
     stream(spa_server, 0, 3, index=1)
     settle(page, "Paragraph 2:")
-    page.wait_for_timeout(300)  # the 200 ms collapse is over
+    # The 200 ms collapse is over (its end ran), and a frame was laid out after it.
+    page.wait_for_selector(".thinking.collapsed:not(.collapsing)", state="attached")
     page.evaluate(FRAME)
     # U-21: the viewport follows to the text after the thinking block, in the band (U-06).
     assert 0.20 <= page.evaluate(LAST_LINE_BAND) <= 0.30

@@ -82,6 +82,9 @@ export class ScrollKeeper {
     this.lastTop = top;
     if (this.expected !== null && Math.abs(top - this.expected) <= 1) return;
     this.expected = null;
+    // The content shrank under a paused reader and the browser clamped the position: not the
+    // reader's move. The anchor stays, so that onResize puts the text back where it was.
+    if (!this.follow && this.anchor && this.clamped(top, this.anchor.scrollTop)) return;
     // U-04: any move up by the reader pauses following (however small: a slow wheel or a
     // smooth-scroll animation starts with a few pixels); only a move down that reaches the
     // band again resumes it.
@@ -105,8 +108,12 @@ export class ScrollKeeper {
       return;
     }
     // The reader's scroll may land before its scroll event (threaded scrolling under load):
-    // then the anchor is stale, and "compensating" would undo the reader's own move.
-    if (Math.abs(this.c.scrollTop - this.anchor.scrollTop) > 0.5) {
+    // then the anchor is stale, and "compensating" would undo the reader's own move. A clamp
+    // is not such a move: when a block above collapses by more than the distance left below
+    // the reader in one frame (a busy machine skips the transition's frames), the browser first
+    // pulls scrollTop up to the new maximum, and the text must still be put back.
+    const moved = Math.abs(this.c.scrollTop - this.anchor.scrollTop) > 0.5;
+    if (moved && !this.clamped(this.c.scrollTop, this.anchor.scrollTop)) {
       this.recordAnchor();
       return;
     }
@@ -116,6 +123,14 @@ export class ScrollKeeper {
       this.scrollToTop(this.c.scrollTop + delta);
       this.anchor.scrollTop = this.c.scrollTop;
     }
+  }
+
+  // A position the browser imposed because the content got shorter: upwards from where the
+  // reader was, and exactly at the largest scrollTop the content now allows. A reader's own
+  // upward move ends below that maximum.
+  clamped(top, from) {
+    const max = this.c.scrollHeight - this.c.clientHeight;
+    return top < from - 0.5 && top >= max - 1;
   }
 
   offsetOf(node) {
