@@ -138,6 +138,13 @@ class RecordingEdge:
                 if done(received):
                     return
 
+    def retire(self) -> None:
+        """Leaves the current socket (its far end may be gone: no closing handshake is
+        waited for); the next read or prompt opens a new one from the cursor."""
+        if self.ws is not None:
+            self.ws.transport.abort()
+            self.ws = None
+
     async def close(self) -> None:
         for ws in self._sockets:
             await ws.close()

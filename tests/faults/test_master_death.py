@@ -36,3 +36,26 @@ async def test_master_sigkill_mid_turn_loses_and_repeats_nothing(master_stack):
             return await turn_trial(edge, number, lambda: [url], at, strike, made.markers)
 
         await trials.run("master SIGKILL", trial)
+
+
+async def test_a_turn_that_ends_before_the_kill_lands_leaves_the_next_trial_a_live_socket(
+    master_stack,
+):
+    """The last frames of a turn may already sit in the edge's socket when the master is killed,
+    so the turn ends on the old socket. The next trial must prompt on a new one: a prompt into
+    the dead socket is refused as closed, or lost on the wire, before its trial began (seen on
+    a busy machine as trials failing in a row). Five trials, each struck at the turn's last
+    frame, so that every one ends on the socket of the master it killed."""
+    made = master_stack
+    url = made.stack.master_url
+    async with session_edge(url, OWNER, made.stack.root) as edge:
+
+        async def trial(number, rng):
+            async def strike():
+                sigkill(made.master)
+                await asyncio.to_thread(made.restart_master)
+
+            at = TURN_FRAMES
+            return await turn_trial(edge, number, lambda: [url], at, strike, made.markers)
+
+        await trials.run("master SIGKILL at the turn's end", trial, total=5)

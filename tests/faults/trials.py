@@ -142,11 +142,14 @@ def repeats_on_sockets(outcome: Outcome, logs: list[SocketLog], marks: list[int]
 
 
 async def run(
-    scenario: str, trial: Callable[[int, random.Random], Awaitable[Outcome]]
+    scenario: str,
+    trial: Callable[[int, random.Random], Awaitable[Outcome]],
+    total: int | None = None,
 ) -> list[Outcome]:
-    """Runs the scenario's trials and fails, naming every bad one, unless all were good."""
+    """Runs the scenario's trials (`total`, or trials()) and fails, naming every bad one,
+    unless all were good."""
     rng, seed = seeded(scenario)
-    total, outcomes, started = trials(), [], time.monotonic()
+    total, outcomes, started = total or trials(), [], time.monotonic()
     for number in range(1, total + 1):
         try:
             outcome = await trial(number, rng)

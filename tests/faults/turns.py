@@ -28,6 +28,7 @@ class TurnWatch:
         self.turn_id: str | None = None
         self.seen = 0  # frames of the turn received so far
         self.problems: list[str] = []
+        self.struck_socket: object = None  # the socket that was open when the strike ran
 
     def _of_turn(self, received: dict) -> bool:
         payload = received.get("payload", {})
@@ -56,6 +57,7 @@ class TurnWatch:
                 return
             self.seen += 1
             if strike is not None and self.seen == strike_at:
+                self.struck_socket = self.edge.ws
                 await strike()
 
         def done(received: dict) -> bool:
@@ -69,6 +71,12 @@ class TurnWatch:
             await self.edge.follow(done, urls, limit, on_frame)
         except TimeoutError as exc:
             self.problems.append(f"no session.turn.end within {limit}s {exc}".rstrip())
+        # The rest of the turn may have reached the edge before the strike landed (read from
+        # the socket's buffer afterwards), so the turn can end on a socket whose master was
+        # then killed. The next trial's prompt must not go into it: that prompt would be lost
+        # (or refused as closed) before the trial begins — scenario 6's business, not this one.
+        if self.struck_socket is not None and self.edge.ws is self.struck_socket:
+            self.edge.retire()
 
     def count(self, outcome: Outcome) -> Outcome:
         logs = self.edge.logs[self.first :]
@@ -106,6 +114,7 @@ async def turn_trial(
     watch = TurnWatch(edge, number)
     watch.message_id = await edge.prompt(prompt_text(watch.tag))
     if strike is not None and strike_at == 0:
+        watch.struck_socket = edge.ws
         await strike_when_started(watch.tag, markers, strike)
     await watch.follow(urls, limit, strike_at, strike)
     return watch.count(Outcome(number, point or f"after frame {strike_at} of {TURN_FRAMES}"))

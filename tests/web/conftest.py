@@ -83,8 +83,9 @@ def pytest_runtest_makereport(item, call):
 def page(browser, spa_server, request):
     spa_server.reset()
     context = browser.new_context(viewport={"width": 1100, "height": 700})
-    # A broken rule fails in seconds rather than Playwright's 30, with room for a busy machine.
-    context.set_default_timeout(15000)
+    # Playwright's 30 s: a busy machine (two cores, six workers and two busy loops beside the
+    # suite) has been seen to take over 15 s to open a page.
+    context.set_default_timeout(30000)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -22,6 +22,9 @@ from aiohttp import WSMsgType, web
 STATIC = Path(__file__).resolve().parents[2] / "adapters" / "web" / "static"
 SESSION_ID = "3f1c2a9e-7b4d-4e21-9a57-1c0d2b3e4f50"
 NODE_ID = "5d2c0000-0000-4000-8000-000000000001"
+# For page.evaluate: resolves once the browser has drawn two more frames, so everything queued
+# before it (handled frames, layout, observers) has run.
+FRAME = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 
 
 def dps(type_: str, payload: dict, turn_id: str | None = None, **extra) -> dict:

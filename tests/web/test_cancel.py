@@ -1,6 +1,6 @@
 """The cancel bubble (U-32…U-36) in Chromium."""
 
-from tests.web.spa_server import dps
+from tests.web.spa_server import FRAME, dps
 
 T = "turn-1"
 
@@ -43,7 +43,7 @@ def test_cancel_inserts_the_system_bubble_at_once_and_keeps_partial_text(session
         dps("session.turn.end", {"turn_id": T, "stop_reason": "cancelled", "duration_ms": 5}, T),
     )
     page.wait_for_function("() => document.getElementById('cancel').disabled")
-    page.wait_for_timeout(50)
+    page.evaluate(FRAME)  # the frames before the turn's end were handled; one more frame drawn
     assert page.locator(".system-bubble").count() == 1
     assert "late words" not in page.locator("#transcript").inner_text()
     assert page.locator("#status-line").is_hidden()

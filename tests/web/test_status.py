@@ -1,6 +1,6 @@
 """The status line (U-24…U-31) and the reconnect with the last message id, in Chromium."""
 
-from tests.web.spa_server import dps
+from tests.web.spa_server import FRAME, dps
 
 T = "turn-1"
 
@@ -93,7 +93,7 @@ def test_reconnect_resumes_from_the_last_message_and_replay_shows_no_state(
     page.wait_for_function(
         "() => document.querySelector('.bubble.agent').textContent.includes('after the drop')"
     )
-    page.wait_for_timeout(100)
+    page.evaluate(FRAME)  # every replayed frame was handled before that text; one frame drawn
     # U-31: a replayed agent.state.changed is not shown.
     assert page.locator("#status-line").is_hidden()
     assert page.locator(".bubble.agent").inner_text() == "before the drop. after the drop."
