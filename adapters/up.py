@@ -9,7 +9,8 @@ This is the one wiring module allowed to import master, client and gateway toget
    `<state-dir>/master`;
 2. the local client's app under hypercorn on another loopback port, as `rawp client` serves it
    (client/server.py: one server for the client wherever it runs, issue 18 §3), its workspace
-   the chosen one and its agents the agents file (else the demo agent), state under
+   the chosen one and its agents the agents file (else the demo agent and the known agent CLIs
+   on PATH, client.agents.discover; `--agent` is checked against them first), state under
    `<state-dir>/client`;
 3. pairing through the real HTTP API when needed: a pairing URL from the Edge API for the
    owner, then the client's own pairing call (which syncs both config scopes). Ports are kept
