@@ -85,6 +85,18 @@ async def test_the_client_lists_the_agents_found(on_path, tmp_path):
     assert [a["name"] for a in body["agents"]] == ["demo", "claude-code", "gemini", "opencode"]
 
 
+def test_rawp_client_says_which_agents_it_offers(tmp_path, processes):
+    found = programs(tmp_path / "bin", "opencode")
+    proc = processes.rawp(
+        "client", "--dev", "--port", str(free_port()), "--state-dir", str(tmp_path / "state"),
+        env={"PATH": os.pathsep.join([str(found), os.environ["PATH"]]), "RAWP_AGENTS_FILE": ""},
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    first = proc.stdout.readline().decode()
+    assert first == "rawp client offers the agents: demo, opencode\n"
+    assert proc.stdout.readline().decode().startswith("rawp client listening on")
+
+
 def rawp(
     *args: str, env: dict[str, str], cwd: Path, stdin: str = ""
 ) -> subprocess.CompletedProcess:
