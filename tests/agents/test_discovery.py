@@ -173,3 +173,26 @@ async def test_rawp_up_runs_the_real_claude_found_on_path(typed, tmp_path, node_
         assert "✅ done" in done.stdout and "AGENT_NOT_ALLOWED" not in done.stdout
         # The prompt reached the model through the real CLI.
         assert "hi there" in json.dumps(fake.main_requests()[0]["messages"])
+
+
+async def test_rawp_up_runs_the_real_claude_code_acp_adapter_found_on_path(tmp_path, node_agents):
+    """An ACP agent found on PATH: the adapter's npm bin, run as `claude-code-acp`."""
+    found = tmp_path / "bin"
+    found.mkdir()
+    (found / "claude-code-acp").symlink_to(node_agents.acp[1])
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    async with FakeAnthropic() as fake:
+        fake.script.append(Turn([text("Hello from ACP")]))
+        env = {
+            **model_env(fake.base_url, tmp_path / "home"),
+            "PATH": os.pathsep.join([str(found), os.environ["PATH"]]),
+        }
+        done = await asyncio.to_thread(
+            rawp, "up", "--agent", "claude-code-acp", "--state-dir", str(tmp_path / "state"),
+            "--no-web", env=env, cwd=workspace, stdin="hi from acp\n",
+        )  # fmt: skip
+        assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+        assert "▶️ claude-code-acp on" in done.stdout
+        assert "Hello from ACP" in done.stdout and "✅ done" in done.stdout
+        assert "hi from acp" in json.dumps(fake.main_requests()[0]["messages"])
