@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from client.agents import load_agents
-from client.agents.discover import KNOWN_AGENTS, resolve_name
+from client.agents.discover import KNOWN_AGENTS, find_program, resolve_name
 from tests.agents.conftest import model_env
 from tests.agents.fake_anthropic import FakeAnthropic, Turn, text
 from tests.client.harness import running_client
@@ -66,6 +68,29 @@ def test_the_known_clis_on_path_are_offered_with_their_agents_file_defaults(on_p
         assert agents[name] == spec
     claude = agents["claude-code"].settings
     assert claude.permission_mode is None and claude.allowed_tools == []
+
+
+# A PATH entry: one of the prepared folders, by absolute or relative spelling, or noise.
+ENTRIES = st.sampled_from(["has", "not-exec", "absent", "empty"]).flatmap(
+    lambda name: st.sampled_from([("abs", name), ("rel", name)])
+) | st.sampled_from([("raw", ""), ("raw", "."), ("raw", "::"), ("raw", "/nonexistent")])
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(ENTRIES, max_size=8))
+def test_a_program_is_found_only_in_an_absolute_folder_where_it_runs(tmp_path, entries):
+    programs(tmp_path / "has", "claude")
+    programs(tmp_path / "not-exec", "claude", executable=False)
+    (tmp_path / "empty").mkdir(exist_ok=True)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # a relative entry names a real folder holding `claude`
+    try:
+        spelled = [str(tmp_path / value) if how == "abs" else value for how, value in entries]
+        found = find_program("claude", os.pathsep.join(spelled))
+    finally:
+        os.chdir(cwd)
+    wanted = str(tmp_path / "has" / "claude") if ("abs", "has") in entries else None
+    assert found == wanted
 
 
 def test_a_typed_name_picks_the_agent_by_name_alias_or_kind(on_path):
