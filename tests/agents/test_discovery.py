@@ -194,6 +194,9 @@ async def test_rawp_up_runs_the_real_claude_found_on_path(typed, tmp_path, node_
         )  # fmt: skip
         assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
         assert "▶️ claude-code on" in done.stdout
+        assert (
+            "rawp up: agent 'claude-code'; also here: demo (--agent NAME picks one)" in done.stderr
+        )
         assert "Hello from the fake model" in done.stdout
         assert "✅ done" in done.stdout and "AGENT_NOT_ALLOWED" not in done.stdout
         # The prompt reached the model through the real CLI.
