@@ -9,7 +9,8 @@ This is the one wiring module allowed to import master, client and gateway toget
    `<state-dir>/master`;
 2. the local client's app under hypercorn on another loopback port, as `rawp client` serves it
    (client/server.py: one server for the client wherever it runs, issue 18 §3), its workspace
-   the chosen one and its agents the agents file (else the demo agent), state under
+   the chosen one and its agents the agents file (else the demo agent and the known agent CLIs
+   on PATH, client.agents.discover; `--agent` is checked against them first), state under
    `<state-dir>/client`;
 3. pairing through the real HTTP API when needed: a pairing URL from the Edge API for the
    owner, then the client's own pairing call (which syncs both config scopes). Ports are kept
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     agents_file = settings.agents_file.expanduser().resolve() if settings.agents_file else None
     if agents_file is not None and not agents_file.is_file():
         raise CommandError(f"--agents-file {settings.agents_file}: no such file")
+    agent = choose_agent(settings.agent, agents_file)
     try:
         platforms = choose_platforms(settings.platform)
     except LaunchError as exc:
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     options = UpOptions(
         state_dir=writable_directory(settings.state_dir.expanduser().resolve()),
         workspace=workspace,
-        agent=settings.agent,
+        agent=agent,
         agents_file=agents_file,
         platforms=with_web(platforms, not settings.no_web),
         owner=owner,
@@ -100,6 +102,26 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     except KeyboardInterrupt:
         return 130
+
+
+def choose_agent(wanted: str, agents_file: Path | None) -> str:
+    """`--agent` as the name of an agent the client offers (`claude` → `claude-code`), checked
+    before any server starts: an unknown one is said with what is available, never left for the
+    node to refuse mid-chat (issue 28 §5)."""
+    from client.agents import AgentsFileError, load_agents
+    from client.agents.discover import resolve_name, unknown_agent
+
+    try:
+        agents = load_agents(agents_file)
+    except AgentsFileError as exc:
+        raise CommandError(str(exc)) from None
+    name = resolve_name(wanted, agents)
+    if name is None or not agents[name].is_active:
+        raise CommandError(unknown_agent(wanted, agents, agents_file))
+    others = [a.name for a in agents.values() if a.is_active and a.name != name]
+    if others:
+        say(f"agent {name!r}; also here: {', '.join(others)} (--agent NAME picks one)")
+    return name
 
 
 # --- the stack ------------------------------------------------------------------------------

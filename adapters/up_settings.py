@@ -38,13 +38,16 @@ class UpSettings(CommandSettings):
         "demo",
         env="RAWP_AGENT",
         flag="--agent",
-        help="agent to start, by name from the agents file",
+        help="agent to start: its name (from the agents file, or without one demo or a known "
+        "agent CLI found on PATH: claude-code, gemini, …), `claude` for claude-code, or a "
+        "kind's name",
     )
     agents_file: Path | None = setting(
         None,
         env="RAWP_AGENTS_FILE",
         flag="--agents-file",
-        help="TOML file naming the agents (docs/agents.md); none: the demo agent only",
+        help="TOML file naming the agents (docs/agents.md); none: the demo agent and the "
+        "known agent CLIs found on PATH",
     )
     state_dir: Path = setting(
         Path(".rawp"),

@@ -57,6 +57,9 @@ def run_serve(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        # Which agents this machine offers: without an agents file, the ones found on PATH.
+        offered = [a.name for a in app.config["client_services"].agents.values() if a.is_active]
+        print(f"rawp client offers the agents: {', '.join(offered) or 'none'}", flush=True)
         print(f"rawp client listening on {settings.address}", flush=True)
         await serve_client(
             app,

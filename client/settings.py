@@ -62,7 +62,7 @@ class ClientOptions(CommandSettings):
         env="RAWP_AGENTS_FILE",
         flag="--agents-file",
         help="TOML file naming the agents this machine may run (docs/agents.md); none: the "
-        "demo agent only",
+        "demo agent and the known agent CLIs found on PATH",
     )
     allowed_roots: Paths = setting(
         (),

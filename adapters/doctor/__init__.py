@@ -40,7 +40,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--agents-file",
         default=env("RAWP_AGENTS_FILE") or None,
-        help="the client's agents file (RAWP_AGENTS_FILE); default: the demo agent only",
+        help="the client's agents file (RAWP_AGENTS_FILE); default: the demo agent and the "
+        "known agent CLIs found on PATH",
     )
     parser.add_argument(
         "--up",

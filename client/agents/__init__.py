@@ -13,8 +13,8 @@ Only agents named in the agents file can run (RAWP §7.2, X-SEC-02). The file lo
     name = "Edit"
     category = "edit"
 
-Without an agents file the client offers the demo agent alone. docs/agents.md describes the
-file and the script protocol for users.
+Without an agents file the client offers the demo agent and each known agent CLI found on PATH
+(client.agents.discover). docs/agents.md describes the file and the script protocol for users.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from client.agents.base import Agent, AgentSpec
+from client.agents.discover import discovered
 from client.agents.kinds import ScriptSettings, kind_settings
 from rawp.events import CatalogTool
 
@@ -67,10 +68,9 @@ def demo_spec() -> AgentSpec:
 
 
 def load_agents(path: Path | None) -> dict[str, AgentSpec]:
-    """Read the agents file; None means the demo agent only."""
+    """Read the agents file; None means the demo agent and the known agents found on PATH."""
     if path is None:
-        spec = demo_spec()
-        return {spec.name: spec}
+        return default_agents()
     try:
         data = tomllib.loads(path.read_text())
     except OSError as exc:
@@ -80,11 +80,20 @@ def load_agents(path: Path | None) -> dict[str, AgentSpec]:
     agents = data.get("agents")
     if not isinstance(agents, dict) or not agents:
         raise AgentsFileError(f"agents file {path}: no [agents.NAME] tables")
-    return {name: _spec(path, name, entry) for name, entry in agents.items()}
+    return {name: _spec(f"agents file {path}", name, entry) for name, entry in agents.items()}
 
 
-def _spec(path: Path, name: str, entry: Any) -> AgentSpec:
-    where = f"agents file {path}: [agents.{name}]"
+def default_agents() -> dict[str, AgentSpec]:
+    """No agents file: `demo`, then each known agent CLI on PATH, each read from the table it
+    stands for exactly as a file's table is (issue 28 §5)."""
+    specs = {"demo": demo_spec()}
+    for known, table in discovered():
+        specs[known.name] = _spec(f"{known.title} found on PATH", known.name, table)
+    return specs
+
+
+def _spec(source: str, name: str, entry: Any) -> AgentSpec:
+    where = f"{source}: [agents.{name}]"
     if not isinstance(entry, dict):
         raise AgentsFileError(f"{where} must be a table")
     kind = entry.get("kind")
