@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aiohttp import WSMsgType, web
@@ -60,6 +60,7 @@ class SpaServer:
             self.created: list[dict] = []  # POST /api/nodes/{id}/sessions bodies
             self.deleted: list[str] = []
         self.greeting: list[dict] = []  # frames sent on every new connection
+        self.usage: list[dict] = USAGE
         self.signed_in = True
         self.ws: web.WebSocketResponse | None = None
 
@@ -148,7 +149,7 @@ class SpaServer:
         r.add_get("/api/nodes", self._guard(lambda _: {"nodes": [NODE]}))
         r.add_get("/api/nodes/{node_id}/agents", self._guard(lambda _: {"agents": AGENTS}))
         r.add_get("/api/sessions", self._guard(lambda _: {"sessions": [SESSION]}))
-        r.add_get("/api/usage", self._guard(lambda _: {"days": USAGE}))
+        r.add_get("/api/usage", self._guard(lambda _: {"days": self.usage}))
         r.add_post("/api/nodes/{node_id}/sessions", self._create)
         r.add_delete("/api/sessions/{session_id}", self._delete)
         r.add_post("/logout", self._logout)
@@ -224,9 +225,11 @@ SESSION = {
     "last_activity_at": "2026-12-01T09:31:00.000Z",
     "pinned_config_versions": {"limits": 1, "capabilities": 1},
 }
+# Yesterday and today (UTC): the chart's slots are the 14 days up to today.
+TODAY = datetime.now(UTC).date()
 USAGE = [
     {
-        "date": "2026-12-01",
+        "date": (TODAY - timedelta(days=1)).isoformat(),
         "node_id": NODE_ID,
         "node_name": "laptop",
         "input_tokens": 1200,
@@ -234,7 +237,7 @@ USAGE = [
         "cost_usd": 0.012,
     },
     {
-        "date": "2026-12-02",
+        "date": TODAY.isoformat(),
         "node_id": NODE_ID,
         "node_name": "laptop",
         "input_tokens": 800,

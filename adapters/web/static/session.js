@@ -5,7 +5,7 @@ import { el, frame } from './util.js';
 import { renderMarkdown } from './markdown.js';
 import { ScrollKeeper } from './scroll.js';
 import { Thinking } from './thinking.js';
-import { StatusLine } from './status.js';
+import { StatusLine, toolDetail } from './status.js';
 import { FileAssembler, ToolCard, closeApproval, renderApproval, renderTasks } from './tools.js';
 import { Stream } from './stream.js';
 import { Composer } from './composer.js';
@@ -186,9 +186,7 @@ export class SessionView {
   toolRequest(f, p) {
     if (this.isCancelled(f)) return;
     this.toolCard(f, p).setRequest(p.tool_name, p.title);
-    const input = p.input || {};
-    const detail = p.title || input.file_path || input.path || input.command;
-    this.status.setTool(p.tool_name, typeof detail === 'string' ? detail.slice(0, 60) : null); // U-28
+    this.status.setTool(p.tool_name, toolDetail(p)); // U-28
   }
 
   plan(f, p) {
