@@ -57,6 +57,7 @@ from gateway.platform_budget import parse_limits
 from gateway.render import RenderOptions
 from gateway.settings import GatewayOptions
 from gateway.web_logins import WebLogins
+from gateway.web_prompts import WebPrompts
 from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
@@ -217,6 +218,7 @@ async def _start_web(edge: EdgeClient, store: ConversationStore, config: Gateway
         WebLogins(store.database),
         config.web,
         edge_secret=config.edge_secret,
+        prompts=WebPrompts(store.database),
         agents=config.agents,
     )
     try:

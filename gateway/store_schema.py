@@ -173,6 +173,23 @@ web_usage_days = Table(
     Column("cost_usd", Float, nullable=False),
 )
 
+# Migration 4 (issue 28): the web edge's own prompts, read back by a reloaded page
+# (gateway.web_prompts): the newest few hundred per session and subject.
+WEB_PROMPT_SEQ = Sequence("web_prompts_seq", metadata=metadata)
+web_prompts = Table(
+    "web_prompts",
+    metadata,
+    Column("seq", BigInteger().with_variant(Integer, "sqlite"), WEB_PROMPT_SEQ, primary_key=True),
+    Column("session_id", Text, nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("message_id", Text, nullable=False),  # the control.prompt.request's
+    Column("text", Text, nullable=False),  # as the reader typed it
+    Column("sent_at", Float, nullable=False),  # seconds since the epoch
+    UniqueConstraint("session_id", "message_id", name="web_prompts_once"),
+)
+Index("web_prompts_by_session", web_prompts.c.session_id, web_prompts.c.subject, web_prompts.c.seq)
+Index("web_prompts_by_age", web_prompts.c.sent_at)
+
 # --- migrations ---------------------------------------------------------------------------
 
 Step = Callable[[AsyncConnection], Awaitable[None]]
@@ -244,6 +261,10 @@ async def _v3_web_edge(conn: AsyncConnection) -> None:
     await conn.run_sync(metadata.create_all, tables=[web_logins, web_usage_days], checkfirst=True)
 
 
+async def _v4_web_prompts(conn: AsyncConnection) -> None:
+    await conn.run_sync(metadata.create_all, tables=[web_prompts], checkfirst=True)
+
+
 # (number, name, step). Append only (rule 5).
 MIGRATIONS: list[tuple[int, str, Step]] = [
     (
@@ -257,6 +278,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
         _v2_order_and_booleans,
     ),
     (3, "the web edge: one-time login links and usage per day (issue 21)", _v3_web_edge),
+    (4, "the web edge's own prompts, for a reloaded page (issue 28)", _v4_web_prompts),
 ]
 
 ADVISORY_LOCK = 0x7261_7770_6777  # "rawpgw": the key of the migration lock (rule 4)

@@ -57,8 +57,25 @@ def subject(request: ToolInvokeRequest | None) -> str:
 
 
 def _named(tool_name: str, request: ToolInvokeRequest | None) -> str:
+    """`Edit (src/app.py)`. A title that begins with the tool's name (`Edit src/app.py`, as
+    agents title their calls) loses that word here, so the name is not said twice (U-28); a
+    title that is only the name gives way to the input."""
     what = subject(request)
+    if request is not None and what:
+        rest = _without_name(what, tool_name)
+        what = rest if rest is not None else subject(request.model_copy(update={"title": None}))
     return f"{tool_name} ({what})" if what else tool_name
+
+
+def _without_name(what: str, tool_name: str) -> str | None:
+    """`what` without a leading `tool_name` word; None when nothing else is left."""
+    if not tool_name or what[: len(tool_name)].casefold() != tool_name.casefold():
+        return what
+    rest = what[len(tool_name) :]
+    if rest and not rest[0].isspace() and rest[0] not in ":-–—":
+        return what  # `Editor …` is not the tool `Edit`
+    rest = rest.lstrip(" \t:-–—")
+    return rest or None
 
 
 def running_line(requests: Sequence[ToolInvokeRequest]) -> str:

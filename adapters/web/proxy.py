@@ -20,11 +20,16 @@ Rules:
    waiting for the browsers to leave.
 6. Approvals answered in the browser are audited as the chat edges audit theirs
    (adapters.web.approvals): it sees each frame, after the browser's is forwarded.
+7. The reader's prompts are kept for a reloaded page (gateway.web_prompts): `remember` sees
+   each browser frame *before* it is forwarded, so a prompt is on record before any edge can
+   see the turn it starts. Keeping it is best effort: a failure is logged and the prompt goes
+   on all the same.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 from aiohttp import web
@@ -39,6 +44,17 @@ log = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 MASTER_GONE = 1012  # rule 4: "service restart", the browser reconnects
 HEARTBEAT_S = 30.0
+
+
+Remember = Callable[[str], Awaitable[None]]  # rule 7: a browser frame's text, kept if a prompt
+
+
+async def _remember(remember: Remember, text: str, session_id: str) -> None:
+    try:
+        await remember(text)
+    except Exception as exc:  # rule 7: the prompt matters more than its copy
+        # The type only: a database error's message may quote the prompt, which may hold secrets.
+        log.warning("web session %s: could not keep a prompt: %s", session_id, type(exc).__name__)
 
 
 class UpstreamRefused(Exception):
@@ -78,6 +94,7 @@ async def relay(
     session_id: str,
     open_sockets: set[web.WebSocketResponse],
     approvals: WebApprovals | None = None,
+    remember: Remember | None = None,
 ) -> web.WebSocketResponse:
     browser = web.WebSocketResponse(
         protocols=SUBPROTOCOLS, max_msg_size=MAX_FRAME_BYTES, heartbeat=HEARTBEAT_S
@@ -93,6 +110,8 @@ async def relay(
     async def to_master() -> None:
         async for message in browser:
             if message.type == aiohttp.WSMsgType.TEXT:
+                if remember is not None:
+                    await _remember(remember, message.data, session_id)  # rule 7
                 await upstream.send_str(message.data)  # rule 3: verbatim
                 if approvals is not None:
                     await approvals.from_browser(message.data)  # rule 6, after the answer

@@ -15,6 +15,7 @@ Routes (docs/web.md lists them with their answers):
     DELETE /api/sessions/{id}       204
     GET  /api/usage?days=14         {"days": [...]} (adapters.web.usage)
     GET  /api/sessions/{id}/stream  WebSocket relay
+    GET  /api/sessions/{id}/prompts {"prompts": [{"message_id", "text", "sent_at"}]}
 
 Rules:
 
@@ -57,6 +58,7 @@ from adapters.web.auth import (
 from adapters.web.usage import parse_days, usage_days
 from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.web_logins import WebLogins
+from gateway.web_prompts import WebPrompts, prompt_of
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +118,12 @@ class WebEdge:
         config: WebConfig,
         *,
         edge_secret: str,
+        prompts: WebPrompts,
         agents: Sequence[str] = (),
     ) -> None:
         self.edge = edge
         self.logins = logins
+        self.prompts = prompts
         self.config = config
         self.cookies = CookieSigner(edge_secret)
         self.agents = tuple(agents)
@@ -156,6 +160,7 @@ class WebEdge:
         app.router.add_get("/api/sessions", self.sessions)
         app.router.add_delete("/api/sessions/{session_id}", self.end_session)
         app.router.add_get("/api/sessions/{session_id}/stream", self.stream)
+        app.router.add_get("/api/sessions/{session_id}/prompts", self.session_prompts)
         app.router.add_get("/api/usage", self.usage)
         app.on_response_prepare.append(_security_headers)
         return app
@@ -280,8 +285,19 @@ class WebEdge:
         return _json(answer, status=201)
 
     async def end_session(self, request: web.Request) -> web.StreamResponse:
-        await self.edge.end_session(request[USER].subject, request.match_info["session_id"])
+        subject, session_id = request[USER].subject, request.match_info["session_id"]
+        await self.edge.end_session(subject, session_id)
+        await self.prompts.forget(subject, session_id)  # gateway.web_prompts rule 3
         return web.Response(status=204)
+
+    async def session_prompts(self, request: web.Request) -> web.StreamResponse:
+        """The reader's own prompts in this session, oldest first (gateway.web_prompts): a
+        reloaded page puts each above its turn. Only the cookie's subject's rows are read, so
+        another user's session answers an empty list, never their prompts."""
+        found = await self.prompts.of_session(
+            request[USER].subject, request.match_info["session_id"]
+        )
+        return _json({"prompts": [p.__dict__ for p in found]})
 
     async def usage(self, request: web.Request) -> web.StreamResponse:
         days = parse_days(request.query.get("days"))
@@ -305,8 +321,15 @@ class WebEdge:
             )
         except proxy.UpstreamRefused as refused:
             return error(refused.status, refused.error_code, refused.message)
-        approvals = WebApprovals(self.edge, request[USER].subject, session_id)
-        return await proxy.relay(request, upstream, session_id, self._sockets, approvals)
+        subject = request[USER].subject
+        approvals = WebApprovals(self.edge, subject, session_id)
+
+        async def remember(text: str) -> None:  # proxy rule 7
+            found = prompt_of(text, session_id)
+            if found is not None:
+                await self.prompts.record(subject, session_id, *found)
+
+        return await proxy.relay(request, upstream, session_id, self._sockets, approvals, remember)
 
 
 async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:

@@ -7,6 +7,7 @@ directory listing is served. The web edge runs in process with a real SQLite sto
 from __future__ import annotations
 
 import asyncio
+import json
 
 import aiohttp
 import pytest
@@ -15,6 +16,7 @@ from adapters.web import WebConfig, WebEdge
 from gateway.conversation_store import ConversationStore
 from gateway.edge_client import EdgeClient
 from gateway.web_logins import WebLogins
+from gateway.web_prompts import WebPrompts
 from tests.gateway.fake_edge_api import SECRET, FakeEdgeApi, wait_for
 
 # Odd spacing and an unknown field: the relay must not re-encode what it forwards.
@@ -27,7 +29,13 @@ async def web(tmp_path):
     master.sessions.add("s1")
     store = await ConversationStore.open(tmp_path / "conversations.sqlite3")
     edge = EdgeClient(master.url, SECRET)
-    server = WebEdge(edge, WebLogins(store.database), WebConfig(port=0), edge_secret=SECRET)
+    server = WebEdge(
+        edge,
+        WebLogins(store.database),
+        WebConfig(port=0),
+        edge_secret=SECRET,
+        prompts=WebPrompts(store.database),
+    )
     await server.start()
     jar = aiohttp.CookieJar(unsafe=True)
     async with aiohttp.ClientSession(cookie_jar=jar) as http:
@@ -108,3 +116,40 @@ async def test_a_stopping_gateway_closes_the_browsers_socket_with_1012_at_once(w
         closing = await ws.receive(timeout=10)
         assert closing.type == aiohttp.WSMsgType.CLOSE and closing.data == 1012
         assert asyncio.get_running_loop().time() - started < 3
+
+
+def prompt_frame(message_id: str, text: str, session: str = "s1") -> str:
+    return json.dumps(
+        {"v": "rawp-dps-1.0", "type": "control.prompt.request", "message_id": message_id,
+         "session_id": session, "payload": {"prompt_text": text, "input_type": "text"}}
+    )  # fmt: skip
+
+
+async def test_the_readers_prompts_are_kept_for_a_reload_and_forgotten_with_the_session(web):
+    # Issue 28 §1: the master's replay has no prompts; the relay keeps the reader's own.
+    master, server, http = web
+    master.scripts.append(([], None))
+    async with http.ws_connect(stream(server), headers={"Origin": server.public_url}) as ws:
+        await ws.send_str(prompt_frame("p-1", "fix \\<@ the bug"))  # typed `<@`, kept as typed
+        await ws.send_str(ODD_FRAME)  # not a prompt: not kept
+        await ws.send_str(prompt_frame("p-2", "for another session", session="s2"))
+        await ws.send_str(prompt_frame("p-1", "fix \\<@ the bug"))  # a resend: kept once
+        await wait_for(lambda: len(master.connections[0].received) == 4)
+    url = f"{server.public_url}/api/sessions/s1/prompts"
+    async with http.get(url) as answer:
+        assert answer.status == 200
+        prompts = (await answer.json())["prompts"]
+    assert [(p["message_id"], p["text"]) for p in prompts] == [("p-1", "fix <@ the bug")]
+    # Another user signed in on the same gateway reads none of them.
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(cookie_jar=jar) as other:
+        async with other.get(await server.link_for("discord:8"), allow_redirects=False):
+            pass
+        async with other.get(url) as answer:
+            assert (await answer.json()) == {"prompts": []}
+    async with http.delete(
+        f"{server.public_url}/api/sessions/s1", headers={"Origin": server.public_url}
+    ) as ended:
+        assert ended.status == 204
+    async with http.get(url) as answer:
+        assert (await answer.json()) == {"prompts": []}

@@ -49,6 +49,7 @@ class FakeEdgeApi:
         app.router.add_post("/v1/edge/auth/token", self._token)
         app.router.add_get("/v1/edge/nodes", self._nodes)
         app.router.add_post("/v1/edge/sessions/{sid}/tickets", self._ticket)
+        app.router.add_delete("/v1/edge/sessions/{sid}", self._end)
         app.router.add_get("/v1/edge/ws/stream", self._stream)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -114,6 +115,17 @@ class FakeEdgeApi:
             {"session_id": sid, "edge_ws_ticket": self.issue_ticket(), "ticket_expires_in": 60},
             status=201,
         )
+
+    async def _end(self, request: web.Request) -> web.Response:
+        refused = self._user(request)
+        if refused is not None:
+            return refused
+        sid = request.match_info["sid"]
+        if sid not in self.sessions:
+            body = {"error_code": "SESSION_NOT_FOUND", "message": "no such session"}
+            return web.json_response(body, status=404)
+        self.sessions.discard(sid)
+        return web.Response(status=204)
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:
         self._record(request)

@@ -45,6 +45,22 @@ def test_subject_prefers_title_and_is_shortened():
     assert "…" in line and len(line) < 90
 
 
+def test_a_title_that_names_the_tool_does_not_say_it_twice():
+    # U-28 (issue 28): agents title a call `Edit src/app.py`; it read `Edit (Edit src/app.py)`.
+    def titled(title, name="Edit", **inp):
+        return ToolInvokeRequest(invocation_id="c", tool_name=name, input=inp, title=title)
+
+    assert running_line([titled("Edit src/app.py")]) == "⏳ Running: Edit (src/app.py)"
+    assert running_line([titled("edit: src/app.py")]) == "⏳ Running: Edit (src/app.py)"
+    assert running_line([titled("Edit", path="src/a.py")]) == "⏳ Running: Edit (src/a.py)"
+    assert running_line([titled("Edit")]) == "⏳ Running: Edit"
+    assert running_line([titled("Editor settings")]) == "⏳ Running: Edit (Editor settings)"
+    done = ToolInvokeResult(
+        invocation_id="c", tool_name="Edit", status="success", output_type="empty"
+    )
+    assert result_line(titled("Edit src/app.py"), done) == "✅ Edit (src/app.py) completed"
+
+
 def test_web_content_always_shows_the_source_url():
     r = request("WebFetch", url="https://a.example/x")
     assert "<https://a.example/x>" in result_line(r, result(output_type="web_content", output="t"))

@@ -4,6 +4,11 @@ It serves the real files of adapters/web/static/ and answers the contract's /api
 fixed data; on the session WebSocket it sends exactly the DPS frames a test hands it, when the
 test hands them (so every pause is the test's), and records what the browser sends. It runs
 in a thread with its own event loop because Playwright's sync API owns the test's thread.
+
+With `replay` on it also plays the master's and the gateway's part in a reload (issue 28 §1):
+a connect with `last_message_id` gets `session.history` and the frames sent after that cursor
+(all of them for a cursor it does not know), and `/api/sessions/{id}/prompts` answers the
+prompts the browser sent, as the web edge keeps them (gateway.web_prompts).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import socket
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aiohttp import WSMsgType, web
@@ -63,6 +68,10 @@ class SpaServer:
             self.created: list[dict] = []  # POST /api/nodes/{id}/sessions bodies
             self.deleted: list[str] = []
         self.greeting: list[dict] = []  # frames sent on every new connection
+        self.usage: list[dict] = USAGE
+        self.replay = False
+        self.sent: list[dict] = []  # every frame handed to `send`, for the replay
+        self.other_prompts: list[dict] = []  # prompts "sent from another tab"
         self.signed_in = True
         self.ws: web.WebSocketResponse | None = None
 
@@ -116,6 +125,7 @@ class SpaServer:
         assert ws is not None and not ws.closed, "no session socket open"
         for frame in frames:
             await ws.send_str(json.dumps(frame))
+            self.sent.append(frame)
 
     async def _drop(self, code: int) -> None:
         if self.ws is not None:
@@ -151,11 +161,12 @@ class SpaServer:
         r.add_get("/api/nodes", self._guard(lambda _: {"nodes": [NODE]}))
         r.add_get("/api/nodes/{node_id}/agents", self._guard(lambda _: {"agents": AGENTS}))
         r.add_get("/api/sessions", self._guard(lambda _: {"sessions": [SESSION]}))
-        r.add_get("/api/usage", self._guard(lambda _: {"days": USAGE}))
+        r.add_get("/api/usage", self._guard(lambda _: {"days": self.usage}))
         r.add_post("/api/nodes/{node_id}/sessions", self._create)
         r.add_delete("/api/sessions/{session_id}", self._delete)
         r.add_post("/logout", self._logout)
         r.add_get("/api/sessions/{session_id}/stream", self._stream)
+        r.add_get("/api/sessions/{session_id}/prompts", self._prompts)
         return app
 
     async def _index(self, _request):
@@ -193,11 +204,30 @@ class SpaServer:
     async def _me(self, request):
         return await self._guard(lambda _: {"subject": "console:local", "name": "owner"})(request)
 
+    def _replayed(self, cursor: str | None) -> list[dict]:
+        """The master's answer to a cursor (docs/edge-api.md, "Reconnecting"), in replay mode."""
+        if not self.replay or not cursor:
+            return []
+        ids = [f["message_id"] for f in self.sent]
+        after = self.sent[ids.index(cursor) + 1 :] if cursor in ids else list(self.sent)
+        history = {"since_message_id": cursor, "replayed": len(after), "dropped": 0}
+        return [dps("session.history", history), *after]
+
+    async def _prompts(self, request):
+        with self.lock:
+            own = [f for f in self.received if f.get("type") == "control.prompt.request"]
+            found = [
+                {"message_id": f["message_id"], "text": f["payload"]["prompt_text"], "sent_at": 0}
+                for f in own
+            ]
+            found += self.other_prompts
+        return web.json_response({"prompts": found})
+
     async def _stream(self, request):
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         self.ws = ws
-        for frame in self.greeting:
+        for frame in self.greeting + self._replayed(request.query.get("last_message_id")):
             await ws.send_str(json.dumps(frame))
         with self.lock:  # recorded last: a test that saw the connect may send at once
             self.connects.append(dict(request.query))
@@ -227,9 +257,11 @@ SESSION = {
     "last_activity_at": "2026-12-01T09:31:00.000Z",
     "pinned_config_versions": {"limits": 1, "capabilities": 1},
 }
+# Yesterday and today (UTC): the chart's slots are the 14 days up to today.
+TODAY = datetime.now(UTC).date()
 USAGE = [
     {
-        "date": "2026-12-01",
+        "date": (TODAY - timedelta(days=1)).isoformat(),
         "node_id": NODE_ID,
         "node_name": "laptop",
         "input_tokens": 1200,
@@ -237,7 +269,7 @@ USAGE = [
         "cost_usd": 0.012,
     },
     {
-        "date": "2026-12-02",
+        "date": TODAY.isoformat(),
         "node_id": NODE_ID,
         "node_name": "laptop",
         "input_tokens": 800,

@@ -1,6 +1,10 @@
 """The SPA's frame: sign-in state, lists, the usage chart, text rendering (U-03, U-10)."""
 
-from tests.web.spa_server import NODE_ID, SESSION_ID, dps
+from datetime import timedelta
+
+import pytest
+
+from tests.web.spa_server import NODE_ID, SESSION_ID, TODAY, USAGE, dps
 
 T = "turn-1"
 
@@ -21,6 +25,26 @@ def test_lists_and_usage_chart(page, spa_server):
     assert bars.count() == 2
     heights = [float(b.get_attribute("height")) for b in bars.all()]
     assert heights[0] > heights[1]  # 1500 tokens against 1000
+
+
+def test_one_day_of_usage_keeps_its_slot_among_the_fourteen(page, spa_server):
+    # Issue 28 §2: one day of usage was drawn as one bar the chart's full width. The newest
+    # day is tomorrow, so that it is the last slot even if the page's clock passes midnight.
+    newest = (TODAY + timedelta(days=1)).isoformat()
+    three_before = (TODAY - timedelta(days=2)).isoformat()
+    spa_server.usage = [{**USAGE[1], "date": newest}]
+    page.goto(spa_server.url + "/")
+    bar = page.locator("#usage svg rect.usage-bar")
+    bar.wait_for()
+    slot = 240 / 14  # the chart's viewBox width over its fourteen days
+    assert float(bar.get_attribute("width")) < slot
+    assert float(bar.get_attribute("x")) == pytest.approx(13 * slot + 1)  # the last slot
+    # Days apart stay apart: three days between them, three slots between their bars.
+    spa_server.usage = [{**USAGE[0], "date": three_before}, {**USAGE[1], "date": newest}]
+    page.reload()
+    page.locator("#usage svg rect.usage-bar").nth(1).wait_for()
+    xs = [float(b.get_attribute("x")) for b in page.locator("#usage svg rect.usage-bar").all()]
+    assert xs[1] - xs[0] == pytest.approx(3 * slot)
 
 
 def test_text_streams_per_content_index_and_never_becomes_markup(session_page, spa_server):

@@ -2,8 +2,10 @@
 a sign-in URL; opening it in the browser signs in, the new-session form starts the demo agent,
 a prompt streams into the transcript, the agent's approval is answered with a button in the
 page, and the agent goes on with that answer. At turn end the status line is gone and the
-thinking has collapsed to its summary. The `/` popup then lists the commands the agent
-published, and `@` finds a real file of the workspace. Nothing here is a stand-in: `rawp up`
+thinking has collapsed to its summary. A reload shows the conversation again, and so does one
+while the agent waits for the next approval, which is then answered in the reloaded page
+(issue 28 §1). The `/` popup then lists the commands the agent published, and `@` finds a
+real file of the workspace. Nothing here is a stand-in: `rawp up`
 runs as a child process with its master, client, gateway and web edge.
 """
 
@@ -53,6 +55,8 @@ def test_rawp_up_prints_a_url_that_streams_a_session_and_takes_an_approval(
             r"🧠 Thought for \d+s", page.locator(".thinking .thinking-label").first.inner_text()
         )
 
+        reload_mid_turn_and_after(page)
+
         # The `/` popup lists the commands the agent published during the turn (G-CMD-01).
         page.fill("#composer", "")
         page.type("#composer", "/rev")
@@ -68,3 +72,34 @@ def test_rawp_up_prints_a_url_that_streams_a_session_and_takes_an_approval(
     finally:
         context.close()
     assert not errors, f"errors in the page: {errors}"
+
+
+# The transcript's prompts and answers, in page order, each as (who, first line).
+BUBBLES = """() => [...document.querySelectorAll('#transcript-content .bubble')]
+  .filter((n) => !n.hidden)
+  .map((n) => [n.classList.contains('user') ? 'user' : 'agent', n.innerText.split('\\n')[0]])"""
+FIRST = [["user", "please approve this"], ["agent", "You chose: allow"]]
+
+
+def bubbles_are(page, expected) -> None:
+    page.wait_for_function(
+        f"(want) => JSON.stringify(({BUBBLES})()) === JSON.stringify(want)", arg=expected
+    )
+
+
+def reload_mid_turn_and_after(page) -> None:
+    """Issue 28 §1 against the real master, client and web edge."""
+    page.reload()  # after the turn: its prompt and answer once each, no status line (U-31)
+    bubbles_are(page, FIRST)
+    assert page.locator("#status-line").is_hidden()
+    page.fill("#composer", "approve again")
+    page.click("#send")
+    open_allow = page.locator(".approval button[data-option-id='allow']:enabled")
+    open_allow.wait_for()  # the agent waits for this answer: the turn is running
+    page.reload()
+    open_allow.wait_for()  # the open prompt is replayed, still to be answered
+    bubbles_are(page, [*FIRST, ["user", "approve again"]])
+    assert page.locator("#status-line").is_hidden()
+    open_allow.click()  # the live turn goes on below, in the reloaded page
+    bubbles_are(page, [*FIRST, ["user", "approve again"], ["agent", "You chose: allow"]])
+    page.wait_for_selector("#status-line", state="hidden")

@@ -101,3 +101,45 @@ def test_reconnect_resumes_from_the_last_message_and_replay_shows_no_state(
     spa_server.send(state("tool_calling", "thinking"))
     page.locator("#status-line").wait_for(state="visible")
     assert status_text(page) == "Running tool…"
+
+
+def test_a_tool_request_in_the_same_tick_as_tool_calling_names_the_tool_once(
+    session_page, spa_server
+):
+    # Issue 28 §2: after a quiet spell the change to tool_calling cross-fades; the request that
+    # follows at once used to be dropped (the label was chosen before the fade), and a title
+    # `Edit src/app.py` read `Running: Edit (Edit src/app.py)…`.
+    page = session_page
+    spa_server.send(dps("session.turn.start", {"turn_id": T, "prompt_message_id": "p"}, T))
+    spa_server.send(state("thinking", "idle"))
+    page.wait_for_function(
+        "() => document.getElementById('status-line').dataset.state === 'thinking'"
+    )
+    page.wait_for_timeout(350)  # a quiet spell, so that the next change cross-fades (U-29)
+    spa_server.send(
+        state("tool_calling", "thinking"),
+        dps(
+            "tool.invoke.request",
+            {
+                "invocation_id": "c1",
+                "tool_name": "Edit",
+                "input": {"path": "src/app.py"},
+                "title": "Edit src/app.py",
+            },
+            T,
+        ),
+    )
+    page.wait_for_function(
+        "() => document.getElementById('status-line').dataset.state === 'tool_calling'"
+        " && !document.getElementById('status-line').classList.contains('swapping')"
+    )
+    assert status_text(page) == "Running: Edit (src/app.py)…"
+    # The next tool's request while tool_calling stays shown updates the line in place.
+    spa_server.send(
+        dps("tool.invoke.request", {"invocation_id": "c2", "tool_name": "Bash",
+                                    "input": {"command": "npm test"}}, T)
+    )  # fmt: skip
+    page.wait_for_function(
+        "() => document.querySelector('#status-line .status-text').textContent"
+        " === 'Running: Bash (npm test)…'"
+    )

@@ -5,6 +5,7 @@ import { api, el } from './util.js';
 import { SessionView } from './session.js';
 import { renderUsage } from './usage.js';
 
+const USAGE_DAYS = 14;
 let view = null;
 const $ = (id) => document.getElementById(id);
 
@@ -63,8 +64,8 @@ async function loadSessions() {
 }
 
 async function loadUsage() {
-  const res = await api('/api/usage?days=14');
-  if (res.ok) renderUsage($('usage'), res.body?.days);
+  const res = await api(`/api/usage?days=${USAGE_DAYS}`);
+  if (res.ok) renderUsage($('usage'), res.body?.days, USAGE_DAYS);
 }
 
 async function newSession(event) {

@@ -209,13 +209,13 @@ export class Composer {
     const text = this.input.value;
     if (!text.trim()) return;
     const { prompt_text, file_references } = this.compose(text);
-    this.view.send('control.prompt.request', {
+    const sent = this.view.send('control.prompt.request', {
       prompt_text,
       input_type: text.trimStart().startsWith('/') ? 'slash_command' : 'text',
       file_references,
       context_files: [],
     });
-    this.view.userBubble(text);
+    this.view.userBubble(text, sent.message_id);
     this.input.value = '';
     this.files = [];
     this.hide();

@@ -67,6 +67,30 @@ export function renderMarkdown(text, target) {
   target.replaceChildren(out);
 }
 
+// CommonMark's flanking rules, in short: an opening marker is followed by a non-space and a
+// closing one preceded by one; `_` and `__` neither open nor close inside a word. So
+// `a __x=1 … b __y=2` and `snake_case_name` keep their underscores.
+const SPACE = /\s/;
+const WORD = /[\p{L}\p{N}]/u;
+
+function canOpen(text, i, marker) {
+  const next = text[i + marker.length];
+  if (next === undefined || SPACE.test(next)) return false;
+  return marker[0] !== '_' || i === 0 || !WORD.test(text[i - 1]);
+}
+
+function closer(text, from, marker) {
+  for (let j = text.indexOf(marker, from); j >= 0; j = text.indexOf(marker, j + 1)) {
+    if (SPACE.test(text[j - 1])) continue;
+    const after = text[j + marker.length];
+    if (marker[0] === '_' && after !== undefined && WORD.test(after)) continue;
+    // A single marker does not close on half of a double one (`*a **` stays literal).
+    if (marker.length === 1 && (after === marker || text[j - 1] === marker)) continue;
+    return j;
+  }
+  return -1;
+}
+
 // Inline spans: `code`, **bold**, *italic* / _italic_. A marker counts only when its closing
 // partner is already there; an unclosed `**` or backtick during streaming is shown as the
 // literal characters until the rest arrives (U-10), so nothing below it changes style.
@@ -87,16 +111,19 @@ export function inline(text) {
       }
     } else if (rest.startsWith('**') || rest.startsWith('__')) {
       const marker = rest.slice(0, 2);
-      const end = text.indexOf(marker, i + 2);
+      const end = canOpen(text, i, marker) ? closer(text, i + 2, marker) : -1;
       if (end > i + 2) {
         flush();
         nodes.push(el('strong', {}, ...inline(text.slice(i + 2, end))));
         i = end + 2;
         continue;
       }
-    } else if ((rest[0] === '*' || rest[0] === '_') && rest[1] && rest[1] !== ' ') {
-      const end = text.indexOf(rest[0], i + 1);
-      if (end > i + 1 && text[end - 1] !== ' ') {
+      buf += marker; // a double marker that does not pair stays whole, never half an `*`
+      i += 2;
+      continue;
+    } else if ((rest[0] === '*' || rest[0] === '_') && canOpen(text, i, rest[0])) {
+      const end = closer(text, i + 1, rest[0]);
+      if (end > i + 1) {
         flush();
         nodes.push(el('em', {}, ...inline(text.slice(i + 1, end))));
         i = end + 1;

@@ -5,10 +5,11 @@ import { el, frame } from './util.js';
 import { renderMarkdown } from './markdown.js';
 import { ScrollKeeper } from './scroll.js';
 import { Thinking } from './thinking.js';
-import { StatusLine } from './status.js';
+import { StatusLine, toolDetail } from './status.js';
 import { FileAssembler, ToolCard, closeApproval, renderApproval, renderTasks } from './tools.js';
 import { Stream } from './stream.js';
 import { Composer } from './composer.js';
+import { PromptLog } from './prompts.js';
 
 export class SessionView {
   constructor(sessionId) {
@@ -34,6 +35,7 @@ export class SessionView {
     this.cancelButton.onclick = () => this.cancel();
     this.live.onchange = () => { for (const t of this.thinkings) if (!t.done) t.setLive(this.live.checked); };
     this.composer = new Composer(this);
+    this.prompts = new PromptLog(sessionId, (node) => this.add(node));
     this.stream = new Stream(sessionId, {
       onFrame: (f, replayed) => this.onFrame(f, replayed),
       onState: (state, reason) => this.connState(state, reason),
@@ -51,6 +53,7 @@ export class SessionView {
 
   send(type, payload, extra) {
     const f = frame(type, this.sessionId, payload, extra);
+    this.prompts.own(f.message_id); // a frame of this page's: never a prompt to look up
     this.stream.send(f);
     return f;
   }
@@ -92,6 +95,7 @@ export class SessionView {
         if (p.dropped > 0) this.notice(`${p.dropped} earlier frames could not be replayed.`, 'gap');
         break;
       case 'session.turn.start':
+        this.prompts.place(p.prompt_message_id); // the question above its answer (issue 28)
         this.turn = p.turn_id || f.turn_id;
         this.cancelButton.disabled = false;
         break;
@@ -127,7 +131,10 @@ export class SessionView {
       case 'session.capabilities': this.composer.setCapabilities(p); break;
       case 'session.file.candidates': this.composer.candidates(f); break;
       case 'agent.error': this.notice(`⚠ ${p.message || p.code}`, `error ${p.severity || ''}`); break;
-      case 'session.error': this.notice(`⚠ ${p.code}: ${p.message || ''}`, 'error'); break;
+      case 'session.error':
+        this.prompts.place(p.ref_message_id); // a refused prompt: it, then why
+        this.notice(`⚠ ${p.code}: ${p.message || ''}`, 'error');
+        break;
       case 'session.context.compacted': this.notice('Context compacted.', 'meta'); break;
       default: break; // unknown types are ignored (DPS §2)
     }
@@ -186,9 +193,7 @@ export class SessionView {
   toolRequest(f, p) {
     if (this.isCancelled(f)) return;
     this.toolCard(f, p).setRequest(p.tool_name, p.title);
-    const input = p.input || {};
-    const detail = p.title || input.file_path || input.path || input.command;
-    this.status.setTool(p.tool_name, typeof detail === 'string' ? detail.slice(0, 60) : null); // U-28
+    this.status.setTool(p.tool_name, toolDetail(p)); // U-28
   }
 
   plan(f, p) {
@@ -254,8 +259,8 @@ export class SessionView {
     this.status.clear(); // U-36: the status line goes at once
   }
 
-  userBubble(text) {
-    this.add(el('div', { class: 'bubble user' }, text));
+  userBubble(text, messageId) {
+    this.add(el('div', { class: 'bubble user', dataset: { promptId: messageId } }, text));
     this.scroll.reset(); // the reader's own prompt: follow the answer
   }
 }

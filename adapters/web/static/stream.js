@@ -9,13 +9,18 @@ const NOT_A_CURSOR = (type) => type === 'session.history' || type === 'session.e
 // dropped, 1013 too slow, 1006 network) is worth a reconnect.
 const FINAL_CODES = new Set([1000, 1001]);
 const SEEN_LIMIT = 4096;
+// A page has no cursor when it opens (a reload, a second tab): it asks from the start with a
+// cursor no buffer knows, which the master answers with the greeting, `session.history` and
+// every frame still held (docs/edge-api.md, "Reconnecting"). Without any cursor it would get
+// the greeting only, and a reloaded transcript would be empty (issue 28 §1).
+export const FROM_START = '00000000-0000-0000-0000-000000000000';
 
 export class Stream {
   constructor(sessionId, { onFrame, onState }) {
     this.sessionId = sessionId;
     this.onFrame = onFrame;
     this.onState = onState;
-    this.lastMessageId = null;
+    this.lastMessageId = FROM_START;
     this.seen = new Set();
     this.seenOrder = [];
     this.closed = false;

@@ -11,20 +11,34 @@ function svg(tag, attrs = {}, text) {
   return node;
 }
 
-export function renderUsage(target, days) {
-  const rows = Array.isArray(days) ? days : [];
-  const dates = [...new Set(rows.map((r) => r.date))].sort();
+const DAY_MS = 24 * 60 * 60 * 1000;
+const isoDay = (ms) => new Date(ms).toISOString().slice(0, 10);
+
+// One slot per day of the span asked for, ending today (UTC) or at the newest day in the
+// answer if that is later: a day without figures keeps its empty slot, so one day of usage
+// is one narrow bar at its place, not the whole width (issue 28 §2).
+export function daySlots(dates, span, now = Date.now()) {
+  const newest = dates.length && dates[dates.length - 1] > isoDay(now)
+    ? dates[dates.length - 1] : isoDay(now);
+  const end = Date.parse(`${newest}T00:00:00Z`);
+  return Array.from({ length: span }, (_, k) => isoDay(end - (span - 1 - k) * DAY_MS));
+}
+
+export function renderUsage(target, days, span = 14) {
+  const given = Array.isArray(days) ? days : [];
+  const slots = daySlots([...new Set(given.map((r) => r.date))].sort(), span);
+  const rows = given.filter((r) => slots.includes(r.date));
   const nodes = [...new Set(rows.map((r) => r.node_name || r.node_id))];
-  if (!dates.length) {
+  if (!rows.length) {
     target.replaceChildren(document.createTextNode('No usage yet.'));
     return;
   }
   const total = (r) => (Number(r.input_tokens) || 0) + (Number(r.output_tokens) || 0);
-  const perDay = dates.map((d) => rows.filter((r) => r.date === d));
+  const perDay = slots.map((d) => rows.filter((r) => r.date === d));
   const max = Math.max(1, ...perDay.map((rs) => rs.reduce((s, r) => s + total(r), 0)));
   const W = 240;
   const H = 100;
-  const barW = W / dates.length;
+  const barW = W / slots.length;
   const chart = svg('svg', { viewBox: `0 0 ${W} ${H + 14}`, width: '100%', role: 'img',
     'aria-label': 'Tokens per day and node' });
   perDay.forEach((rs, i) => {
@@ -41,9 +55,9 @@ export function renderUsage(target, days) {
       chart.append(bar);
     }
   });
-  chart.append(svg('text', { x: 0, y: H + 12, class: 'usage-axis' }, dates[0].slice(5)));
+  chart.append(svg('text', { x: 0, y: H + 12, class: 'usage-axis' }, slots[0].slice(5)));
   chart.append(svg('text', { x: W, y: H + 12, 'text-anchor': 'end', class: 'usage-axis' },
-    dates[dates.length - 1].slice(5)));
+    slots[slots.length - 1].slice(5)));
   const legend = document.createElement('ul');
   legend.className = 'usage-legend';
   nodes.forEach((n, i) => {
