@@ -211,7 +211,7 @@ def _parse(data: str | bytes | bytearray, max_size: int | None) -> Frame:
     # milliseconds. A refusal without its frame's id is one the sender cannot act on.
     if max_size is not None and frame_size(raw) > max_size:
         raise FrameError(
-            f"frame of {frame_size(raw)} bytes exceeds max_frame_size {max_size}",
+            f"frame of {frame_size(raw):,} bytes exceeds max_frame_size {max_size:,}",
             "FRAME_TOO_LARGE",
             ref_message_id=ref,
         )
