@@ -14,7 +14,10 @@ Rules:
    with `re.finditer` (ASCII classes, as the gate sees them), and overlapping finds merge
    into one redaction named after the first. A pattern with a group redacts that group only
    (the password of a URL, the key after `AWS_SECRET_ACCESS_KEY=`), so the reader still sees
-   what was there.
+   what was there. A find that ends inside a run of token characters (a fixed-length
+   pattern inside a longer token: Telegram's 8–10 digits, `:` and 35 characters can start in an AWS
+   key id and stop inside the secret after it) takes the rest of the run, so no piece of a
+   secret is left glued to its marker.
 3. The values of the workspace's `.env` (known to the gateway only as fingerprints, see
    rawp.fingerprints) are redacted wherever they occur, as `[redacted: .env value]`.
 4. Redaction happens to text before it is chunked (a secret is never cut in two by a message
@@ -33,6 +36,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import string
 from dataclasses import dataclass
 
 from detect_secrets.plugins import (
@@ -246,10 +250,22 @@ def _replace(text: str, spans: list[tuple[int, int, str]]) -> str:
     out, at = [], 0
     for start, end, kind in spans:
         if start < at:  # rule 2: overlaps the previous find, which already covers it
-            at = max(at, end)
+            at = _past_glued(text, max(at, end))
             continue
         out.append(text[at:start])
         out.append(marker(kind))
-        at = end
+        at = _past_glued(text, end)
     out.append(text[at:])
     return "".join(out)
+
+
+_GLUE = frozenset(string.ascii_letters + string.digits + "+/=_~-")
+
+
+def _past_glued(text: str, end: int) -> int:
+    """Rule 2: a find that stops inside a run of token characters takes the rest of the run."""
+    if end == 0 or text[end - 1] not in _GLUE:
+        return end
+    while end < len(text) and text[end] in _GLUE:
+        end += 1
+    return end

@@ -11,9 +11,11 @@ and `AWS_SECRET_ACCESS_KEY=…`, not that. Rules:
    (`client_secret`, `DB_PASSWORD`, `apiToken`) but not inside another word (`tokenizer`) —
    and outside an earlier `[redacted: …]` marker, so redacting stays idempotent.
 2. A token *next to* it follows within a few words: after the anchor come at most four words
-   (letters only) with spaces and the punctuation of prose, code and config between them
-   (`:`, `=`, quotes, brackets, `,`, `/`, `|`, single line breaks), then the token. A blank
-   line, a dot or a digit in between ends the search: what follows is not the anchor's.
+   (letters, or the rest of an identifier: `_ACCESS_KEY`) with spaces, the punctuation of
+   prose, code and config (`:`, `=`, quotes, brackets, `,`, `/`, `|`) and single line breaks
+   between them, then the token — the first run of token characters that is not a word. A
+   blank line, a dot, a number or a low-entropy token in between ends the search: what
+   follows is not the anchor's.
 3. The token is high-entropy: 16 or more characters of the base64/URL-safe alphabet, of two
    kinds at least (lower case, upper case, digits, symbols), with `MIN_ENTROPY` bits of
    Shannon entropy per character or more (a random 16-character token has about 3.8), and
@@ -52,15 +54,19 @@ _WORD = (
     r"|(?:api|access|private)[ _-]?key)|(?<=[a-z])(?:Pass(?:word|wd|phrase)|Secret|Token"
     r"|Credential))s?(?![a-z])"
 )
-# Rule 2: delimiters, then up to four words each closed by delimiters. A word must be followed
-# by a delimiter, so a token is never read as a word: no backtracking to speak of.
-_DELIM = r"[ \t\\\"'`:=,;/|(\[{<>*_-]"
-_GAP = rf"(?:{_DELIM}|\r?\n(?![ \t]*\r?\n))*(?:[A-Za-z]{{1,20}}{_DELIM}+){{0,4}}"
-_TOKEN = rf"([A-Za-z0-9+/][A-Za-z0-9+/=_~-]{{{MIN_LENGTH - 1},}})(?![A-Za-z0-9+/=_~.-])"
+# Rule 2: what follows an anchor, a step at a time: a separator (spaces, the punctuation of
+# prose, code and config, one line break), then a run of token characters (`=` only as
+# base64's padding at its end: `SECRET_ACCESS_KEY=…` is a name, then the token).
+_STEP = re.compile(
+    r"((?:[ \t\\\"'`:=,;|(\[{<>*]|\r?\n(?![ \t]*\r?\n))*)([A-Za-z0-9+/_~-]*=*)", re.ASCII
+)
+_NAME = re.compile(r"[A-Za-z_-]{1,24}")  # a word, or the rest of an identifier (`_ACCESS_KEY`)
+_PUNCTUATION = re.compile(r"[+/=_~-]+")  # `AKIA… / secret`, `--password -- secret`
+MAX_WORDS = 4
 
 AWS_KIND, WORD_KIND = "AWS secret key", "secret"
-_AWS_RULE = re.compile(_AWS_ID + _GAP + _TOKEN, re.ASCII)
-_WORD_RULE = re.compile(_WORD + _GAP + _TOKEN, re.ASCII)
+_AWS_ANCHOR = re.compile(_AWS_ID, re.ASCII)
+_WORD_ANCHOR = re.compile(_WORD, re.ASCII)
 _MARKER = re.compile(r"\[redacted: [^\]]*\]")
 # Where an anchor may start: one Hyperscan pass (gateway.redact_gate) names the hints the
 # lower-cased text holds, `str.find` places them, and each place is tried with its rule
@@ -106,16 +112,34 @@ def nearby_secrets(text: str) -> Iterator[tuple[int, int, str]]:
     if not present:
         return
     markers = [m.span() for m in _MARKER.finditer(text)] if "[redacted: " in text else []
-    for kind, rule, hints in (
-        (AWS_KIND, _AWS_RULE, _AWS_HINTS),
-        (WORD_KIND, _WORD_RULE, _WORD_HINTS),
+    for kind, anchor, hints in (
+        (AWS_KIND, _AWS_ANCHOR, _AWS_HINTS),
+        (WORD_KIND, _WORD_ANCHOR, _WORD_HINTS),
     ):
         for at in _places(lower, [hint for hint in hints if hint in present]):
             if kind == WORD_KIND and any(start <= at < end for start, end in markers):
                 continue  # a marker's own words are no anchor (rule 1)
-            match = rule.match(text, at)  # lookbehinds still see the text before `at`
-            if match is not None and high_entropy(match.group(1)):
-                yield match.start(1), match.end(1), kind
+            found = anchor.match(text, at)  # lookbehinds still see the text before `at`
+            token = _token_after(text, found.end()) if found is not None else None
+            if token is not None:
+                yield *token, kind
+
+
+def _token_after(text: str, at: int) -> tuple[int, int] | None:
+    """Rule 2: the span of the high-entropy token a few words after `at`, or None."""
+    words = 0
+    while True:
+        step = _STEP.match(text, at)
+        run = step.group(2)
+        if not run:
+            return None  # a dot, a blank line, the end: not the anchor's
+        if high_entropy(run):
+            return step.span(2)
+        if _PUNCTUATION.fullmatch(run) is None:
+            if words == MAX_WORDS or _NAME.fullmatch(run) is None:
+                return None  # a number, a low-entropy token, or too far
+            words += 1
+        at = step.end()
 
 
 def _places(lower: str, hints: list[str]) -> Iterator[int]:

@@ -212,11 +212,13 @@ def test_a_random_secret_beside_a_credential_is_gone(
     secret = random_secret(random.Random(seed), length)
     # About 1 in 200 random tokens looks like words (rule 3, measured below): not this test's.
     assume(high_entropy(secret))
-    written = template.format(i="AKIA" + key_id, s=secret).replace("\\n", "\n")
+    written = template.format(i="AKIA" + key_id, s=secret)
     text = before + "\n" + PLACES[place](written) + "\n" + after
     out = redactor.redact(text)
-    assert secret not in out
-    assert marker(kind) in out
+    assert not [secret[i : i + 6] for i in range(length - 5) if secret[i : i + 6] in out]
+    # Named as the credential it stands beside, unless a format rule's find overlapped it
+    # first (rule 2: the merged redaction keeps the first name).
+    assert marker(kind) in out or marker(kind) not in redactor.redact(written)
     assert redactor.redact(out) == out
 
 
