@@ -9,6 +9,11 @@
 - Attachments are checked against `AttachmentLimits` (rawp.attachments, the one place the
   limits are stated) before anything is sent, so a too-large file is refused with a message
   the user can act on rather than a frame the master or the client refuses.
+- So is the whole prompt (issue 28 §3): a text that would make the `control.prompt.request`
+  frame larger than the default `max_frame_size` is refused here, with the limit in words,
+  and nothing is sent — the master would refuse the frame, and a prompt sent and refused is
+  one the chat must then take back. A session pinned to a smaller limit still has the master
+  refuse it; that refusal names the prompt, which then gets ❌ (gateway.busy rule 3).
 """
 
 from __future__ import annotations
@@ -17,7 +22,10 @@ import base64
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gateway.platform import size_text
 from rawp.attachments import AttachmentLimits
+from rawp.clock import new_id
+from rawp.config import DEFAULT_LIMITS
 from rawp.events import (
     Attachment,
     Command,
@@ -27,6 +35,11 @@ from rawp.events import (
     PromptRequest,
 )
 from rawp.fileref import FileToken, Part, compose
+from rawp.frames import encode_frame
+
+# What a sent prompt's envelope will hold, for measuring its frame before it exists: every id
+# is a UUID and every timestamp has this length.
+_ID, _STAMP = new_id(), "2026-01-01T00:00:00.000Z"
 
 
 class PromptError(ValueError):
@@ -59,6 +72,7 @@ class PromptDraft:
     """A prompt being put together: text, picked files and attachments, in the user's order."""
 
     attachment_limits: AttachmentLimits = field(default_factory=AttachmentLimits)
+    max_frame_size: int = DEFAULT_LIMITS.max_frame_size
     parts: list[Part] = field(default_factory=list)
     references: list[FileReference] = field(default_factory=list)
     attachments: list[Attachment] = field(default_factory=list)
@@ -101,12 +115,33 @@ class PromptDraft:
             raise PromptError("the prompt is empty")
         # Only references whose token is still in the text are sent (§16.4).
         used = {p.ref_id for p in self.parts if isinstance(p, FileToken)}
-        return PromptRequest(
+        request = PromptRequest(
             prompt_text=prompt_text,
             input_type=input_type,
             file_references=[r for r in self.references if r.ref_id in used],
             attachments=self.attachments or None,
         )
+        if problem := too_long(request, self.max_frame_size):
+            raise PromptError(problem)
+        return request
+
+
+def too_long(request: PromptRequest, max_frame_size: int) -> str | None:
+    """Why `request` cannot be sent in one frame of `max_frame_size` bytes, in words, or None.
+    Measured on the frame as it will be written: JSON escapes can make text longer."""
+    size = len(
+        encode_frame(
+            "control.prompt.request", request, message_id=_ID, timestamp=_STAMP, session_id=_ID
+        )
+    )
+    if size <= max_frame_size:
+        return None
+    with_files = " with its attachments" if request.attachments else ""
+    return (
+        f"this message is too long to send: a prompt may be at most {size_text(max_frame_size)} "
+        f"({max_frame_size:,} bytes){with_files}, and this one is {size_text(size)}. "
+        "Shorten it or send it in parts."
+    )
 
 
 def text_prompt(text: str) -> PromptRequest:

@@ -14,7 +14,10 @@ Rules:
    with `re.finditer` (ASCII classes, as the gate sees them), and overlapping finds merge
    into one redaction named after the first. A pattern with a group redacts that group only
    (the password of a URL, the key after `AWS_SECRET_ACCESS_KEY=`), so the reader still sees
-   what was there.
+   what was there. A find that ends inside a run of token characters (a fixed-length
+   pattern inside a longer token: Telegram's 8–10 digits, `:` and 35 characters can start in an AWS
+   key id and stop inside the secret after it) takes the rest of the run, so no piece of a
+   secret is left glued to its marker.
 3. The values of the workspace's `.env` (known to the gateway only as fingerprints, see
    rawp.fingerprints) are redacted wherever they occur, as `[redacted: .env value]`.
 4. Redaction happens to text before it is chunked (a secret is never cut in two by a message
@@ -23,6 +26,9 @@ Rules:
    redacted text contains nothing to redact.
 5. Only text bound for a chat is redacted: frames, the agent's own reads and the master's
    relay are unchanged (the agent needs the real values to work).
+6. A high-entropy token written next to a credential — after an AWS access key id, or after
+   a word such as `password`, `secret`, `token` — is taken as part of it and redacted with it
+   (gateway.redact_nearby, issue 28 §4): "key id AKIA… with secret q8Vb…" loses both.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import string
 from dataclasses import dataclass
 
 from detect_secrets.plugins import (
@@ -50,6 +57,7 @@ from detect_secrets.plugins import (
 )
 
 from gateway.redact_gate import Gate, tokens_of_lengths
+from gateway.redact_nearby import nearby_secrets
 from rawp.events import SecretFingerprints
 from rawp.fingerprints import acceptable, candidates, fingerprint, padded_runs
 
@@ -168,8 +176,9 @@ def _gate() -> Gate:
 
 
 def prepare() -> None:
-    """Compile the gate now (about a second), not at the first message."""
+    """Compile the gates now (about a second), not at the first message."""
     _gate()
+    nearby_secrets("")
 
 
 def marker(kind: str) -> str:
@@ -206,7 +215,9 @@ class Redactor:
         text = self._formats(text)
         if self._salt is not None:
             text = self._env_values(text)
-        return text
+        # Rule 6 last: a `.env` value beside a `password` word keeps its own name, and the key
+        # id's marker still anchors the secret after it.
+        return _replace(text, list(nearby_secrets(text)))
 
     def _formats(self, text: str) -> str:
         spans: list[tuple[int, int, str]] = []
@@ -216,19 +227,7 @@ class Redactor:
                 start, end = match.span(rule.group)
                 if end > start:
                     spans.append((start, end, rule.kind))
-        if not spans:
-            return text
-        spans.sort(key=lambda span: (span[0], -span[1]))
-        out, at = [], 0
-        for start, end, kind in spans:
-            if start < at:  # rule 2: overlaps the previous find, which already covers it
-                at = max(at, end)
-                continue
-            out.append(text[at:start])
-            out.append(marker(kind))
-            at = end
-        out.append(text[at:])
-        return "".join(out)
+        return _replace(text, spans)
 
     def _env_values(self, text: str) -> str:
         salt, hashes = self._salt or "", self._hashes
@@ -240,3 +239,33 @@ class Redactor:
         for value in sorted(found, key=len, reverse=True):
             text = text.replace(value.decode("utf-8", "surrogatepass"), marker(ENV_KIND))
         return text
+
+
+def _replace(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """Each span `(start, end, kind)` of `text` replaced by its marker; overlapping spans
+    merge into one, named after the first (rule 2)."""
+    if not spans:
+        return text
+    spans.sort(key=lambda span: (span[0], -span[1]))
+    out, at = [], 0
+    for start, end, kind in spans:
+        if start < at:  # rule 2: overlaps the previous find, which already covers it
+            at = _past_glued(text, max(at, end))
+            continue
+        out.append(text[at:start])
+        out.append(marker(kind))
+        at = _past_glued(text, end)
+    out.append(text[at:])
+    return "".join(out)
+
+
+_GLUE = frozenset(string.ascii_letters + string.digits + "+/=_~-")
+
+
+def _past_glued(text: str, end: int) -> int:
+    """Rule 2: a find that stops inside a run of token characters takes the rest of the run."""
+    if end == 0 or text[end - 1] not in _GLUE:
+        return end
+    while end < len(text) and text[end] in _GLUE:
+        end += 1
+    return end

@@ -15,7 +15,9 @@ Rules:
    agent reported it (`context_tokens`, `context_window`). Several `session.usage` frames in one
    turn are added up; the context is the last one reported.
 4. `BUDGET_EXCEEDED` is shown as 🛑 and `BUDGET_WARNING` as ⚠️ with the master's message, which
-   names the budget and when it resets; other `session.error`s keep the ❌ line.
+   names the budget and when it resets; a `FRAME_TOO_LARGE` (a message longer than the
+   session's `max_frame_size`, issue 28 §3) says so and what to do; other `session.error`s keep
+   the ❌ line.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from rawp.events import SessionError, Usage
 
 BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
 BUDGET_WARNING = "BUDGET_WARNING"
+FRAME_TOO_LARGE = "FRAME_TOO_LARGE"
 BUDGET_NAMES = {
     "cost_per_day": "cost per day",
     "cost_per_month": "cost per month",
@@ -118,4 +121,6 @@ def error_line(error: SessionError) -> str:
         return f"🛑 **Budget reached**: {error.message}"
     if error.code == BUDGET_WARNING:
         return f"⚠️ **Budget warning**: {error.message}"
+    if error.code == FRAME_TOO_LARGE:
+        return f"❌ **Too long to send** ({error.message}): shorten it or send it in parts."
     return f"❌ **{error.code}**: {error.message}"

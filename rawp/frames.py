@@ -6,6 +6,8 @@ Rules:
    JSON, not an object, a missing or mistyped field, a payload that breaks its model, a frame
    over `max_size` — becomes a `FrameError` whose `error_code` is the `session.error` code
    (`INVALID_FRAME`, `FRAME_TOO_LARGE`) and whose message names the field at fault.
+   Its `ref_message_id` names the refused frame whenever its `message_id` can be read — a
+   frame over `max_size` too — so the sender can tie the refusal to what it sent (issue 28 §3).
 2. Unknown keys are ignored, in the envelope and in payloads (RAWP §1.3).
 3. A `type` this module does not know is not an error: its payload comes back as the plain
    dict it was, so that a relay can forward it untouched.
@@ -197,18 +199,26 @@ def _parse(data: str | bytes | bytearray, max_size: int | None) -> Frame:
     if not isinstance(data, str | bytes | bytearray):
         raise FrameError(f"a frame is text, not {type(data).__name__}")
     raw = bytes(data) if isinstance(data, bytearray) else data
-    if max_size is not None and frame_size(raw) > max_size:
-        raise FrameError(
-            f"frame of {frame_size(raw)} bytes exceeds max_frame_size {max_size}",
-            "FRAME_TOO_LARGE",
-        )
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise FrameError(f"frame is not valid JSON: {exc}") from None
+        obj, unreadable = None, f"frame is not valid JSON: {exc}"
+    else:
+        unreadable = None
+    ref = _message_id(obj)
+    # Read before the size is judged only to name the refused frame (rule 1): it is already in
+    # memory, bounded by the socket's own message limit, and orjson reads megabytes in
+    # milliseconds. A refusal without its frame's id is one the sender cannot act on.
+    if max_size is not None and frame_size(raw) > max_size:
+        raise FrameError(
+            f"frame of {frame_size(raw):,} bytes exceeds max_frame_size {max_size:,}",
+            "FRAME_TOO_LARGE",
+            ref_message_id=ref,
+        )
+    if unreadable is not None:
+        raise FrameError(unreadable)
     if not isinstance(obj, dict):
         raise FrameError(f"frame must be a JSON object, not {type(obj).__name__}")
-    ref = obj.get("message_id") if isinstance(obj.get("message_id"), str) else None
 
     try:
         frame = Frame.model_validate(obj)
@@ -225,8 +235,18 @@ def _parse(data: str | bytes | bytearray, max_size: int | None) -> Frame:
     except ValidationError as exc:
         raise FrameError(_describe(exc, prefix="payload"), ref_message_id=ref) from None
     if spec.session_scoped is False and frame.session_id is not None:
-        raise FrameError(f"{frame.type} is a node frame and carries no session_id (§9.4.4)")
+        raise FrameError(
+            f"{frame.type} is a node frame and carries no session_id (§9.4.4)",
+            ref_message_id=ref,
+        )
     return frame
+
+
+def _message_id(obj: Any) -> str | None:
+    """The `message_id` of a frame read as JSON, when it has one that is text."""
+    if isinstance(obj, dict) and isinstance(obj.get("message_id"), str):
+        return obj["message_id"]
+    return None
 
 
 def _describe(exc: ValidationError, prefix: str = "") -> str:

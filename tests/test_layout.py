@@ -91,3 +91,41 @@ def test_modules_stay_readable():
         if (n := len(p.read_text().splitlines())) >= 600
     ]
     assert not long, f"split these modules: {long}"
+
+
+def unowned_spawns(path: Path) -> list[int]:
+    """Lines that start a task nobody owns (issue 14 §6): `asyncio.ensure_future`, or
+    `create_task` on asyncio or an event loop — not on a TaskGroup, which awaits its own."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        name, receiver = node.func.attr, node.func.value
+        on_a_loop = (isinstance(receiver, ast.Name) and receiver.id in {"asyncio", "loop"}) or (
+            isinstance(receiver, ast.Call) and "loop" in ast.unparse(receiver.func)
+        )
+        if name == "ensure_future" or (name == "create_task" and on_a_loop):
+            found.append(node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("package, path", list(sources()), ids=lambda v: str(v))
+def test_every_task_has_an_owner(package, path):
+    # Issue 28 §6: tasks are started through rawp.tasks (a TaskOwner or a race), or inside a
+    # TaskGroup, so each is awaited and its failure seen; rawp/tasks.py is where that happens.
+    rel = path.relative_to(ROOT)
+    if rel == TASK_OWNERSHIP:
+        return
+    lines = unowned_spawns(path)
+    assert not lines, f"{rel}: a task started outside an owner on line(s) {lines}"
+
+
+def test_the_owner_check_sees_violations(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import asyncio\nasyncio.ensure_future(f())\nasyncio.create_task(f())\n"
+        "asyncio.get_running_loop().create_task(f())\nloop.create_task(f())\n"
+        "group.create_task(f())\n"
+    )
+    assert unowned_spawns(probe) == [2, 3, 4, 5]

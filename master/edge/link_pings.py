@@ -16,8 +16,10 @@ Rules:
    each goes out in a task of its own and the loop never waits on one stalled link; a link
    whose Ping is still being written on its next turn is passed over, as websockets' own
    keepalive, blocked in the same write, would be.
-5. When the pinger stops (`run` cancelled at shutdown), the Pings still being written are
-   cancelled with it: nothing it started outlives it.
+5. Those tasks are children of the pinger's own `TaskOwner` (rawp.tasks, issue 28 §6): it runs
+   while `run` does (or inside `async with pings:`), and when the pinger stops — `run`
+   cancelled at shutdown — the Pings still being written are cancelled and awaited with it:
+   nothing it started outlives it, and a failure is logged under its name.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ import logging
 from itertools import islice
 
 from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
+
+from rawp.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.link_pings")
 
@@ -43,6 +48,7 @@ class LinkPings:
         self._links: dict[ClientConnection, asyncio.Future | None] = {}
         self._cursor = 0  # where the next slice starts
         self.aborted = 0
+        self._tasks = TaskOwner("link pings", log)  # rule 5
 
     def add(self, ws: ClientConnection) -> None:
         self._links[ws] = None
@@ -54,18 +60,17 @@ class LinkPings:
         return len(self._links)
 
     async def run(self) -> None:
-        try:
+        async with self:
             while True:
                 await asyncio.sleep(self.interval / self.ticks)
                 await self.tick()
-        finally:
-            self.close()
 
-    def close(self) -> None:
-        """Rule 5: cancel the Pings still being written."""
-        for pending in self._links.values():
-            if isinstance(pending, asyncio.Task) and not pending.done():
-                pending.cancel()
+    async def __aenter__(self) -> LinkPings:
+        await self._tasks.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._tasks.close()  # rule 5: the Pings still being written are cancelled
 
     async def tick(self) -> None:
         """Rule 1: the next slice of the links, each checked (rule 2) and pinged."""
@@ -87,27 +92,33 @@ class LinkPings:
                 self._forget(ws)
                 ws.transport.abort()  # rule 2: the pump sees the close and reattaches
             else:
-                writing = self._links[ws] = asyncio.ensure_future(ws.ping())
+                writing = self._links[ws] = self._tasks.spawn(_ping(ws), name="ping")
                 writing.add_done_callback(lambda task, ws=ws: self._pinged(ws, task))
 
     def _pinged(self, ws: ClientConnection, writing: asyncio.Task) -> None:
         """The Ping is written: wait for its Pong; a link that closed meanwhile waits for its
         turn to be forgotten (rule 3)."""
-        # Read the outcome first, even of a link forgotten meanwhile: an exception nobody
-        # reads is logged by asyncio as "never retrieved".
-        failed = writing.cancelled() or writing.exception() is not None  # ConnectionClosed
+        pong = None if writing.cancelled() else writing.result()  # None: it failed
         if self._links.get(ws) is not writing:
             return  # forgotten, or pinged again since
-        if failed:
+        if pong is None:
             self._links[ws] = None
             return
-        pong = writing.result()
         pong.add_done_callback(_retrieved)
         self._links[ws] = pong
 
     def _forget(self, ws: ClientConnection) -> None:
         self._links.pop(ws, None)
         self._cursor = max(0, self._cursor - 1)  # the slice after it moved up by one
+
+
+async def _ping(ws: ClientConnection) -> asyncio.Future[float] | None:
+    """Write one Ping; its Pong's future, or None when the link closed meanwhile (not a fault:
+    the link's pump sees the close and reattaches)."""
+    try:
+        return await ws.ping()
+    except ConnectionClosed:
+        return None
 
 
 def _retrieved(pong: asyncio.Future[float]) -> None:

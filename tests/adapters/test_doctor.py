@@ -20,7 +20,7 @@ from adapters.doctor.platform_checks import MANIFEST_SCOPES
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack
-from tests.support import ROOT, Processes, free_port, wait_for_http
+from tests.support import ROOT, Processes, free_port, missing_service, wait_for_http
 
 SECRET = "doctor-edge-secret-0123456789abcdef"
 
@@ -260,9 +260,7 @@ async def test_the_machines_postgresql_and_redis_are_green_where_they_answer():
     found = await diagnose(f"http://127.0.0.1:{free_port()}", env, None)
     services = [f for f in found if "master" not in f.what]
     if not all(f.ok for f in services):  # a missing external service is the only honest skip
-        reason = f"PostgreSQL or Redis does not answer here: {[f.line() for f in services]}"
-        print(f"\nskipping: {reason}")
-        pytest.skip(reason)
+        missing_service(f"PostgreSQL or Redis does not answer here: {[f.line() for f in services]}")
     assert [f.what for f in services] == [
         "database postgresql+asyncpg://postgres@127.0.0.1:5432/postgres answers",
         "Redis redis://127.0.0.1:6379/0 answers",

@@ -113,6 +113,20 @@ async def test_a_bad_frame_gets_session_error_and_the_socket_stays_up(client):
     assert frames[-1]["payload"]["stop_reason"] == "end_turn"
 
 
+async def test_a_prompt_refused_for_its_size_is_named_and_never_runs(client):
+    # Issue 28 §3: the refusal names the refused frame (parent_id and ref_message_id).
+    sid, ws = await greeted(client)
+    prompt_id = new_id()
+    text = "x" * DEFAULT_LIMITS.max_frame_size
+    await ws.send(frame("control.prompt.request", {"prompt_text": text}, sid, message_id=prompt_id))
+    reply = await recv(ws)
+    assert reply["type"] == "session.error" and reply["payload"]["code"] == "FRAME_TOO_LARGE"
+    assert reply["parent_id"] == reply["payload"]["ref_message_id"] == prompt_id
+    await ws.send(frame("control.prompt.request", {"prompt_text": "next"}, sid))
+    frames = await recv_until(ws, "session.turn.start")
+    assert frames[-1]["payload"]["prompt_message_id"] != prompt_id
+
+
 async def test_invalid_frame_reply_names_the_field_and_the_frame(client):
     _sid, ws = await greeted(client)
     bad_id = new_id()

@@ -25,19 +25,19 @@ async def test_a_link_without_pongs_is_aborted_and_a_live_one_kept():
         port = server.sockets[0].getsockname()[1]
         live = await connect(f"ws://127.0.0.1:{port}/live", ping_interval=None)
         dead = await connect(f"ws://127.0.0.1:{port}/stall", ping_interval=None)
-        pings = LinkPings(interval=0.2, ticks=2)
-        pings.add(live)
-        pings.add(dead)
-        for _ in range(6):  # three rounds: a Ping each, then the check of the next round
+        async with LinkPings(interval=0.2, ticks=2) as pings:
+            pings.add(live)
+            pings.add(dead)
+            for _ in range(6):  # three rounds: a Ping each, then the check of the next round
+                await pings.tick()
+                await asyncio.sleep(0.1)
+            await asyncio.wait_for(dead.wait_closed(), 5)
+            assert pings.aborted == 1
+            assert live.state is State.OPEN and len(pings) == 1
+            await live.close()
             await pings.tick()
-            await asyncio.sleep(0.1)
-        await asyncio.wait_for(dead.wait_closed(), 5)
-        assert pings.aborted == 1
-        assert live.state is State.OPEN and len(pings) == 1
-        await live.close()
-        await pings.tick()
-        await pings.tick()
-        assert len(pings) == 0  # a closed link is forgotten on its turn
+            await pings.tick()
+            assert len(pings) == 0  # a closed link is forgotten on its turn
         stalled[0].transport.abort()  # it reads nothing, so it would not see the close either
 
 
@@ -48,7 +48,7 @@ async def test_pings_go_out_a_slice_per_tick():
     async def handler(ws):
         await ws.wait_closed()
 
-    async with serve(handler, "127.0.0.1", 0) as server:
+    async with serve(handler, "127.0.0.1", 0) as server, pings:
         port = server.sockets[0].getsockname()[1]
         links = [await connect(f"ws://127.0.0.1:{port}/{i}", ping_interval=None) for i in range(8)]
         for ws in links:
@@ -75,20 +75,20 @@ async def test_a_link_stuck_writing_does_not_hold_up_the_others():
         # What the transport says when its buffer is full (a client not reading): every write,
         # a Ping too, then waits for room.
         stuck.pause_writing()
-        pings = LinkPings(interval=1.0, ticks=1)
-        pings.add(stuck)
-        pings.add(live)
-        await asyncio.wait_for(pings.tick(), 2)  # returns, though stuck's Ping is not out
-        await asyncio.sleep(0.1)
-        assert isinstance(pings._links[stuck], asyncio.Task)  # still being written
-        assert not isinstance(pings._links[live], asyncio.Task)  # written, its Pong awaited
-        await pings.tick()
-        assert pings.aborted == 0 and stuck in pings._links  # passed over, as websockets would
-        stuck.resume_writing()
-        await asyncio.sleep(0.1)
-        assert not isinstance(pings._links[stuck], asyncio.Task)  # written once there was room
-        await stuck.close()
-        await live.close()
+        async with LinkPings(interval=1.0, ticks=1) as pings:
+            pings.add(stuck)
+            pings.add(live)
+            await asyncio.wait_for(pings.tick(), 2)  # returns, though stuck's Ping is not out
+            await asyncio.sleep(0.1)
+            assert isinstance(pings._links[stuck], asyncio.Task)  # still being written
+            assert not isinstance(pings._links[live], asyncio.Task)  # written, Pong awaited
+            await pings.tick()
+            assert pings.aborted == 0 and stuck in pings._links  # passed over, as websockets
+            stuck.resume_writing()
+            await asyncio.sleep(0.1)
+            assert not isinstance(pings._links[stuck], asyncio.Task)  # written once there was room
+            await stuck.close()
+            await live.close()
 
 
 async def test_a_stopped_pinger_cancels_the_pings_it_is_still_writing():

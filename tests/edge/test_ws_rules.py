@@ -248,3 +248,23 @@ async def test_the_master_reattaches_after_its_last_relayed_frame(edge_master, f
         assert await ws.receive() == third
     status, listed = await edge_master.call(ALICE, "GET", "/v1/edge/sessions?status=RUNNING")
     assert status == 200 and [s["session_id"] for s in listed["sessions"]] == [sid]
+
+
+async def test_a_frame_refused_for_its_size_is_named(edge_master, fake_client):
+    # Issue 28 §3: a prompt past the session's max_frame_size (65536 here) is refused with a
+    # session.error whose parent_id and ref_message_id name it, so the edge can mark it.
+    _, sid, ticket = await _session(edge_master, fake_client)
+    prompt_id = new_id()
+    big = frame("control.prompt.request", {"prompt_text": "é" * 40000}, sid, message_id=prompt_id)
+    async with edge_master.websocket(sid, ticket) as ws:
+        await _greeted(ws)
+        await ws.send(big)
+        answer = await _recv(ws)
+        assert answer["type"] == "session.error" and answer["session_id"] == sid
+        assert answer["payload"]["code"] == "FRAME_TOO_LARGE"
+        assert answer["parent_id"] == answer["payload"]["ref_message_id"] == prompt_id
+        # The socket stayed up, and the refused frame never reached the client.
+        small = frame("control.prompt.request", {"prompt_text": "short"}, sid)
+        await ws.send(small)
+        await fake_client.wait_received(sid, 1)
+    assert fake_client.sessions[sid].received == [small]

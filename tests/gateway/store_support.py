@@ -1,7 +1,7 @@
 """Where a conversation store test keeps its store: an SQLite file, or a fresh database on the
 real PostgreSQL named by RAWP_TEST_POSTGRES_URL (one per test, dropped after it, so parallel
 workers never share tables). Where no PostgreSQL answers, its parameter is skipped with the
-reason printed: a missing external service is the only honest skip."""
+reason printed, and fails under CI (tests.support.missing_service)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import os
 import secrets
 
 import pytest
+
+from tests.support import missing_service
 
 ADMIN_URL = os.environ.get("RAWP_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 ENGINES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
@@ -25,14 +27,12 @@ async def _admin(sql: str) -> None:
 
 
 async def fresh_postgres_database():
-    """(url, name) of a new empty database, or pytest.skip with the reason."""
+    """(url, name) of a new empty database; skipped (failed under CI) without PostgreSQL."""
     name = f"rawp_gw_store_{secrets.token_hex(5)}"
     try:
         await _admin(f'CREATE DATABASE "{name}"')
     except Exception as exc:  # no server, refused, no permission
-        reason = f"PostgreSQL at {ADMIN_URL} did not answer: {exc!r}"
-        print(f"\nskipping PostgreSQL: {reason}")
-        pytest.skip(reason)
+        missing_service(f"PostgreSQL at {ADMIN_URL} did not answer: {exc!r}")
     base = ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1)
     return f"{base}/{name}", name
 

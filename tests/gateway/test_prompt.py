@@ -17,9 +17,13 @@ from gateway.prompt import (
     text_prompt,
 )
 from rawp.attachments import AttachmentLimits
+from rawp.clock import new_id
+from rawp.config import DEFAULT_LIMITS
 from rawp.events import Command, CommandsPublish
 from rawp.fileref import FileToken, normalize, parse
+from rawp.frames import dump_frame, make_frame
 
+ID = new_id()
 TRICKY = st.lists(
     st.sampled_from(["<", "@", "\\", "file:", "|", ">", "a", " ", "ref_0"]), max_size=12
 ).map("".join)
@@ -74,6 +78,41 @@ def test_typed_token_lookalike_is_escaped():
 def test_empty_prompt_is_refused():
     with pytest.raises(PromptError, match="empty"):
         text_prompt("   ")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(st.characters(codec="utf-8"), min_size=1, max_size=1500),
+    repeat=st.integers(min_value=1, max_value=4),
+    limit=st.integers(min_value=1024, max_value=6000),
+)
+def test_a_prompt_is_built_only_when_its_frame_fits(text, repeat, limit):
+    # Issue 28 §3: whatever the text (JSON escapes included), a prompt the gateway builds fits
+    # in one frame of the limit, and one that would not is refused with the limit in words.
+    draft = PromptDraft(max_frame_size=limit)
+    draft.add_text(text * repeat)
+    try:
+        request = draft.build()
+    except PromptError as refused:
+        if not (text * repeat).strip():
+            return  # the empty prompt's own refusal
+        assert "too long" in str(refused) and f"{limit:,} bytes" in str(refused)
+        sent = make_frame("control.prompt.request", {"prompt_text": text * repeat}, session_id=ID)
+        assert len(dump_frame(sent).encode()) > limit
+        return
+    frame = make_frame("control.prompt.request", request, session_id=ID)
+    assert len(dump_frame(frame).encode()) <= limit
+
+
+def test_a_two_megabyte_message_is_refused_before_it_is_sent():
+    with pytest.raises(PromptError) as refused:
+        text_prompt("x" * 2_000_000)
+    assert str(refused.value) == (
+        "this message is too long to send: a prompt may be at most 1.0 MB (1,048,576 bytes), "
+        "and this one is 1.9 MB. Shorten it or send it in parts."
+    )
+    # Just under the default limit still goes: only the frame's own envelope is left over.
+    assert text_prompt("x" * (DEFAULT_LIMITS.max_frame_size - 300)).prompt_text
 
 
 def test_attachments_within_limits_and_refused_beyond():

@@ -6,15 +6,17 @@ nothing."""
 from __future__ import annotations
 
 import json
+import random
 import sysconfig
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gateway.redact import Redactor, marker
 from gateway.redact_gate import tokens_of_lengths
+from gateway.redact_nearby import AWS_ID_MARKER, high_entropy
 from rawp.events import SecretFingerprints
 from rawp.fingerprints import (
     MAX_LENGTHS,
@@ -117,6 +119,20 @@ SAMPLES = [
     ),
 ]
 
+# Issue 28 §4: secrets with no format of their own, found beside a credential.
+AWS_SECRET = "q8Vb2+Lw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9W"
+SAMPLES += [
+    (
+        "AWS secret key",
+        f"AWS key id AKIAZ7Q3N5V2KX4TRW8M with secret {AWS_SECRET}",
+        AWS_SECRET,
+    ),
+    ("AWS secret key", f"AKIAZ7Q3N5V2KX4TRW8M / {AWS_SECRET}", AWS_SECRET),
+    ("secret", "the password is Zq8VbLw9Yk2Vb7Nc1Rt5", "Zq8VbLw9Yk2Vb7Nc1Rt5"),
+    ("secret", "client_secret: 'Xk3mP9qL2vN8rT5wZ1bY'", "Xk3mP9qL2vN8rT5wZ1bY"),
+    ("secret", "API token for it: 9fQ2xL7mZ0pR4tW8yB1nC6", "9fQ2xL7mZ0pR4tW8yB1nC6"),
+]
+
 # Where a secret may sit: each wraps `s` in the text around it.
 PLACES = {
     "prose": lambda s: f"The value is {s} as printed.",
@@ -159,6 +175,97 @@ def test_a_secret_inside_any_text_is_gone(sample, place, before, after, separato
     _, secret, hidden = sample
     text = before + separator + PLACES[place](secret) + separator.replace("(", ")") + after
     assert hidden not in redactor.redact(text)
+
+
+# --- secrets beside a credential (issue 28 §4) -----------------------------------------------
+
+B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+# How an answer writes a secret next to what it belongs to; {i}: the key id, {s}: the secret.
+BESIDE = [
+    ("AWS secret key", "AWS key id {i} with secret {s}"),
+    ("AWS secret key", "access key {i}, secret key {s}"),
+    ("AWS secret key", "{i}:{s}"),
+    ("AWS secret key", "| {i} | {s} |"),
+    ("AWS secret key", '{{"AccessKeyId": "{i}", "SecretAccessKey": "{s}"}}'),
+    ("secret", "Your new password: {s}"),
+    ("secret", "the token is {s} (valid for an hour)"),
+    ("secret", "SECRET={s}"),
+    ("secret", "api_key = '{s}'"),
+    ("secret", "Credentials\n  {s}"),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    beside=st.sampled_from(BESIDE),
+    place=st.sampled_from(sorted(PLACES)),
+    key_id=st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", min_size=16, max_size=16),
+    seed=st.integers(min_value=0, max_value=2**32),
+    length=st.sampled_from([20, 32, 40, 64]),
+    before=FILLER,
+    after=FILLER,
+)
+def test_a_random_secret_beside_a_credential_is_gone(
+    beside, place, key_id, seed, length, before, after
+):
+    kind, template = beside
+    secret = random_secret(random.Random(seed), length)
+    # About 1 in 200 random tokens looks like words (rule 3, measured below): not this test's.
+    assume(high_entropy(secret))
+    written = template.format(i="AKIA" + key_id, s=secret)
+    text = before + "\n" + PLACES[place](written) + "\n" + after
+    out = redactor.redact(text)
+    assert not [secret[i : i + 6] for i in range(length - 5) if secret[i : i + 6] in out]
+    # Named as the credential it stands beside, unless a format rule's find overlapped it
+    # first (rule 2: the merged redaction keeps the first name).
+    assert marker(kind) in out or marker(kind) not in redactor.redact(written)
+    assert redactor.redact(out) == out
+
+
+def random_secret(rng: random.Random, length: int) -> str:
+    return "".join(rng.choice(B64) for _ in range(length))
+
+
+@pytest.mark.parametrize(("length", "share"), [(16, 0.97), (20, 0.98), (40, 0.998)])
+def test_random_tokens_pass_the_entropy_rule(length, share):
+    rng = random.Random(28)  # fixed: the same 20,000 tokens on every run
+    passed = sum(high_entropy(random_secret(rng, length)) for _ in range(20_000))
+    assert passed >= share * 20_000
+
+
+NAMES_BESIDE_WORDS = [
+    "the token is stored in redis_cache_v2 for now",
+    "password hashing uses bcrypt with 12 rounds",
+    "POST /v1/edge/auth/token returns an access_token and expires_in",
+    "token = OAuth2ClientCredentials(client_id, client_secret)",
+    "the tokenizer splits 3f2a9c41b7d0e8f6a5c3 into pieces",
+    "secret scanning: see tests/gateway/test_redact.py",
+    "The API key is read from RAWP_EDGE_SECRET at start.",
+    "token budget: 200000 tokens per session",
+    "password\n\nZq8VbLw9Yk2Vb7Nc1Rt5 is in the next paragraph",
+]
+
+
+def test_the_key_ids_marker_is_the_one_the_format_rules_write():
+    assert marker("AWS access key") == AWS_ID_MARKER
+
+
+@pytest.mark.parametrize("text", NAMES_BESIDE_WORDS)
+def test_names_and_numbers_beside_the_words_are_left_alone(text):
+    assert redactor.redact(text) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    alphabet=st.text(B64, min_size=2, max_size=7),
+    length=st.integers(min_value=16, max_value=64),
+    before=FILLER,
+)
+def test_a_low_entropy_run_beside_a_word_is_left_alone(alphabet, length, before):
+    # At most 7 distinct characters: under 3 bits each, below the entropy rule's bar.
+    run = (alphabet * length)[:length]
+    text = f"{before}\npassword: {run}\n"
+    assert redactor.redact(text) == text
 
 
 def _corpus() -> list[Path]:

@@ -1,6 +1,7 @@
 """Issue 15 §3 end to end: a turn whose tool prints an AWS key, a GitHub token, a PEM private
-key and a `.env` value, through a real master, client (a jsonl script agent) and `rawp gateway`
-process against the fake Discord and the fake Slack; none of the four is in any call the
+key and a `.env` value, and whose answer writes an AWS secret key in prose next to its key id
+(issue 28 §4), through a real master, client (a jsonl script agent) and `rawp gateway`
+process against the fake Discord and the fake Slack; none of them is in any call the
 gateway made. A node the gateway's operator exempts is shown as is."""
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ PEM = (
     f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n{PEM_BODY[::-1]}\n-----END RSA PRIVATE KEY-----"
 )
 ENV_VALUE = "tq84-Lmv0-Zr2x-Wa71"  # no known format: only the .env fingerprint finds it
+# No format of its own: found as the secret written beside the key id (issue 28 §4).
+AWS_SECRET = "q8Vb2+Lw9Yk2Vb7Nc1Rt5Hs0Jd4Fg6Mp8Qa2Ue9W"
 
 SCRIPT = textwrap.dedent(
     f"""
@@ -53,7 +56,7 @@ SCRIPT = textwrap.dedent(
     emit("agent.error", {{"code": "WARN", "severity": "warning",
          "message": "token " + {GITHUB!r} + " and " + {ENV_VALUE!r}}})
     emit("agent.text.done", {{"content_index": 0, "text": "Found:\\n```\\n" + env
-         + {PEM!r} + "\\n```\\nkey " + {AWS_KEY!r}}})
+         + {PEM!r} + "\\n```\\nAWS key id " + {AWS_KEY!r} + " with secret " + {AWS_SECRET!r}}})
     """
 )
 
@@ -118,18 +121,18 @@ async def run_turn(stack, tmp_path, unredacted: str = "") -> tuple[str, str]:
 
 async def test_no_secret_reaches_discord(stack, tmp_path):
     posted, everything = await run_turn(stack, tmp_path)
-    for kind in ("AWS access key", "GitHub token", "private key", ".env value"):
+    for kind in ("AWS access key", "AWS secret key", "GitHub token", "private key", ".env value"):
         assert f"[redacted: {kind}]" in posted
     assert "cat .env" in posted  # the tool line is still there, only the secrets are gone
     assert len(everything) > len(posted) > 0  # every call, not only the thread's messages
-    for secret in (AWS_KEY, GITHUB, PEM_BODY, PEM_BODY[::-1], ENV_VALUE):
+    for secret in (AWS_KEY, AWS_SECRET, GITHUB, PEM_BODY, PEM_BODY[::-1], ENV_VALUE):
         assert secret not in everything
 
 
 async def test_a_node_the_operator_exempts_is_shown_as_is(stack, tmp_path):
     posted, _ = await run_turn(stack, tmp_path, unredacted=await node_id(stack))
     assert "[redacted:" not in posted
-    for secret in (AWS_KEY, GITHUB, PEM_BODY, ENV_VALUE):
+    for secret in (AWS_KEY, AWS_SECRET, GITHUB, PEM_BODY, ENV_VALUE):
         assert secret in posted
 
 
@@ -151,8 +154,14 @@ async def test_no_secret_reaches_slack(slack_stack, tmp_path):
         await slack_checked(slack, event)
         posted = "\n".join(content(c) for c in slack.ok_calls("chat.postMessage"))
         everything = "\n".join(content(c) for c in slack.log.find("*", "**"))
-        for kind in ("AWS access key", "GitHub token", "private key", ".env value"):
+        for kind in (
+            "AWS access key",
+            "AWS secret key",
+            "GitHub token",
+            "private key",
+            ".env value",
+        ):
             assert f"[redacted: {kind}]" in posted
         assert len(everything) > len(posted) > 0
-        for secret in (AWS_KEY, GITHUB, PEM_BODY, PEM_BODY[::-1], ENV_VALUE):
+        for secret in (AWS_KEY, AWS_SECRET, GITHUB, PEM_BODY, PEM_BODY[::-1], ENV_VALUE):
             assert secret not in everything

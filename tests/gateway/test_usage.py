@@ -102,6 +102,10 @@ def test_budget_notices_read_as_such():
     assert error_line(exceeded) == "🛑 **Budget reached**: Your cost per day budget …"
     assert error_line(warning) == "⚠️ **Budget warning**: 80 % of your …"
     assert error_line(other) == "❌ **TURN_QUEUE_FULL**: too many"
+    too_long = SessionError(code="FRAME_TOO_LARGE", message="frame of 80,259 bytes exceeds …")
+    assert error_line(too_long) == (
+        "❌ **Too long to send** (frame of 80,259 bytes exceeds …): shorten it or send it in parts."
+    )
 
 
 def _usage(turn="turn-1", **payload):

@@ -2,7 +2,8 @@
 
 PostgreSQL gets one fresh database per test session, created here and dropped at the end; each
 test starts from empty tables. Where no PostgreSQL answers, its parameter is skipped with the
-reason (a missing external service, the only honest skip).
+reason (a missing external service, the only honest skip), and fails under CI
+(tests.support.missing_service).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from master.storage.schema import metadata
 from rawp.clock import FakeClock, iso
 from rawp.rate_limit import Budget
 from tests.master.fake_client import FakeClient
+from tests.support import missing_service
 
 ADMIN_URL = os.environ.get("RAWP_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 GENEROUS = Budget(per_second=1000.0, burst=1000)
@@ -69,8 +71,7 @@ def database_url(request, tmp_path, postgres_url):
         return f"sqlite+aiosqlite:///{tmp_path / 'master-test.db'}"
     url, reason = postgres_url
     if url is None:
-        print(f"\nskipping PostgreSQL: {reason}")
-        pytest.skip(reason)
+        missing_service(reason)
     return url
 
 

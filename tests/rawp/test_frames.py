@@ -142,12 +142,42 @@ def test_oversize_frame_is_frame_too_large():
     assert info.value.error_code == "FRAME_TOO_LARGE"
 
 
+@given(
+    st.sampled_from(ALL_TYPES),
+    st.text(max_size=3000),
+    st.integers(min_value=1, max_value=2000),
+    st.booleans(),
+)
+def test_a_frame_refused_for_its_size_is_named_by_the_refusal(event_type, extra, short, first):
+    # Issue 28 §3: the refusal must name the refused frame wherever its message_id sits, or
+    # the sender cannot tie it to what it sent (a prompt then looked queued forever).
+    data = {**example_frame(event_type), "x-padding": extra}
+    if not first:  # message_id written after the payload
+        data = {k: v for k, v in data.items() if k != "message_id"} | {"message_id": ID}
+    raw = json.dumps(data).encode()
+    with pytest.raises(FrameError) as info:
+        parse_frame(raw, max_size=max(1, len(raw) - short))
+    assert info.value.error_code == "FRAME_TOO_LARGE"
+    assert info.value.ref_message_id == data["message_id"]
+    reply = session_error_frame(info.value, session_id="s-1")
+    assert reply.parent_id == reply.payload.ref_message_id == data["message_id"]
+
+
+def test_an_oversized_frame_without_a_readable_id_is_refused_all_the_same():
+    for raw in ("x" * 100, json.dumps([ID] * 10), json.dumps({"message_id": 7, "x": "y" * 99})):
+        with pytest.raises(FrameError) as info:
+            parse_frame(raw, max_size=50)
+        assert info.value.error_code == "FRAME_TOO_LARGE"
+        assert info.value.ref_message_id is None
+
+
 def test_node_frames_carry_no_session_id():
     data = example_frame("node.config.changed")
     assert "session_id" not in data
     parse_frame(json.dumps(data))
-    with pytest.raises(FrameError, match="node frame"):
+    with pytest.raises(FrameError, match="node frame") as info:
         parse_frame(json.dumps({**data, "session_id": "s"}))
+    assert info.value.ref_message_id == data["message_id"]  # the refusal names it
 
 
 def test_session_error_frame_answers_the_bad_frame():

@@ -1,7 +1,7 @@
 """Scale-out fixtures: the machine's real Redis (a unique key prefix per test, deleted after)
 and a fresh PostgreSQL database (tests/master/conftest.py). Where either service does not
-answer, the test is skipped with the reason printed: a missing external service is the only
-honest skip."""
+answer, the test is skipped with the reason printed — under CI it fails instead
+(tests.support.missing_service)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,11 @@ import secrets
 import pytest
 
 from tests.master import conftest as master_fixtures
-from tests.support import Processes
+from tests.support import Processes, missing_service
 
 REDIS_URL = os.environ.get("RAWP_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 postgres_url = master_fixtures.postgres_url
-
-
-def _skip(reason: str) -> None:
-    print(f"\nskipping: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture
@@ -35,7 +30,7 @@ async def redis_prefix():
         await asyncio.wait_for(client.ping(), 5)
     except Exception as exc:
         await client.aclose()
-        _skip(f"Redis at {REDIS_URL} did not answer: {exc!r}")
+        missing_service(f"Redis at {REDIS_URL} did not answer: {exc!r}")
     prefix = f"rawp-test:{secrets.token_hex(6)}:"
     try:
         yield client, prefix
@@ -50,7 +45,7 @@ async def redis_prefix():
 def pg_url(postgres_url):
     url, reason = postgres_url
     if url is None:
-        _skip(reason)
+        missing_service(reason)
     return url
 
 
