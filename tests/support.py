@@ -42,6 +42,17 @@ def missing_service(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+# Quart's test app gives startup (migrations on a fresh database, the relay) 6 s, which a
+# loaded machine has been seen to need more than; a real server has no such limit.
+APP_START_S = 60
+
+
+def serving(app):
+    """`async with serving(app) as test_app`: the app started as Quart's test app, with time
+    enough to start on a busy machine."""
+    return app.test_app_class(app, startup_timeout=APP_START_S, shutdown_timeout=APP_START_S)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))

@@ -16,6 +16,7 @@ from rawp.clock import SYSTEM_CLOCK, iso
 from tests.edge.fake_client import FakeClient
 from tests.edge.stack import running_stack
 from tests.master import conftest as master_fixtures
+from tests.support import serving
 
 # The master suite's database fixtures: every unit test here runs on SQLite and PostgreSQL.
 postgres_url = master_fixtures.postgres_url
@@ -142,7 +143,7 @@ def make_edge_master(edge_settings):
     async def start(clock=SYSTEM_CLOCK, **edge_overrides):
         settings = replace(edge_settings, edge=replace(edge_settings.edge, **edge_overrides))
         app = create_app(settings, clock)
-        async with app.test_app() as test_app:
+        async with serving(app) as test_app:
             await master_fixtures._empty_tables(app.extensions[EXTENSION])
             yield EdgeMaster(app, test_app.test_client(), clock)
 

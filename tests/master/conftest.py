@@ -25,7 +25,7 @@ from master.storage.schema import metadata
 from rawp.clock import FakeClock, iso
 from rawp.rate_limit import Budget
 from tests.master.fake_client import FakeClient
-from tests.support import missing_service
+from tests.support import missing_service, serving
 
 ADMIN_URL = os.environ.get("RAWP_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 GENEROUS = Budget(per_second=1000.0, burst=1000)
@@ -167,7 +167,7 @@ async def _empty_tables(services) -> None:
 @pytest.fixture
 async def master(settings, clock):
     app = create_app(settings, clock)
-    async with app.test_app() as test_app:
+    async with serving(app) as test_app:
         await _empty_tables(app.extensions[EXTENSION])
         app.extensions[EXTENSION].addresses.resolve = fake_resolve
         yield Master(app, test_app.test_client(), clock)
@@ -208,7 +208,7 @@ def make_master(settings, clock):
     @contextlib.asynccontextmanager
     async def start(**overrides):
         app = create_app(replace(settings, **overrides), clock)
-        async with app.test_app() as test_app:
+        async with serving(app) as test_app:
             await _empty_tables(app.extensions[EXTENSION])
             app.extensions[EXTENSION].addresses.resolve = fake_resolve
             yield Master(app, test_app.test_client(), clock)
