@@ -82,6 +82,13 @@ class MasterOptions(CommandSettings):
         help="SQLAlchemy URL of the master's database; none: an SQLite file in the state directory",
         example="postgresql+asyncpg://rawp:password@db:5432/rawp",
     )
+    database_wait: Annotated[float, Field(ge=0, le=3600)] = setting(
+        60.0,
+        env="RAWP_DATABASE_WAIT",
+        flag="--database-wait",
+        help="seconds the master waits at start for its database to answer (compose may start "
+        "it first); then it exits with one line saying why it cannot reach it",
+    )
     dev: Flag = dev_setting("http:// and loopback client addresses")
     state_dir: Path = setting(
         Path(".rawp"),
@@ -246,6 +253,7 @@ class MasterOptions(CommandSettings):
             host=self.host,
             port=self.port,
             database_url=_plain(self.database_url),
+            database_wait=self.database_wait,
             dev=self.dev,
             tls_cert=self.tls_cert,
             tls_key=self.tls_key,
@@ -340,6 +348,8 @@ class Settings:
     port: int = DEFAULTS.port
     # SQLAlchemy URL; None means an SQLite file in `state_dir`. It may hold a password.
     database_url: str | None = field(default=None, repr=False)
+    # Seconds `rawp master` waits at start for the database to answer (issue 34 §2).
+    database_wait: float = DEFAULTS.database_wait
     # §3.2 / K-01: allow http:// and loopback client addresses.
     dev: bool = False
     tls_cert: Path | None = None

@@ -6,12 +6,15 @@ so a failing test never leaves a server or an agent behind.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -45,6 +48,33 @@ def wait_for_http(url: str, timeout: float = 15.0, proc: subprocess.Popen | None
             last = exc
             time.sleep(0.05)
     raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")
+
+
+class Lines:
+    """A child's stderr read line by line on a thread; `wait_for` a pattern."""
+
+    def __init__(self, stream) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream) -> None:
+        for raw in stream:
+            with self._changed:
+                self.lines.append(raw.decode(errors="replace"))
+                self._changed.notify_all()
+
+    def _wait(self, pattern: re.Pattern, within_s: float) -> re.Match:
+        with self._changed:
+            for _ in range(int(within_s * 10)):
+                for line in self.lines:
+                    if found := pattern.search(line):
+                        return found
+                self._changed.wait(0.1)
+        raise AssertionError(f"no {pattern.pattern!r} in:\n{''.join(self.lines)}")
+
+    async def wait_for(self, pattern: re.Pattern, within_s: float = 90) -> re.Match:
+        return await asyncio.to_thread(self._wait, pattern, within_s)
 
 
 class Processes:
