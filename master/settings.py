@@ -25,6 +25,7 @@ from rawp.settings import (
     Flag,
     Names,
     Port,
+    RedisUrl,
     check_tls_pair,
     comma_list,
     dev_setting,
@@ -82,6 +83,13 @@ class MasterOptions(CommandSettings):
         help="SQLAlchemy URL of the master's database; none: an SQLite file in the state directory",
         example="postgresql+asyncpg://rawp:password@db:5432/rawp",
     )
+    database_password: SecretStr | None = setting(
+        None,
+        env="RAWP_DATABASE_PASSWORD",
+        help="password of RAWP_DATABASE_URL's user, any characters, put into the URL escaped "
+        "(instead of a password in the URL, where @ % / : # ? must be %-escaped); it wins over "
+        "one in the URL. Read from the environment only",
+    )
     database_wait: Annotated[float, Field(ge=0, le=3600)] = setting(
         60.0,
         env="RAWP_DATABASE_WAIT",
@@ -132,7 +140,7 @@ class MasterOptions(CommandSettings):
         flag="--access-token-ttl",
         help="lifetime of the access tokens the master issues to nodes, in seconds",
     )
-    redis_url: Annotated[SecretStr | None, Accepts("a redis:// URL (kept secret)")] = setting(
+    redis_url: RedisUrl = setting(
         None,
         env="RAWP_REDIS_URL",
         flag="--redis-url",
@@ -237,6 +245,8 @@ class MasterOptions(CommandSettings):
     @model_validator(mode="after")
     def _together(self) -> MasterOptions:
         check_tls_pair(self)
+        if self.database_password is not None and self.database_url is None:
+            raise ValueError("RAWP_DATABASE_PASSWORD needs RAWP_DATABASE_URL (--database-url)")
         oidc = (self.edge_oidc_issuer, self.edge_oidc_jwks_url, self.edge_oidc_audience)
         if any(oidc) and not all(oidc):
             raise ValueError(
@@ -248,11 +258,13 @@ class MasterOptions(CommandSettings):
     def runtime(self, state_dir: Path, budgets: BudgetRules | None = None) -> Settings:
         """The master's runtime settings; `state_dir` is the checked, usable directory and
         `budgets` the rules read from the `budgets` file (master.cli reads it)."""
+        from master.storage.db import with_password  # imports SQLAlchemy: not for --help
+
         return Settings(
             state_dir=state_dir,
             host=self.host,
             port=self.port,
-            database_url=_plain(self.database_url),
+            database_url=with_password(_plain(self.database_url), _plain(self.database_password)),
             database_wait=self.database_wait,
             dev=self.dev,
             tls_cert=self.tls_cert,

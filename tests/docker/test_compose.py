@@ -36,15 +36,17 @@ def test_each_service_waits_for_what_it_needs():
 
 def test_master_and_gateway_are_the_readmes_containers():
     master, gateway = SERVICES["master"], SERVICES["gateway"]
-    assert master["ports"] == ["127.0.0.1:8700:8700"]  # loopback only, behind the TLS proxy
+    # loopback only, behind the TLS proxy; the host's port a variable (issue 34 §4)
+    assert master["ports"] == ["127.0.0.1:${RAWP_PUBLISHED_PORT:-8700}:8700"]
     assert "ports" not in gateway and "command" not in master
     assert gateway["command"] == ["gateway"]
     assert master["env_file"] == gateway["env_file"] == ".env"
     assert master["volumes"] == ["master:/data"] and gateway["volumes"] == ["gateway:/data"]
     env = master["environment"]
     assert env["RAWP_MASTER_HOST"] == "0.0.0.0"
-    assert re.fullmatch(r"postgresql\+asyncpg://rawp:\$\{RAWP_POSTGRES_PASSWORD\}@postgres:5432/rawp",
-                        env["RAWP_DATABASE_URL"])  # fmt: skip
+    # Issue 34 §3: the password is never pasted into the URL, where @ / # ? : % break it.
+    assert env["RAWP_DATABASE_URL"] == "postgresql+asyncpg://rawp@postgres:5432/rawp"
+    assert env["RAWP_DATABASE_PASSWORD"].startswith("${RAWP_POSTGRES_PASSWORD:?")
     assert env["RAWP_REDIS_URL"] == "redis://redis:6379/0"
     assert gateway["environment"] == {
         "RAWP_MASTER_URL": "http://master:8700",
