@@ -138,8 +138,9 @@ def _kill_group(proc: subprocess.Popen, sig: int) -> None:
         os.killpg(proc.pid, sig)
 
 
-def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key (mode 0600), for TLS tests."""
+def self_signed_certificate(directory: Path, name: str | None = None) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (or for the DNS `name`) and its key (mode
+    0600), for TLS tests."""
     import datetime as dt
     import ipaddress
 
@@ -149,18 +150,19 @@ def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name or "127.0.0.1")])
+    alt = x509.DNSName(name) if name else x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
     now = dt.datetime.now(dt.UTC)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=1))
         .not_valid_after(now + dt.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            x509.SubjectAlternativeName([alt]),
             critical=False,
         )
         .sign(key, hashes.SHA256())

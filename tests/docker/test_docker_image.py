@@ -68,7 +68,7 @@ def dotenv(path: Path, values: dict[str, str]) -> None:
 
 
 def http_json(url: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=json.dumps(body).encode() if body else None)
+    request = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode())
     request.add_header("Content-Type", "application/json")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
