@@ -89,7 +89,7 @@ async def serve_asgi(
         server.should_exit = True  # uvicorn closes its connections, then `serve()` returns
 
     # The watcher is owned for the life of the server (issue 14 §6); uvicorn itself runs here,
-    # not in a task, so that its SystemExit is caught below rather than thrown at the loop.
+    # not in a task, so that its SystemExit is caught in `startup` rather than thrown at the loop.
     async with TaskOwner("master server", log) as owner:
         owner.spawn(exit_when_told(), name="stop-signal")
         await server.serve()
