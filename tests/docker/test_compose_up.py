@@ -15,7 +15,7 @@ One compose project for the module, brought up once; the image is built once (it
 the image test's cache). A test-only override file adds what the machine needs: the client's
 certificate as the master's trust store and its name. Where PostgreSQL's and Redis's images
 cannot be pulled, the docker-engine tool's stand-ins keep their interface. Skipped, with the
-reason printed, only where no engine (or no compose tool) can run. About 60–90 s warm on two
+reason printed, only where no engine (or no compose tool) can run. 100–160 s warm on two
 cores (docs/operations-docker.md).
 """
 
