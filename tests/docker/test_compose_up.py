@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docker.engine import docker, ensure_base_image, get_engine
+from tests.docker.engine import build_image, docker, ensure_base_image, get_engine
 from tests.docker.test_docker_image import IMAGE, compose_tool, dotenv, http_json
 from tests.edge.stack import read_until
 from tests.support import ROOT, Processes, free_port, self_signed_certificate
@@ -138,9 +138,7 @@ def deployment(tmp_path_factory):
             if subprocess.run(["docker", "image", "inspect", base], capture_output=True).returncode:
                 assert engine.tool is not None, f"{base} is missing and no tool can make it"
                 subprocess.run([str(engine.tool), "base", base], check=True, timeout=900)
-        started = time.monotonic()
-        docker("build", "-q", "-t", IMAGE, str(ROOT), timeout=900)
-        print(f"\ndocker build: {time.monotonic() - started:.1f} s")
+        print(f"\ndocker build: {build_image(IMAGE):.1f} s")
         made = Deployment(tool, tmp_path_factory.mktemp("compose"))
         made.cert, made.key = _files(made.directory, made.port)
         made.ok("up", "-d")
