@@ -69,6 +69,7 @@ def run_serve(args: argparse.Namespace) -> int:
             certfile=settings.certfile,
             keyfile=settings.keyfile,
         )
+        print("rawp client stopped", flush=True)  # the one line of a clean stop
 
     asyncio.run(main())
     return 0

@@ -33,4 +33,21 @@ async def serve_client(
     config.errorlog = logging.getLogger("hypercorn.error")  # through our handler (rawp.logs)
     if certfile:
         config.certfile, config.keyfile = str(certfile), str(keyfile)
-    await serve(app, config, shutdown_trigger=stop.wait)
+    loop = asyncio.get_running_loop()
+    before = loop.get_exception_handler()
+    loop.set_exception_handler(_cancelled_is_not_an_error)
+    try:
+        await serve(app, config, shutdown_trigger=stop.wait)
+    finally:
+        loop.set_exception_handler(before)
+
+
+def _cancelled_is_not_an_error(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """hypercorn cancels each connection's task when it shuts down, and Python 3.11's
+    `StreamReaderProtocol` callback then asks the cancelled task for its exception, which
+    raises CancelledError into the loop's handler: an ERROR with a traceback per open
+    connection on every SIGTERM (issue 34 §4; Python 3.12 checks `cancelled()` first).
+    A cancelled task is how a stop looks, so it is dropped here; anything else is logged."""
+    if isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    loop.default_exception_handler(context)

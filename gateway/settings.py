@@ -19,6 +19,7 @@ from rawp.settings import (
     Flag,
     Names,
     Port,
+    RedisUrl,
     comma_list,
     metrics_token_setting,
     setting,
@@ -167,7 +168,7 @@ class GatewayOptions(CommandSettings):
         "(docs/scale-out.md); none: conversations.sqlite3 in the state directory",
         example="postgresql+asyncpg://rawp@db:5432/rawp_gateway",
     )
-    redis_url: Annotated[SecretStr | None, Accepts("a redis:// URL (kept secret)")] = setting(
+    redis_url: RedisUrl = setting(
         None,
         env="RAWP_REDIS_URL",
         flag="--redis-url",

@@ -77,38 +77,54 @@ def budgets_from(path):
 
 
 def serve(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from master.server import run
+    from master.server import StartupFailed, run
 
     settings = settings_from(args)
-    asyncio.run(run(settings))
+    try:
+        with_database(settings, run(settings))
+    except (OSError, StartupFailed) as exc:  # the address, or the app's start (logged above)
+        raise CommandError(str(exc)) from None
     return 0
 
 
-def print_pairing_url(args: argparse.Namespace) -> int:
+def with_database(settings, work):
+    """`asyncio.run(work)`; a database it cannot use is one line naming it (issue 34 §2)."""
     import asyncio
 
+    from master.storage.db import database_url
+    from master.storage.reach import DatabaseUnreachable, describe
+
+    try:
+        return asyncio.run(work)
+    except DatabaseUnreachable as exc:
+        raise CommandError(str(exc)) from None
+    except Exception as exc:
+        line = describe(database_url(settings.database_url, settings.state_dir), exc)
+        if line is None:
+            raise
+        raise CommandError(line) from None
+
+
+def print_pairing_url(args: argparse.Namespace) -> int:
     from master.server import issue_pairing_url
 
     settings = settings_from(args)
     user = args.user.strip()
     if not user:
         raise CommandError("--user must name a user, e.g. local:me")
-    print(asyncio.run(issue_pairing_url(settings, user)))
+    print(with_database(settings, issue_pairing_url(settings, user)))
     return 0
 
 
 def print_audit(args: argparse.Namespace) -> int:
-    import asyncio
-
     from master.audit_cli import records, render
     from rawp.clock import SYSTEM_CLOCK
 
     if not 1 <= args.limit <= 100_000:
         raise CommandError("--limit must be from 1 to 100000")
     settings = settings_from(args)
-    found = asyncio.run(
+    found = with_database(
+        settings,
         records(
             settings,
             SYSTEM_CLOCK,
@@ -116,7 +132,7 @@ def print_audit(args: argparse.Namespace) -> int:
             node=args.node,
             since=args.since,
             limit=args.limit,
-        )
+        ),
     )
     print(render(found, args.json))
     return 0

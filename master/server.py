@@ -15,13 +15,20 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from master import gc_pauses
 from master.settings import Settings
+from master.storage.db import Database, database_url
+from master.storage.reach import wait_for_database
 from rawp.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master")
+
+
+class StartupFailed(Exception):
+    """The app's own start failed (uvicorn logged why); not an address problem."""
 
 
 async def serve_asgi(
@@ -32,9 +39,11 @@ async def serve_asgi(
     *,
     certfile: Path | None = None,
     keyfile: Path | None = None,
+    on_listening: Callable[[], None] | None = None,
 ) -> None:
     """Serve `app` until `stop` is set: WebSockets without permessage-deflate, no access log
-    (pairing URLs carry their token in the query string: secrets are never logged)."""
+    (pairing URLs carry their token in the query string: secrets are never logged).
+    `on_listening` is called once the app has started and the socket is bound."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -43,6 +52,18 @@ async def serve_asgi(
         @contextlib.contextmanager
         def capture_signals(self):
             yield
+
+        async def startup(self, sockets=None) -> None:
+            # uvicorn exits both when the app's startup fails and when it cannot bind: only
+            # the second is about the address (issue 34 §2).
+            try:
+                await super().startup(sockets)
+            except SystemExit:
+                if self.lifespan.should_exit:
+                    raise StartupFailed("the master could not start (see above)") from None
+                raise OSError(f"could not listen on {host}:{port} (in use, or not here)") from None
+            if on_listening is not None:
+                on_listening()
 
     # uvicorn logs each accepted WebSocket's path *with its query* at INFO on "uvicorn.error";
     # edge tickets travel in that query (§4.2), so only warnings and errors get through.
@@ -68,13 +89,10 @@ async def serve_asgi(
         server.should_exit = True  # uvicorn closes its connections, then `serve()` returns
 
     # The watcher is owned for the life of the server (issue 14 §6); uvicorn itself runs here,
-    # not in a task, so that its SystemExit is caught below rather than thrown at the loop.
+    # not in a task, so that its SystemExit is caught in `startup` rather than thrown at the loop.
     async with TaskOwner("master server", log) as owner:
         owner.spawn(exit_when_told(), name="stop-signal")
-        try:
-            await server.serve()
-        except SystemExit:  # uvicorn exits when it cannot bind; a caller wants an error
-            raise OSError(f"could not listen on {host}:{port} (in use, or not here)") from None
+        await server.serve()
 
 
 async def run(settings: Settings) -> None:
@@ -87,9 +105,19 @@ async def run(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    # Compose or systemd may start the master before its database (issue 34 §2): wait for it
+    # here, bounded, so the app's own start finds it (DatabaseUnreachable: one line, exit 2).
+    db = Database(database_url(settings.database_url, settings.state_dir))
+    try:
+        await wait_for_database(db, settings.database_wait)
+    finally:
+        await db.dispose()
     app = create_app(settings)
     gc_pauses.install()  # short collector pauses with thousands of sockets (master/gc_pauses.py)
-    print(f"rawp master listening on {settings.base_url}", file=sys.stderr, flush=True)
+
+    def listening() -> None:  # only once it is true: the app started and the socket is bound
+        print(f"rawp master listening on {settings.base_url}", file=sys.stderr, flush=True)
+
     await serve_asgi(
         app,
         settings.host,
@@ -97,6 +125,7 @@ async def run(settings: Settings) -> None:
         stop,
         certfile=settings.tls_cert,
         keyfile=settings.tls_key,
+        on_listening=listening,
     )
 
 

@@ -25,6 +25,7 @@ from rawp.settings import (
     Flag,
     Names,
     Port,
+    RedisUrl,
     check_tls_pair,
     comma_list,
     dev_setting,
@@ -82,6 +83,20 @@ class MasterOptions(CommandSettings):
         help="SQLAlchemy URL of the master's database; none: an SQLite file in the state directory",
         example="postgresql+asyncpg://rawp:password@db:5432/rawp",
     )
+    database_password: SecretStr | None = setting(
+        None,
+        env="RAWP_DATABASE_PASSWORD",
+        help="password of RAWP_DATABASE_URL's user, any characters, put into the URL escaped "
+        "(instead of a password in the URL, where @ % / : # ? must be %-escaped); it wins over "
+        "one in the URL. Read from the environment only",
+    )
+    database_wait: Annotated[float, Field(ge=0, le=3600)] = setting(
+        60.0,
+        env="RAWP_DATABASE_WAIT",
+        flag="--database-wait",
+        help="seconds the master waits at start for its database to answer (compose may start "
+        "it first); then it exits with one line saying why it cannot reach it",
+    )
     dev: Flag = dev_setting("http:// and loopback client addresses")
     state_dir: Path = setting(
         Path(".rawp"),
@@ -125,7 +140,7 @@ class MasterOptions(CommandSettings):
         flag="--access-token-ttl",
         help="lifetime of the access tokens the master issues to nodes, in seconds",
     )
-    redis_url: Annotated[SecretStr | None, Accepts("a redis:// URL (kept secret)")] = setting(
+    redis_url: RedisUrl = setting(
         None,
         env="RAWP_REDIS_URL",
         flag="--redis-url",
@@ -230,6 +245,8 @@ class MasterOptions(CommandSettings):
     @model_validator(mode="after")
     def _together(self) -> MasterOptions:
         check_tls_pair(self)
+        if self.database_password is not None and self.database_url is None:
+            raise ValueError("RAWP_DATABASE_PASSWORD needs RAWP_DATABASE_URL (--database-url)")
         oidc = (self.edge_oidc_issuer, self.edge_oidc_jwks_url, self.edge_oidc_audience)
         if any(oidc) and not all(oidc):
             raise ValueError(
@@ -241,11 +258,14 @@ class MasterOptions(CommandSettings):
     def runtime(self, state_dir: Path, budgets: BudgetRules | None = None) -> Settings:
         """The master's runtime settings; `state_dir` is the checked, usable directory and
         `budgets` the rules read from the `budgets` file (master.cli reads it)."""
+        from master.storage.db import with_password  # imports SQLAlchemy: not for --help
+
         return Settings(
             state_dir=state_dir,
             host=self.host,
             port=self.port,
-            database_url=_plain(self.database_url),
+            database_url=with_password(_plain(self.database_url), _plain(self.database_password)),
+            database_wait=self.database_wait,
             dev=self.dev,
             tls_cert=self.tls_cert,
             tls_key=self.tls_key,
@@ -340,6 +360,8 @@ class Settings:
     port: int = DEFAULTS.port
     # SQLAlchemy URL; None means an SQLite file in `state_dir`. It may hold a password.
     database_url: str | None = field(default=None, repr=False)
+    # Seconds `rawp master` waits at start for the database to answer (issue 34 §2).
+    database_wait: float = DEFAULTS.database_wait
     # §3.2 / K-01: allow http:// and loopback client addresses.
     dev: bool = False
     tls_cert: Path | None = None

@@ -46,9 +46,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import BeforeValidator, Field, SecretStr, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
@@ -100,6 +101,23 @@ IdSet = Annotated[
     Accepts("comma-separated ids"),
 ]
 Flag = Annotated[bool, Accepts("1 or 0 (also true/false, yes/no)")]
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def _redis_url(value: SecretStr | None) -> SecretStr | None:
+    """Issue 34 §4: another scheme is a setting error (one line, exit 2), not redis-py's
+    traceback when the first connection is made."""
+    if value is not None and urlsplit(value.get_secret_value()).scheme not in REDIS_SCHEMES:
+        raise ValueError("must start with redis://, rediss:// or unix://")
+    return value
+
+
+# Redis of the master's and the gateway's replicas (docs/scale-out.md); a URL may hold a password.
+RedisUrl = Annotated[
+    SecretStr | None,
+    AfterValidator(_redis_url),
+    Accepts("a redis://, rediss:// or unix:// URL (kept secret)"),
+]
 # A switch that may be left unset: None lets the code decide (e.g. from other settings).
 AutoFlag = Annotated[
     bool | None,

@@ -77,6 +77,15 @@ OTHERS = """\
 # RAWP_PROMPT, RAWP_INPUT_TYPE, RAWP_SESSION_ID, RAWP_AGENT_NAME.
 # Docker healthcheck URL; none: the master in the same container (any answer < 500 is healthy).
 # RAWP_HEALTHCHECK_URL=http://127.0.0.1:8700/v1/health
+
+# --- compose.yaml (read by compose, not by rawp; docs/operations-docker.md) ---
+# PostgreSQL's password, required: any characters (@ % / : # ? + = as `openssl rand -base64 32`
+# gives them) but $, written unquoted; the master gets it as RAWP_DATABASE_PASSWORD, escaped.
+# RAWP_POSTGRES_PASSWORD=
+# The loopback port of this host the master is published on (compose.yaml maps it to 8700).
+# RAWP_PUBLISHED_PORT=8700
+# The image tag compose runs and builds (`docker build -t rawp .` gives rawp).
+# RAWP_IMAGE=rawp
 """
 
 HEADER = """\

@@ -33,7 +33,7 @@ def processes():
 LONG_FIRST = (  # longest first (seconds on a quiet machine, `--durations`)
     "tests/gateway/test_replicas_failover_discord.py",  # ~105 (issue 19: 20 trials)
     "tests/gateway/test_replicas_failover.py",  # ~105
-    "tests/docker/",  # ~20 warm, ~60 with a cold image build (issue 17 §4)
+    "tests/docker/",  # ~20 warm (+100–160 the real compose run), ~60 more cold
     "tests/faults/test_prompt_delivery.py",  # ~80
     "tests/faults/test_prompt_delivery_killed.py",  # ~75
     "tests/faults/test_replica_death.py",  # ~50

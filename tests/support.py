@@ -6,12 +6,15 @@ so a failing test never leaves a server or an agent behind.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -77,6 +80,33 @@ def wait_for_http(url: str, timeout: float = 15.0, proc: subprocess.Popen | None
     raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")
 
 
+class Lines:
+    """A child's stderr read line by line on a thread; `wait_for` a pattern."""
+
+    def __init__(self, stream) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream) -> None:
+        for raw in stream:
+            with self._changed:
+                self.lines.append(raw.decode(errors="replace"))
+                self._changed.notify_all()
+
+    def _wait(self, pattern: re.Pattern, within_s: float) -> re.Match:
+        with self._changed:
+            for _ in range(int(within_s * 10)):
+                for line in self.lines:
+                    if found := pattern.search(line):
+                        return found
+                self._changed.wait(0.1)
+        raise AssertionError(f"no {pattern.pattern!r} in:\n{''.join(self.lines)}")
+
+    async def wait_for(self, pattern: re.Pattern, within_s: float = 90) -> re.Match:
+        return await asyncio.to_thread(self._wait, pattern, within_s)
+
+
 class Processes:
     """Starts `rawp` (or any) child processes and ends every one of them on `close()`."""
 
@@ -138,8 +168,9 @@ def _kill_group(proc: subprocess.Popen, sig: int) -> None:
         os.killpg(proc.pid, sig)
 
 
-def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key (mode 0600), for TLS tests."""
+def self_signed_certificate(directory: Path, name: str | None = None) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (or for the DNS `name`) and its key (mode
+    0600), for TLS tests."""
     import datetime as dt
     import ipaddress
 
@@ -149,18 +180,19 @@ def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name or "127.0.0.1")])
+    alt = x509.DNSName(name) if name else x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
     now = dt.datetime.now(dt.UTC)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=1))
         .not_valid_after(now + dt.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            x509.SubjectAlternativeName([alt]),
             critical=False,
         )
         .sign(key, hashes.SHA256())

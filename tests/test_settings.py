@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import SecretStr, StringConstraints
 
 from rawp import settings_docs
@@ -63,6 +65,19 @@ BAD_VALUES = {
         "RAWP_LOG_FORMAT",
         "xml",
         "rawp master: RAWP_LOG_FORMAT: expected one of text, json, got 'xml'",
+    ),
+    # Issue 34 §4: another scheme is a setting error on every tier, not redis-py's traceback.
+    "master redis": (
+        ["master"],
+        "RAWP_REDIS_URL",
+        "http://redis:6379/0",
+        "rawp master: RAWP_REDIS_URL: expected a redis://, rediss:// or unix:// URL (kept secret)",
+    ),
+    "gateway redis": (
+        ["gateway"],
+        "RAWP_REDIS_URL",
+        "redis//redis:6379/0",
+        "rawp gateway: RAWP_REDIS_URL: expected a redis://, rediss:// or unix:// URL (kept secret)",
     ),
     "up": (
         ["up"],
@@ -258,3 +273,44 @@ def test_metrics_budget_footer_and_dm_settings_reach_their_tiers(tmp_path):
     assert discord.allow_dms is False and discord.max_upload_bytes is None
     for model in (MasterOptions, ClientOptions, GatewayOptions):  # never a flag
         assert model.model_fields["metrics_token"].json_schema_extra["flag"] is None
+
+
+# Issue 34 §3: every character URLs treat specially, and what `openssl rand -base64` gives.
+SPECIAL = "@%/:#?+="
+
+
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1).map(
+        lambda text: text + SPECIAL
+    )
+)
+def test_a_database_password_of_any_characters_reaches_the_url_intact(password):
+    from sqlalchemy.engine import make_url
+
+    from master.settings import MasterOptions
+
+    environ = {
+        "RAWP_DATABASE_URL": "postgresql+asyncpg://rawp@postgres:5432/rawp",
+        "RAWP_DATABASE_PASSWORD": password,
+    }
+    settings = MasterOptions.from_environment(environ=environ).runtime(Path("/tmp"))
+    url = make_url(settings.database_url)
+    assert (url.username, url.password) == ("rawp", password)
+    assert (url.host, url.port, url.database) == ("postgres", 5432, "rawp")
+
+
+def test_a_password_set_by_hand_is_escaped_in_the_url_or_given_apart():
+    from sqlalchemy.engine import make_url
+
+    from master.settings import MasterOptions
+
+    by_hand = "postgresql+asyncpg://rawp:a%40b%25c%2Fd%3Ae%23f%3Fg+h%3Di@db:5432/rawp"
+    settings = MasterOptions.from_environment(environ={"RAWP_DATABASE_URL": by_hand}).runtime(
+        Path("/tmp")
+    )
+    assert make_url(settings.database_url).password == "a@b%c/d:e#f?g+h=i"
+    apart = {"RAWP_DATABASE_URL": by_hand, "RAWP_DATABASE_PASSWORD": "x@y"}
+    settings = MasterOptions.from_environment(environ=apart).runtime(Path("/tmp"))
+    assert make_url(settings.database_url).password == "x@y"  # the separate one wins
+    with pytest.raises(SettingError, match="RAWP_DATABASE_PASSWORD needs RAWP_DATABASE_URL"):
+        MasterOptions.from_environment(environ={"RAWP_DATABASE_PASSWORD": "x"})

@@ -131,6 +131,8 @@ class RedisRelay(InProcessRelay):
         log.info("relay: shared through Redis as replica %s", self.me)
 
     async def close(self) -> None:
+        if self._redis is None:
+            return  # never started: a one-shot command (pairing-url) builds it, never starts it
         if not await self.writer.flush(2.0):
             log.warning("relay: writes still queued at shutdown were not sent")
         for session_id in list(self.leases.owned):

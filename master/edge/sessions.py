@@ -57,6 +57,7 @@ from master.services.sockets import NodeSockets
 from master.settings import EdgeSettings
 from master.storage import edge_sessions as store
 from master.storage.db import Database, utc
+from master.storage.reach import Outage
 from rawp.clock import Clock, iso
 from rawp.config import Limits
 from rawp.errors import BadRequest, NotFound, RawpError
@@ -115,6 +116,7 @@ class EdgeSessions:
         self._pings = LinkPings()  # every client link's keepalive, from one task
         # seconds between takeover sweeps (several replicas only)
         self.sweep_interval = settings.takeover_sweep_seconds
+        self._outage = Outage("the takeover sweep", db.url)  # issue 34 §2: logged once each way
 
     # --- EP-E4 ---------------------------------------------------------------------------------
 
@@ -360,8 +362,10 @@ class EdgeSessions:
             await asyncio.sleep(self.sweep_interval)
             try:
                 await self.resume_all()
-            except Exception:  # a database or Redis hiccup: the next sweep tries again
-                log.exception("the takeover sweep failed")
+            except Exception as exc:  # a database or Redis outage: the next sweep tries again
+                self._outage.failed(exc)
+            else:
+                self._outage.worked()
 
     # --- what other replicas did (master.edge.relay.OwnerHooks) ------------------------------
 

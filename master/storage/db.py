@@ -23,6 +23,14 @@ def database_url(configured: str | None, state_dir: Path) -> str:
     return f"sqlite+aiosqlite:///{(state_dir / SQLITE_FILE).resolve()}"
 
 
+def with_password(url: str | None, password: str | None) -> str | None:
+    """`url` with `password` put in, escaped (issue 34 §3): a password holding @ % / : # ? is
+    never read as part of the host or the path. None or empty: `url` as it is."""
+    if not password or not url:
+        return url
+    return make_url(url).set(password=password).render_as_string(hide_password=False)
+
+
 def utc(moment: datetime | None) -> datetime | None:
     """A stored time as aware UTC: SQLite hands back naive datetimes (schema module note)."""
     if moment is None:

@@ -5,8 +5,13 @@ machine and in CI), stopped again after the tests if they started it. Where none
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import shutil
 import subprocess
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,29 +42,70 @@ def answers() -> bool:
         return False
 
 
+# The two Docker modules may run at once on two xdist workers (and other checkouts on this
+# machine may run them too): they share one engine. Who started it and how many modules use it
+# is kept in a file under a lock, and the engine is stopped by the last module that leaves it,
+# only if a test started it; builds of the image take turns, so the second is the cache's.
+STATE = Path(tempfile.gettempdir()) / "rawp-docker-engine.json"
+
+
+@contextlib.contextmanager
+def _locked(name: str = "engine"):
+    with open(STATE.with_suffix(f".{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _state() -> dict:
+    try:
+        return json.loads(STATE.read_text())
+    except (OSError, ValueError):
+        return {"pid": None, "users": 0}
+
+
 @dataclass
 class Engine:
     tool: Path | None
-    started_pid: str | None  # dockerd's pid when these tests started it
 
     def stop(self) -> None:
-        if self.tool is not None and self.started_pid is not None:
-            subprocess.run([str(self.tool), "down", self.started_pid], timeout=60)
+        """This module is done with the engine; the last one stops it if a test started it."""
+        with _locked():
+            state = _state()
+            state["users"] = max(0, state["users"] - 1)
+            if state["users"] == 0 and state["pid"] and self.tool is not None:
+                subprocess.run([str(self.tool), "down", state["pid"]], timeout=60)
+                state["pid"] = None
+            STATE.write_text(json.dumps(state))
 
 
 def get_engine() -> tuple[Engine | None, str]:
     """(engine, "") or (None, why there is none)."""
     tool = next((p for p in TOOL_PLACES if p.is_file()), None)
-    if answers():
-        return Engine(tool, None), ""
-    if tool is None:
-        return None, "no Docker engine answers and no docker-engine tool is here to start one"
-    result = subprocess.run([str(tool), "up"], capture_output=True, text=True, timeout=600)
-    said = (result.stdout + result.stderr).strip()
-    if result.returncode != 0 or not answers():
-        return None, f"no Docker engine could be started: {said}"
-    pid = said.split()[1] if said.startswith("started ") else None
-    return Engine(tool, pid), ""
+    with _locked():
+        state = _state()
+        if not answers():
+            if tool is None:
+                return (
+                    None,
+                    "no Docker engine answers and no docker-engine tool is here to start one",
+                )
+            result = subprocess.run([str(tool), "up"], capture_output=True, text=True, timeout=600)
+            said = (result.stdout + result.stderr).strip()
+            if result.returncode != 0 or not answers():
+                return None, f"no Docker engine could be started: {said}"
+            pid = said.split()[1] if said.startswith("started ") else None
+            state = {"pid": pid, "users": 0}
+        state["users"] += 1
+        STATE.write_text(json.dumps(state))
+    return Engine(tool), ""
+
+
+def build_image(tag: str) -> float:
+    """`docker build -t TAG .` of this checkout, one build at a time; its seconds."""
+    with _locked("build"):
+        started = time.monotonic()
+        docker("build", "-q", "-t", tag, str(ROOT), timeout=900)
+        return time.monotonic() - started
 
 
 def ensure_base_image(engine: Engine) -> None:

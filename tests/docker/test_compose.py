@@ -24,8 +24,12 @@ def test_four_services_that_restart_and_are_health_checked():
     assert SERVICES["redis"]["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
     # master and gateway run the image's own HEALTHCHECK (its test is not replaced here)
     assert "HEALTHCHECK" in (ROOT / "Dockerfile").read_text()
-    assert "test" not in SERVICES["master"]["healthcheck"]
-    assert "healthcheck" not in SERVICES["gateway"]
+    for name in ("master", "gateway"):  # only sooner than the image's 30 s
+        assert "test" not in SERVICES[name]["healthcheck"]
+        assert SERVICES[name]["healthcheck"]["interval"] == "10s"
+    # The master may wait RAWP_DATABASE_WAIT (60 s) for PostgreSQL before it listens: not
+    # unhealthy meanwhile, or compose refuses to start the gateway (issue 34 §2).
+    assert int(SERVICES["master"]["healthcheck"]["start_period"].rstrip("s")) > 60
 
 
 def test_each_service_waits_for_what_it_needs():
@@ -36,15 +40,17 @@ def test_each_service_waits_for_what_it_needs():
 
 def test_master_and_gateway_are_the_readmes_containers():
     master, gateway = SERVICES["master"], SERVICES["gateway"]
-    assert master["ports"] == ["127.0.0.1:8700:8700"]  # loopback only, behind the TLS proxy
+    # loopback only, behind the TLS proxy; the host's port a variable (issue 34 §4)
+    assert master["ports"] == ["127.0.0.1:${RAWP_PUBLISHED_PORT:-8700}:8700"]
     assert "ports" not in gateway and "command" not in master
     assert gateway["command"] == ["gateway"]
     assert master["env_file"] == gateway["env_file"] == ".env"
     assert master["volumes"] == ["master:/data"] and gateway["volumes"] == ["gateway:/data"]
     env = master["environment"]
     assert env["RAWP_MASTER_HOST"] == "0.0.0.0"
-    assert re.fullmatch(r"postgresql\+asyncpg://rawp:\$\{RAWP_POSTGRES_PASSWORD\}@postgres:5432/rawp",
-                        env["RAWP_DATABASE_URL"])  # fmt: skip
+    # Issue 34 §3: the password is never pasted into the URL, where @ / # ? : % break it.
+    assert env["RAWP_DATABASE_URL"] == "postgresql+asyncpg://rawp@postgres:5432/rawp"
+    assert env["RAWP_DATABASE_PASSWORD"].startswith("${RAWP_POSTGRES_PASSWORD:?")
     assert env["RAWP_REDIS_URL"] == "redis://redis:6379/0"
     assert gateway["environment"] == {
         "RAWP_MASTER_URL": "http://master:8700",

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docker.engine import docker, ensure_base_image, get_engine
+from tests.docker.engine import build_image, docker, ensure_base_image, get_engine
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.support import ROOT, free_port, wait_for_http
@@ -47,9 +47,7 @@ def image():
         pytest.skip(why)
     try:
         ensure_base_image(engine)
-        started = time.monotonic()
-        docker("build", "-q", "-t", IMAGE, str(ROOT), timeout=900)  # README: docker build -t rawp .
-        print(f"\ndocker build: {time.monotonic() - started:.1f} s")
+        print(f"\ndocker build: {build_image(IMAGE):.1f} s")  # README: docker build -t rawp .
         yield IMAGE
     finally:
         engine.stop()
@@ -68,7 +66,7 @@ def dotenv(path: Path, values: dict[str, str]) -> None:
 
 
 def http_json(url: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=json.dumps(body).encode() if body else None)
+    request = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode())
     request.add_header("Content-Type", "application/json")
     if token:
         request.add_header("Authorization", f"Bearer {token}")

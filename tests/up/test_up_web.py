@@ -13,7 +13,6 @@ import asyncio
 import re
 import signal
 import subprocess
-import threading
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -21,37 +20,10 @@ import orjson
 import pytest
 
 from rawp.frames import dump_frame, make_frame
-from tests.support import Processes
+from tests.support import Lines, Processes
 
 NO_PLATFORMS = {"DISCORD_BOT_TOKEN": "", "SLACK_BOT_TOKEN": "", "RAWP_PLATFORM": ""}
 LINK = re.compile(r"web: (http://127\.0\.0\.1:\d+/login\?t=\S+)")
-
-
-class Lines:
-    """A child's stderr read line by line on a thread; `wait_for` a pattern."""
-
-    def __init__(self, stream) -> None:
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
-
-    def _read(self, stream) -> None:
-        for raw in stream:
-            with self._changed:
-                self.lines.append(raw.decode(errors="replace"))
-                self._changed.notify_all()
-
-    def _wait(self, pattern: re.Pattern, within_s: float) -> re.Match:
-        with self._changed:
-            for _ in range(int(within_s * 10)):
-                for line in self.lines:
-                    if found := pattern.search(line):
-                        return found
-                self._changed.wait(0.1)
-        raise AssertionError(f"no {pattern.pattern!r} in:\n{''.join(self.lines)}")
-
-    async def wait_for(self, pattern: re.Pattern, within_s: float = 90) -> re.Match:
-        return await asyncio.to_thread(self._wait, pattern, within_s)
 
 
 def start_up(processes: Processes, tmp_path, *extra: str, env: dict | None = None):

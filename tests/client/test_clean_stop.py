@@ -1,0 +1,40 @@
+"""`rawp client` stopped by SIGTERM while the master holds a session's WebSocket to it (issue 34
+§4): it exits 0 with one line saying it stops, and logs no ERROR nor traceback (the web server's
+shutdown cancelling its connections is not an error)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.edge.stack import edge_for, recv, start_stack
+
+OWNER = "discord:3401"
+
+
+@pytest.fixture
+def stack(processes, tmp_path):
+    made = start_stack(processes, tmp_path, OWNER)
+    made.start_client()
+    yield made
+    made.proxy.close()
+
+
+async def test_sigterm_with_a_live_session_is_a_clean_stop(stack):
+    async with edge_for(stack.master_url, OWNER) as edge:
+        status, nodes = await edge.call("GET", "/v1/edge/nodes")
+        node_id = nodes["nodes"][0]["node_id"]
+        status, made = await edge.call(
+            "POST",
+            f"/v1/edge/nodes/{node_id}/sessions",
+            {"agent_name": "demo", "workspace_path": str(stack.root)},
+        )
+        assert status == 201, made
+        ws = await edge.connect(made["session_id"], made["edge_ws_ticket"])
+        assert (await recv(ws))["type"] == "session.capabilities"
+
+        stack.client_proc.terminate()
+        assert stack.client_proc.wait(timeout=30) == 0
+        said = stack.client_proc.stdout.read().decode()
+    assert "ERROR" not in said and "Traceback" not in said, said
+    assert "CancelledError" not in said, said
+    assert said.count("rawp client stopped") == 1, said
