@@ -181,7 +181,8 @@ class DataPlane:
                 if spending.refusal is not None:
                     # Not taken: the same frame may be sent again once the budget resets.
                     await self._release(live, ref)
-                    self.metrics.frames_dropped.labels("budget_exceeded").inc()
+                    refused = spending.refusal.code.lower()  # budget_exceeded, …_unavailable
+                    self.metrics.frames_dropped.labels(refused).inc()
                     self._notify(edge, live, spending.refusal.payload(), ref)
                     return
                 for warning in spending.warnings:
