@@ -1,6 +1,7 @@
 """Owned tasks (issue 14 §6): every task has an owner that awaits it and sees its failure.
 
-Two shapes, both on `asyncio.TaskGroup`:
+Two shapes, both on `asyncio.TaskGroup` (rules 1–2), and what happens when a task the process
+cannot do without dies (rules 3–4, issue 29 §4):
 
 1. `race(*coroutines)` — work that lives inside one call, such as a served socket's sender and
    receiver: they run until the first of them finishes, then the rest are cancelled and
@@ -15,12 +16,13 @@ Two shapes, both on `asyncio.TaskGroup`:
    name, and ends that child only — never its siblings or the owner. `close()` cancels what
    is left and waits for it, so nothing outlives the owner.
 3. A *critical* child (`spawn_critical(start, name=…)`) is one without which the process cannot
-   do its job (a relay's Redis writer, reader and lease loop): it must run until its owner
-   closes. Its death — an exception, or returning — is logged with its traceback and it is
-   started again (`start()` anew: state kept on its object, such as a writer's queue, is not
-   lost), at most `restarts` times within `RESTART_WINDOW` seconds. One death more ends the
-   process (issue 29 §4): one CRITICAL line, then `end_process`, never a process that lingers
-   without the child. Cancelling is not a death: it is how an owner stops its children.
+   do its job (a master relay's Redis reader, writer and lease loop; a gateway replica's lease
+   renewals, heartbeat and bus reader): it must run until its owner closes. Its death — an
+   exception, or returning — is logged with its traceback and it is started again (`start()`
+   anew: state kept on its object, such as a writer's queue, is not lost), at most `restarts`
+   times within `RESTART_WINDOW` seconds. One death more ends the process: one CRITICAL line,
+   then `end_process`, never a process that lingers without the child. Cancelling is not a
+   death: it is how an owner stops its children.
 4. `end_process` sends the process SIGTERM, which every long-running RAWP program answers
    with its clean shutdown (leases released, queues flushed as far as they go), and marks
    the process as failed so its entry point exits with `EXIT_FATAL` (non-zero: a supervisor
