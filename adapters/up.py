@@ -43,7 +43,7 @@ from pathlib import Path
 
 from rawp.cli import CommandError
 from rawp.settings import add_flags, load
-from rawp.tasks import TaskOwner
+from rawp.tasks import TaskOwner, exit_status
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if "console" in options.platforms and input_is_null(sys.stdin):
         raise CommandError(NO_CONSOLE_INPUT)  # docker run without -i: said before any server starts
     try:
-        return asyncio.run(run_up(options))
+        # Non-zero when a critical task died (rawp.tasks rule 4).
+        return exit_status(asyncio.run(run_up(options)))
     except LaunchError as exc:
         raise CommandError(str(exc)) from None
     except KeyboardInterrupt:

@@ -15,6 +15,7 @@ import sys
 
 from rawp.cli import CommandError, writable_directory
 from rawp.settings import add_flags, environment_only, load
+from rawp.tasks import exit_status
 
 WIRING_MODULE = "adapters.launch"
 
@@ -83,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"rawp gateway: web: {link}", file=sys.stderr, flush=True)
 
     try:
-        return asyncio.run(launch.run_gateway(config, on_web=announce))
+        # Non-zero when a critical task died (rawp.tasks rule 4).
+        return exit_status(asyncio.run(launch.run_gateway(config, on_web=announce)))
     except launch.LaunchError as exc:
         raise CommandError(str(exc)) from None
     except KeyboardInterrupt:

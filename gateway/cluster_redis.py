@@ -19,7 +19,9 @@ gateway's prefix (`RAWP_GATEWAY_REDIS_PREFIX`, default `rawp:gw:`):
   within the timeout, raises `Unreachable`. Pending requests and running handlers are
   bounded (`MAX_PENDING`, `MAX_HANDLERS`): beyond them a request is refused at once.
 
-Every loop (renewals, heartbeat, bus reader) is a task of the `TaskOwner` given to `start`.
+Every loop (renewals, heartbeat, bus reader) is a critical task of the `TaskOwner` given to
+`start` (rawp.tasks rule 3: restarted when it dies, a bounded number of times, then the process
+ends).
 """
 
 from __future__ import annotations
@@ -88,9 +90,11 @@ class RedisCluster:
         self._owner, self._on_lost, self._handle = owner, on_lost, handle
         await self._beat()
         await self._pubsub.subscribe(self.channel(self.me))
-        owner.spawn(self._renewals(), name="gateway lease renewals")
-        owner.spawn(self._heartbeat(), name="gateway replica heartbeat")
-        owner.spawn(self._read_bus(), name="gateway replica bus")
+        # Critical (rawp.tasks rule 3): a replica without them holds leases it no longer
+        # renews, or never hears a request; a death is restarted, then ends the process.
+        owner.spawn_critical(self._renewals, name="gateway lease renewals")
+        owner.spawn_critical(self._heartbeat, name="gateway replica heartbeat")
+        owner.spawn_critical(self._read_bus, name="gateway replica bus")
         log.info("gateway replica %s joined the cluster (prefix %s)", self.me, self.prefix)
 
     async def close(self) -> None:

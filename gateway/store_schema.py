@@ -12,8 +12,9 @@ Rules:
    transaction (PostgreSQL and SQLite both roll DDL back), so a failed step leaves the database
    as it was.
 4. Replicas that open one PostgreSQL at once do not race: the transaction first takes a
-   transaction-scoped advisory lock, so the others wait and then find the work done. On SQLite
-   the write transaction's `BEGIN IMMEDIATE` is that lock (gateway.store_db rule 3).
+   transaction-scoped advisory lock (rawp.migration_lock, shared with the master), so the others
+   wait and then find the work done. On SQLite the write transaction's `BEGIN IMMEDIATE` is
+   that lock (gateway.store_db rule 3).
 5. A change to the tables below ships with a new migration appended to `MIGRATIONS` that brings
    an existing database to the same shape. Numbers never change.
 
@@ -50,6 +51,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store_db import Database
+from rawp import migration_lock
 
 log = logging.getLogger("rawp.gateway.store")
 
@@ -281,8 +283,6 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     (4, "the web edge's own prompts, for a reloaded page (issue 28)", _v4_web_prompts),
 ]
 
-ADVISORY_LOCK = 0x7261_7770_6777  # "rawpgw": the key of the migration lock (rule 4)
-
 
 def head() -> int:
     return MIGRATIONS[-1][0]
@@ -293,7 +293,7 @@ async def migrate(db: Database, migrations: list[tuple[int, str, Step]] | None =
     migrations = MIGRATIONS if migrations is None else migrations
     async with db.write() as conn:
         if not db.is_sqlite:
-            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_LOCK})
+            await conn.execute(text(migration_lock.TAKE), {"key": migration_lock.GATEWAY})
         tables = set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
         if schema_version.name not in tables and conversations.name not in tables:
             await conn.run_sync(metadata.create_all)  # rule 1

@@ -9,6 +9,7 @@ import argparse
 
 from rawp.cli import CommandError, writable_directory
 from rawp.settings import add_flags, environment_only, load
+from rawp.tasks import exit_status
 
 # The fields of MasterOptions shown under "Edge API" in --help; the others come first.
 EDGE_OPTIONS = (
@@ -84,7 +85,7 @@ def serve(args: argparse.Namespace) -> int:
         with_database(settings, run(settings))
     except (OSError, StartupFailed) as exc:  # the address, or the app's start (logged above)
         raise CommandError(str(exc)) from None
-    return 0
+    return exit_status(0)  # non-zero when a critical task died (rawp.tasks rule 4)
 
 
 def with_database(settings, work):

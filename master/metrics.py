@@ -113,6 +113,11 @@ class MasterMetrics:
             "Tool invocations reported by session.usage",
             registry=r,
         )
+        self.usage_unrecorded = Counter(
+            "rawp_master_usage_unrecorded_total",
+            "session.usage frames forwarded but not recorded: the database refused every try",
+            registry=r,
+        )
         # The hot path's children, looked up once (a label lookup per frame is a dict + lock).
         self.to_edge = self.frames_relayed.labels("to_edge")
         self.to_client = self.frames_relayed.labels("to_client")

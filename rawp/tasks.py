@@ -1,6 +1,7 @@
 """Owned tasks (issue 14 §6): every task has an owner that awaits it and sees its failure.
 
-Two shapes, both on `asyncio.TaskGroup`:
+Two shapes, both on `asyncio.TaskGroup` (rules 1–2), and what happens when a task the process
+cannot do without dies (rules 3–4, issue 29 §4):
 
 1. `race(*coroutines)` — work that lives inside one call, such as a served socket's sender and
    receiver: they run until the first of them finishes, then the rest are cancelled and
@@ -14,6 +15,19 @@ Two shapes, both on `asyncio.TaskGroup`:
    an independent unit: its failure is logged once, with its traceback, under the owner's
    name, and ends that child only — never its siblings or the owner. `close()` cancels what
    is left and waits for it, so nothing outlives the owner.
+3. A *critical* child (`spawn_critical(start, name=…)`) is one without which the process cannot
+   do its job (a master relay's Redis reader, writer and lease loop; a gateway replica's lease
+   renewals, heartbeat and bus reader): it must run until its owner closes. Its death — an
+   exception, or returning — is logged with its traceback and it is started again (`start()`
+   anew: state kept on its object, such as a writer's queue, is not lost), at most `restarts`
+   times within `RESTART_WINDOW` seconds. One death more ends the process: one CRITICAL line,
+   then `end_process`, never a process that lingers without the child. Cancelling is not a
+   death: it is how an owner stops its children.
+4. `end_process` sends the process SIGTERM, which every long-running RAWP program answers
+   with its clean shutdown (leases released, queues flushed as far as they go), and marks
+   the process as failed so its entry point exits with `EXIT_FATAL` (non-zero: a supervisor
+   or compose restarts it, and other replicas take its sessions over). A test puts its own
+   handler in place with `on_fatal`.
 
 This is the one module of the protocol core that imports asyncio: it owns tasks, it serves
 nothing (architecture.md, Layout; tests/test_layout.py names it).
@@ -22,13 +36,59 @@ nothing (architecture.md, Layout; tests/test_layout.py names it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Coroutine
+import os
+import signal
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 log = logging.getLogger("rawp.tasks")
 
 T = TypeVar("T")
+
+RESTARTS = 3  # rule 3: a critical child is started again at most this many times …
+RESTART_WINDOW = 60.0  # … within this many seconds
+RESTART_PAUSE = 0.2  # seconds before a restart (times the deaths in the window): no hot loop
+EXIT_FATAL = 70  # rule 4 (EX_SOFTWARE): the process ended because a critical task died
+
+_failed: list[str] = []  # what ended the process (rule 4), for its entry point's exit status
+
+
+def _terminate(what: str) -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+_handler: Callable[[str], None] = _terminate
+
+
+def end_process(what: str) -> None:
+    """Rule 4: `what` died for good; the process stops cleanly and exits non-zero."""
+    _failed.append(what)
+    _handler(what)
+
+
+def failed() -> str | None:
+    """What ended the process through `end_process`, if anything (its entry point then exits
+    with `EXIT_FATAL`)."""
+    return _failed[0] if _failed else None
+
+
+def exit_status(status: int) -> int:
+    """The exit status of an entry point whose program returned `status` (rule 4)."""
+    return EXIT_FATAL if _failed else status
+
+
+@contextlib.contextmanager
+def on_fatal(handler: Callable[[str], None]) -> Iterator[None]:
+    """Rule 4 with `handler` in place of SIGTERM, for the duration (tests)."""
+    global _handler
+    before, _handler = _handler, handler
+    try:
+        yield
+    finally:
+        _handler = before
+        _failed.clear()
 
 
 async def race(*coroutines: Coroutine[Any, Any, Any]) -> None:
@@ -121,3 +181,44 @@ class TaskOwner:
         except Exception:
             self._log.exception("%s: %s failed", self.name, label)
             return None
+
+    def spawn_critical(
+        self,
+        start: Callable[[], Coroutine[Any, Any, Any]],
+        *,
+        name: str,
+        restarts: int = RESTARTS,
+    ) -> asyncio.Task:
+        """Rule 3: run `start()` until the owner closes, restarting it (bounded) when it dies,
+        ending the process when it keeps dying."""
+        return self.spawn(self._kept(start, name, restarts), name=name)
+
+    async def _kept(
+        self, start: Callable[[], Coroutine[Any, Any, Any]], label: str, restarts: int
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        deaths: list[float] = []
+        while True:
+            try:
+                await start()
+                self._log.error(
+                    "%s: %s returned, but must run until its owner closes", self.name, label
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self._log.exception("%s: %s failed", self.name, label)
+            now = loop.time()
+            deaths = [at for at in deaths if now - at < RESTART_WINDOW] + [now]
+            if len(deaths) > restarts:
+                self._log.critical(
+                    "%s: %s died %d times within %d s; this process cannot work without it "
+                    "and stops (issue 29 §4)",
+                    self.name, label, len(deaths), RESTART_WINDOW,
+                )  # fmt: skip
+                end_process(f"{self.name}: {label}")
+                return
+            self._log.warning(
+                "%s: starting %s again (restart %d of %d)", self.name, label, len(deaths), restarts
+            )
+            await asyncio.sleep(RESTART_PAUSE * len(deaths))

@@ -12,6 +12,19 @@ from tests import prefork
 from tests.support import Processes
 
 
+@pytest.fixture(autouse=True)
+def critical_tasks_end_the_test():
+    """A critical task that dies for good inside the test process (rawp.tasks rule 4) fails
+    the test that caused it, instead of sending SIGTERM to the pytest worker."""
+    from rawp import tasks
+
+    ended: list[str] = []
+    with tasks.on_fatal(ended.append):
+        yield ended
+    if ended:
+        pytest.fail(f"a critical task died for good: {ended}")
+
+
 @pytest.fixture
 def processes():
     """Real child processes, all ended (with their process groups) after the test."""

@@ -22,8 +22,12 @@ Rules:
 5. Both frames carry, besides `code` and `message`, a `budget` object (rawp.events.BudgetState:
    `name`, `scope` user/node, `limit`, `spent`, `resets_at` — ISO 8601, absent for a session
    budget) for edges that show more than the message.
-6. A check that cannot read the database lets the prompt through and logs it: usage cannot be
-   recorded then either, and an outage of bookkeeping must not stop every session.
+6. A check that cannot read the database refuses the prompt (fails closed, issue 29 §4): a
+   budget is a promise that spending stops, and it cannot be kept blind. The edge gets
+   `session.error` with code `BUDGET_UNAVAILABLE` and `ref_message_id` of the prompt, saying
+   that budgets cannot be checked right now and to send it again later; the failure is logged
+   with its traceback here, never shown to the user. The frame's `message_id` is released as
+   for rule 2, so the very same prompt may be sent again once the database answers.
 """
 
 from __future__ import annotations
@@ -45,6 +49,11 @@ log = logging.getLogger("rawp.master.edge.budgets")
 
 EXCEEDED = "BUDGET_EXCEEDED"
 WARNING = "BUDGET_WARNING"
+UNAVAILABLE = "BUDGET_UNAVAILABLE"
+UNAVAILABLE_MESSAGE = (
+    "Budgets cannot be checked right now (the master cannot read its database), so this "
+    "prompt was not sent. Send it again in a moment."
+)
 WARN_AT = 0.8
 LABELS = {
     "cost_per_day": "cost per day",
@@ -95,8 +104,19 @@ class Breach:
 
 
 @dataclass(frozen=True)
+class Unchecked:
+    """Rule 6: the refusal when budgets could not be checked."""
+
+    code: str = UNAVAILABLE
+    message: str = UNAVAILABLE_MESSAGE
+
+    def payload(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
 class Verdict:
-    refusal: Breach | None = None
+    refusal: Breach | Unchecked | None = None
     warnings: tuple[Breach, ...] = ()
 
 
@@ -139,14 +159,15 @@ class BudgetGuard:
         return self.rules.enabled
 
     async def check(self, live: RelayedSession) -> Verdict:
-        """Rules 2 and 4 for a prompt in `live`; never raises (rule 6)."""
+        """Rules 2 and 4 for a prompt in `live`; never raises, and refuses when it cannot check
+        (rule 6)."""
         if not self.enabled:
             return Verdict()
         try:
             return await self._check(live)
         except Exception:
-            log.exception("session %s: budgets could not be checked; prompt let through", live.id)
-            return Verdict()
+            log.exception("session %s: budgets could not be checked; prompt refused", live.id)
+            return Verdict(refusal=Unchecked())
 
     async def _check(self, live: RelayedSession) -> Verdict:
         now = self._clock.now().astimezone(UTC)

@@ -4,7 +4,9 @@ Client → edges (`from_client`), the hot path: the envelope is read once with o
 routing; the original text is what every edge receives, never a re-serialization (E-WS-03).
 
 * `session.usage` is recorded before it is forwarded (E-WS-07, A-24: recorded *and*
-  forwarded), so metrics already include a usage frame an edge has received.
+  forwarded), so metrics already include a usage frame an edge has received. A write the
+  database refuses is retried, then logged and counted (master.edge.usage), never dropped
+  silently; the frame is forwarded either way.
 * `agent.error` with `severity: fatal` becomes the node's `health.last_error` (§9.2.2).
 * `session.capabilities`, `tool.catalog.publish` and `agent.commands.publish` are kept for
   edges that attach later (relay rule 4).
@@ -117,17 +119,14 @@ class DataPlane:
             log.warning("session %s: the client sent an unreadable frame; dropped", live.id)
             self.metrics.frames_dropped.labels("unreadable").inc()
             return None
-        if kind == "session.usage":
-            try:
-                await self.usage.record(
-                    message_id=message_id,
-                    session_id=live.id,
-                    node_id=live.node_id,
-                    user_id=live.user_id,
-                    payload=envelope.get("payload"),
-                )
-            except Exception:  # the bookkeeping failing must not stop the stream
-                log.exception("session %s: could not record a session.usage", live.id)
+        if kind == "session.usage":  # retried, then logged and counted: never dropped silently
+            await self.usage.record_or_count(
+                message_id=message_id,
+                session_id=live.id,
+                node_id=live.node_id,
+                user_id=live.user_id,
+                payload=envelope.get("payload"),
+            )
         elif kind == "agent.error":
             payload = envelope.get("payload")
             if isinstance(payload, dict) and payload.get("severity") == "fatal":
@@ -181,7 +180,8 @@ class DataPlane:
                 if spending.refusal is not None:
                     # Not taken: the same frame may be sent again once the budget resets.
                     await self._release(live, ref)
-                    self.metrics.frames_dropped.labels("budget_exceeded").inc()
+                    refused = spending.refusal.code.lower()  # budget_exceeded, …_unavailable
+                    self.metrics.frames_dropped.labels(refused).inc()
                     self._notify(edge, live, spending.refusal.payload(), ref)
                     return
                 for warning in spending.warnings:

@@ -32,6 +32,10 @@ inherited hubs). Rules:
 5. Node pushes, node unregistrations (§3.5) and session ends go on one bus channel every
    replica listens to; node pushes are also kept in a short per-node stream for replays.
    Control-frame claims (E-WS-11) are `SET NX` keys with an expiry.
+6. The reader, the writer and the lease loop are critical tasks (issue 29 §4): one that dies
+   is started again, a bounded number of times, and then the replica ends itself (exit status
+   `EXIT_FATAL`): its leases are released or expire and other replicas take its sessions over,
+   the client replaying from the takeover cursor what this replica never wrote.
 """
 
 from __future__ import annotations
@@ -125,9 +129,11 @@ class RedisRelay(InProcessRelay):
         self.subscriptions = Subscriptions(self._redis, self._on_message)
         await self.subscriptions.open(self.keys.bus, self.keys.replies(self.me))
         await self._tasks.start()
-        self._tasks.spawn(self.subscriptions.run(), name="reader")
-        self._tasks.spawn(self.writer.run(), name="writer")
-        self._tasks.spawn(self.leases.run(), name="leases")
+        # Critical (rawp.tasks rule 3): a replica without its reader, writer or lease loop
+        # would serve on without relaying (rule 6). Restarting keeps the writer's queue.
+        self._tasks.spawn_critical(self.subscriptions.run, name="reader")
+        self._tasks.spawn_critical(self.writer.run, name="writer")
+        self._tasks.spawn_critical(self.leases.run, name="leases")
         log.info("relay: shared through Redis as replica %s", self.me)
 
     async def close(self) -> None:

@@ -4,10 +4,16 @@ Every `session.usage` the relay sees is recorded here *and* forwarded to the edg
 Metrics are sums over calendar periods in UTC: `today` since 00:00, `week` since Monday 00:00,
 `month` since the 1st 00:00. Without `period` the answer is for `today` (A-19).
 `estimated_cost` sums `cost_usd`; usage without a cost counts as 0.
+
+A usage frame is never dropped silently (issue 29 §4): a write the database refuses is tried
+again (`record_or_count`: `RECORD_WAITS`, safe as a record is kept once by `message_id`), and
+one that fails every try is logged as an error naming the frame and counted in
+`rawp_master_usage_unrecorded_total`, for an alert. The frame still reaches the edges.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,6 +30,7 @@ from rawp.events import Usage
 log = logging.getLogger("rawp.master.edge.usage")
 
 PERIODS = ("today", "week", "month")
+RECORD_WAITS = (0.1, 0.5, 1.5)  # seconds before each retry of a refused usage write
 DEFAULT_PERIOD = "today"
 
 
@@ -43,6 +50,34 @@ class UsageBook:
         self._db = db
         self._clock = clock
         self._metrics = metrics
+
+    async def record_or_count(
+        self, *, message_id: str, session_id: str, node_id: str, user_id: str, payload: Any
+    ) -> bool:
+        """`record`, tried again while the database refuses it; a frame that cannot be kept
+        is logged with its cause and counted, never dropped silently."""
+        for wait in (*RECORD_WAITS, None):
+            try:
+                return await self.record(
+                    message_id=message_id,
+                    session_id=session_id,
+                    node_id=node_id,
+                    user_id=user_id,
+                    payload=payload,
+                )
+            except Exception as exc:
+                if wait is None:
+                    log.error(
+                        "session %s: session.usage %s not recorded after %d tries; the "
+                        "budgets and usage figures miss it",
+                        session_id, message_id, len(RECORD_WAITS) + 1, exc_info=exc,
+                    )  # fmt: skip
+                    if self._metrics is not None:
+                        self._metrics.usage_unrecorded.inc()
+                    return False
+                log.warning("session %s: recording usage failed, retrying: %r", session_id, exc)
+                await asyncio.sleep(wait)
+        return False
 
     async def record(
         self, *, message_id: str, session_id: str, node_id: str, user_id: str, payload: Any

@@ -5,9 +5,13 @@ Rules:
 1. A database without `schema_version` is new: every table of `schema.metadata` is created as
    it stands today and every migration below is recorded as applied (there is nothing to
    upgrade).
-2. An existing database runs, in order, each migration whose number it has not recorded, each
-   in its own transaction together with its record.
-3. A change to `schema.py` ships with a new migration appended here that brings an existing
+2. An existing database runs, in order, each migration whose number it has not recorded, with
+   its record. Everything happens in one transaction: on PostgreSQL a failed step leaves the
+   database as it was.
+3. Replicas that start on one PostgreSQL database at once do not race (issue 29 §4): the
+   transaction first takes the advisory lock of rawp.migration_lock, so the others wait for
+   the first one's commit and find the work done. A master on SQLite is one process.
+4. A change to `schema.py` ships with a new migration appended here that brings an existing
    database to the same shape (ALTER TABLE …, CREATE TABLE …). Numbers never change.
 """
 
@@ -17,7 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import insert, inspect, select
+from sqlalchemy import insert, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from master.storage import schema
@@ -25,6 +29,7 @@ from master.storage.db import Database
 from master.storage.migration_audit import add_audit_table
 from master.storage.migration_budgets import add_budget_tables
 from master.storage.migration_edge import add_edge_tables
+from rawp import migration_lock
 
 log = logging.getLogger("rawp.master.storage")
 
@@ -52,6 +57,8 @@ async def migrate(db: Database, migrations: list[tuple[int, str, Step]] | None =
     """Bring the database to the last migration; return the numbers applied now."""
     migrations = MIGRATIONS if migrations is None else migrations
     async with db.begin() as conn:
+        if not db.is_sqlite:  # rule 3
+            await conn.execute(text(migration_lock.TAKE), {"key": migration_lock.MASTER})
         exists = await conn.run_sync(lambda c: inspect(c).has_table("schema_version"))
         if not exists:
             await conn.run_sync(schema.metadata.create_all)
@@ -59,16 +66,15 @@ async def migrate(db: Database, migrations: list[tuple[int, str, Step]] | None =
             log.info("created a new database schema at version %d", migrations[-1][0])
             return [number for number, _, _ in migrations]
         done = set((await conn.execute(select(schema.schema_version.c.version))).scalars())
-    applied = []
-    for number, name, step in migrations:
-        if number in done:
-            continue
-        async with db.begin() as conn:
+        applied = []
+        for number, name, step in migrations:
+            if number in done:
+                continue
             await step(conn)
             await _record(conn, [(number, name, step)])
-        log.info("applied migration %d: %s", number, name)
-        applied.append(number)
-    return applied
+            log.info("applied migration %d: %s", number, name)
+            applied.append(number)
+        return applied
 
 
 async def _record(conn: AsyncConnection, steps: list[tuple[int, str, Step]]) -> None:

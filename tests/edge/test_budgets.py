@@ -9,6 +9,7 @@ import asyncio
 from datetime import UTC, datetime
 
 import orjson
+from sqlalchemy import text
 
 from master.services.budget_rules import BudgetLimits, BudgetRules
 from master.storage import usage as usage_store
@@ -262,3 +263,35 @@ async def test_migration_4_brings_an_older_database_to_the_budget_shape(database
             await conn.run_sync(schema.metadata.drop_all)
             await conn.execute(text("DROP TABLE IF EXISTS schema_version"))
         await db.dispose()
+
+
+async def test_a_check_that_cannot_read_the_database_refuses_the_prompt(
+    make_edge_master, fake_client
+):
+    """Rule 6 (issue 29 §4): budgets fail closed, with a clear error naming the prompt; the same
+    prompt goes through once the database answers again."""
+    rules = BudgetRules(default=BudgetLimits(cost_per_day=1.0))
+    async with make_edge_master(budgets=rules) as edge_master:
+        _, sid, ticket = await _session(edge_master, fake_client)
+        db = edge_master.services.db
+        async with edge_master.websocket(sid, ticket) as ws:
+            await _greeted(ws)
+            async with db.begin() as conn:  # the sums cannot be read: a real database error
+                await conn.execute(text("ALTER TABLE usage_records RENAME TO usage_away"))
+            prompt = frame("control.prompt.request", {"prompt_text": "go"}, sid)
+            await ws.send(prompt)
+            refusal = await _next_error(ws)
+            payload = refusal["payload"]
+            assert payload["code"] == "BUDGET_UNAVAILABLE"
+            assert payload["ref_message_id"] == orjson.loads(prompt)["message_id"]
+            assert refusal["parent_id"] == orjson.loads(prompt)["message_id"]
+            assert "cannot be checked" in payload["message"]
+            assert "usage_records" not in payload["message"]  # no database detail to the user
+            await _nothing_pending(ws, sid)
+            assert fake_client.sessions[sid].received == []  # never reached the client
+
+            async with db.begin() as conn:
+                await conn.execute(text("ALTER TABLE usage_away RENAME TO usage_records"))
+            await ws.send(prompt)  # the very same frame: its message_id was released
+            await fake_client.wait_received(sid, 1)
+            await _nothing_pending(ws, sid)

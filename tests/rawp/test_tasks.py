@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 
 import pytest
 
+from rawp import tasks
 from rawp.tasks import TaskOwner, race
 
 
@@ -117,3 +120,111 @@ async def test_owner_refuses_to_spawn_when_not_running():
 
     with pytest.raises(RuntimeError, match="not running"):
         owner.spawn(work())
+
+
+class Flaky:
+    """A loop that fails its first `deaths` runs, with state kept on the object (like a
+    writer's queue) that a restart must not lose."""
+
+    def __init__(self, deaths: int) -> None:
+        self.deaths = deaths
+        self.runs = 0
+        self.kept: list[str] = []
+        self.serving = asyncio.Event()
+
+    async def run(self) -> None:
+        self.runs += 1
+        if self.runs <= self.deaths:
+            self.kept.append(f"queued before death {self.runs}")
+            raise RuntimeError(f"death {self.runs}")
+        self.serving.set()
+        await asyncio.Event().wait()
+
+
+async def test_a_critical_child_that_dies_is_started_again_keeping_its_state(
+    caplog, critical_tasks_end_the_test
+):
+    caplog.set_level(logging.WARNING, logger="rawp.tasks")
+    loop = Flaky(deaths=2)
+    async with TaskOwner("relay") as owner:
+        owner.spawn_critical(loop.run, name="writer")
+        await asyncio.wait_for(loop.serving.wait(), 10)
+        assert loop.kept == ["queued before death 1", "queued before death 2"]
+    assert critical_tasks_end_the_test == []  # within the bound: the process goes on
+    failures = [r for r in caplog.records if r.getMessage() == "relay: writer failed"]
+    assert [r.exc_info[0] for r in failures] == [RuntimeError, RuntimeError]  # each, traced
+    restarts = [r.getMessage() for r in caplog.records if "starting writer again" in r.getMessage()]
+    assert restarts == [
+        "relay: starting writer again (restart 1 of 3)",
+        "relay: starting writer again (restart 2 of 3)",
+    ]
+
+
+async def test_a_critical_child_that_keeps_dying_ends_the_process_once(
+    caplog, critical_tasks_end_the_test
+):
+    caplog.set_level(logging.WARNING, logger="rawp.tasks")
+    loop = Flaky(deaths=100)
+    async with TaskOwner("relay") as owner:
+        task = owner.spawn_critical(loop.run, name="writer", restarts=2)
+        await asyncio.wait_for(task, 10)
+    assert loop.runs == 3  # the first run and two restarts, then no more
+    assert critical_tasks_end_the_test == ["relay: writer"]
+    assert tasks.failed() == "relay: writer"
+    assert tasks.exit_status(0) == tasks.EXIT_FATAL
+    stops = [r for r in caplog.records if r.levelno == logging.CRITICAL]
+    assert len(stops) == 1 and "cannot work without it" in stops[0].getMessage()
+    critical_tasks_end_the_test.clear()  # expected here: the fixture must not fail the test
+
+
+async def test_a_critical_child_returning_is_a_death_and_cancelling_is_not(
+    caplog, critical_tasks_end_the_test
+):
+    caplog.set_level(logging.WARNING, logger="rawp.tasks")
+    runs = []
+
+    async def returns_at_once():
+        runs.append(1)
+
+    async with TaskOwner("relay") as owner:
+        task = owner.spawn_critical(returns_at_once, name="reader", restarts=1)
+        await asyncio.wait_for(task, 10)
+    assert len(runs) == 2
+    assert critical_tasks_end_the_test == ["relay: reader"]
+    critical_tasks_end_the_test.clear()
+
+    stopped = Flaky(deaths=0)
+    async with TaskOwner("relay") as owner:
+        owner.spawn_critical(stopped.run, name="leases")
+        await asyncio.wait_for(stopped.serving.wait(), 10)
+    assert stopped.runs == 1 and critical_tasks_end_the_test == []  # closed: no restart
+
+
+ENDS_ITSELF = """
+import asyncio, logging, signal, sys
+from rawp import tasks
+
+async def main():
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async def broken():
+        raise RuntimeError("the writer broke")
+    async with tasks.TaskOwner("relay") as owner:
+        owner.spawn_critical(broken, name="writer", restarts=1)
+        await stop.wait()  # what a server does: SIGTERM is its clean shutdown
+    print("shut down cleanly", flush=True)
+    return 0
+
+logging.basicConfig(level=logging.WARNING)
+sys.exit(tasks.exit_status(asyncio.run(main())))
+"""
+
+
+def test_a_process_whose_critical_task_keeps_dying_shuts_down_and_exits_non_zero():
+    done = subprocess.run(
+        [sys.executable, "-c", ENDS_ITSELF], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == tasks.EXIT_FATAL, done.stderr
+    assert done.stdout == "shut down cleanly\n"  # through its own SIGTERM path, not killed
+    assert done.stderr.count("CRITICAL") == 1
+    assert done.stderr.count("RuntimeError: the writer broke") == 2  # each death, traced
