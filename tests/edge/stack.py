@@ -49,10 +49,11 @@ class Stack:
     client_proc: Any = None
     node_id: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # for the master and the client
+    client_start_log: str = ""  # what the client printed up to its config sync
 
     def start_client(self, *extra: str) -> None:
         self.client_proc = self.processes.rawp(*self.client_args, *extra, env=self.env)
-        read_until(self.client_proc, "config synced with the master")
+        self.client_start_log = read_until(self.client_proc, "config synced with the master")
 
     def stop_client(self) -> None:
         self.client_proc.terminate()
