@@ -22,8 +22,9 @@ def master_stack(tmp_path):
         yield made
 
 
-async def test_master_sigkill_mid_turn_loses_and_repeats_nothing(master_stack):
-    made = master_stack
+async def sigkill_trials(made, scenario: str, strike_at, total: int | None = None) -> None:
+    """Trials that SIGKILL the master (and restart it) once `strike_at(rng)` frames of the
+    turn have reached the edge."""
     url = made.stack.master_url
     async with session_edge(url, OWNER, made.stack.root) as edge:
 
@@ -32,10 +33,14 @@ async def test_master_sigkill_mid_turn_loses_and_repeats_nothing(master_stack):
                 sigkill(made.master)
                 await asyncio.to_thread(made.restart_master)
 
-            at = rng.randrange(0, TURN_FRAMES)
+            at = strike_at(rng)
             return await turn_trial(edge, number, lambda: [url], at, strike, made.markers)
 
-        await trials.run("master SIGKILL", trial)
+        await trials.run(scenario, trial, total=total)
+
+
+async def test_master_sigkill_mid_turn_loses_and_repeats_nothing(master_stack):
+    await sigkill_trials(master_stack, "master SIGKILL", lambda rng: rng.randrange(0, TURN_FRAMES))
 
 
 async def test_a_turn_that_ends_before_the_kill_lands_leaves_the_next_trial_a_live_socket(
@@ -46,16 +51,5 @@ async def test_a_turn_that_ends_before_the_kill_lands_leaves_the_next_trial_a_li
     the dead socket is refused as closed, or lost on the wire, before its trial began (seen on
     a busy machine as trials failing in a row). Five trials, each struck at the turn's last
     frame, so that every one ends on the socket of the master it killed."""
-    made = master_stack
-    url = made.stack.master_url
-    async with session_edge(url, OWNER, made.stack.root) as edge:
-
-        async def trial(number, rng):
-            async def strike():
-                sigkill(made.master)
-                await asyncio.to_thread(made.restart_master)
-
-            at = TURN_FRAMES
-            return await turn_trial(edge, number, lambda: [url], at, strike, made.markers)
-
-        await trials.run("master SIGKILL at the turn's end", trial, total=5)
+    scenario = "master SIGKILL at the turn's end"
+    await sigkill_trials(master_stack, scenario, lambda rng: TURN_FRAMES, total=5)
