@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.edge.stack import edge_for, recv, start_stack
+from tests.edge.stack import demo_session, edge_for, recv, start_stack
 
 OWNER = "discord:3401"
 
@@ -21,15 +21,7 @@ def stack(processes, tmp_path):
 
 async def test_sigterm_with_a_live_session_is_a_clean_stop(stack):
     async with edge_for(stack.master_url, OWNER) as edge:
-        status, nodes = await edge.call("GET", "/v1/edge/nodes")
-        node_id = nodes["nodes"][0]["node_id"]
-        status, made = await edge.call(
-            "POST",
-            f"/v1/edge/nodes/{node_id}/sessions",
-            {"agent_name": "demo", "workspace_path": str(stack.root)},
-        )
-        assert status == 201, made
-        ws = await edge.connect(made["session_id"], made["edge_ws_ticket"])
+        _, _, ws = await demo_session(edge, stack.root)
         assert (await recv(ws))["type"] == "session.capabilities"
 
         stack.client_proc.terminate()

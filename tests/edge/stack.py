@@ -119,6 +119,21 @@ async def edge_for(master_url: str, subject: str):
             await edge.close()
 
 
+async def demo_session(edge: Edge, workspace: Path) -> tuple[str, str, ClientConnection]:
+    """(node_id, session_id, socket) of a new `demo` session on the edge's only node."""
+    status, nodes = await edge.call("GET", "/v1/edge/nodes")
+    assert status == 200, nodes
+    node_id = nodes["nodes"][0]["node_id"]
+    body = {"agent_name": "demo", "workspace_path": str(workspace)}
+    status, made = await edge.call("POST", f"/v1/edge/nodes/{node_id}/sessions", body)
+    assert status == 201, made
+    return (
+        node_id,
+        made["session_id"],
+        await edge.connect(made["session_id"], made["edge_ws_ticket"]),
+    )
+
+
 def frame(type: str, payload: dict, session_id: str | None = None, **extra) -> str:
     return dump_frame(make_frame(type, payload, session_id=session_id, **extra))
 

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from tests.edge.stack import edge_for, recv, start_stack
+from tests.edge.stack import demo_session, edge_for, recv, start_stack
 
 OWNER = "slack:T1:U7"
 WINDOW = 4  # seconds: the client's reattach_window, pinned to the session at init
@@ -30,16 +30,7 @@ async def _status(edge, session_id: str) -> str | None:
 async def test_sessions_of_a_vanished_client_detach_then_terminate(lonely_stack):
     stack = lonely_stack
     async with edge_for(stack.master_url, OWNER) as edge:
-        status, nodes = await edge.call("GET", "/v1/edge/nodes")
-        node_id = nodes["nodes"][0]["node_id"]
-        status, made = await edge.call(
-            "POST",
-            f"/v1/edge/nodes/{node_id}/sessions",
-            {"agent_name": "demo", "workspace_path": str(stack.root)},
-        )
-        assert status == 201, made
-        sid = made["session_id"]
-        ws = await edge.connect(sid, made["edge_ws_ticket"])
+        node_id, sid, ws = await demo_session(edge, stack.root)
         assert (await recv(ws))["type"] == "session.capabilities"
         assert await _status(edge, sid) == "RUNNING"
 
@@ -79,15 +70,7 @@ async def test_a_restarted_master_reattaches_its_sessions(restart_stack):
 
     stack = restart_stack
     async with edge_for(stack.master_url, OWNER) as edge:
-        status, nodes = await edge.call("GET", "/v1/edge/nodes")
-        node_id = nodes["nodes"][0]["node_id"]
-        status, made = await edge.call(
-            "POST",
-            f"/v1/edge/nodes/{node_id}/sessions",
-            {"agent_name": "demo", "workspace_path": str(stack.root)},
-        )
-        sid = made["session_id"]
-        ws = await edge.connect(sid, made["edge_ws_ticket"])
+        _, sid, ws = await demo_session(edge, stack.root)
         await ws.send(frame("control.prompt.request", {"prompt_text": "before"}, sid))
         await recv_until(ws, "session.turn.end")
 

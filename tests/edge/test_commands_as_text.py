@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.edge.stack import edge_for, frame, recv, recv_until, running_stack
+from tests.edge.stack import demo_session, edge_for, frame, recv, recv_until, running_stack
 
 OWNER = "discord:3003"
 
@@ -21,18 +21,12 @@ def denying_stack(tmp_path_factory):
 
 
 async def _session(edge, stack):
-    status, nodes = await edge.call("GET", "/v1/edge/nodes")
-    assert status == 200, nodes
-    node_id = nodes["nodes"][0]["node_id"]
-    body = {"agent_name": "demo", "workspace_path": str(stack.root)}
-    status, made = await edge.call("POST", f"/v1/edge/nodes/{node_id}/sessions", body)
-    assert status == 201, made
-    ws = await edge.connect(made["session_id"], made["edge_ws_ticket"])
+    _, session_id, ws = await demo_session(edge, stack.root)
     assert [(await recv(ws))["type"], (await recv(ws))["type"]] == [
         "session.capabilities",
         "tool.catalog.publish",
     ]
-    return made["session_id"], ws
+    return session_id, ws
 
 
 def _prompt(sid: str, text: str, input_type: str | None = None, **extra) -> str:

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from gateway.usage import figures
-from tests.edge.stack import edge_for, frame, recv, recv_until, running_stack
+from tests.edge.stack import demo_session, edge_for, frame, recv, recv_until, running_stack
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.chat_stack import (
@@ -42,16 +42,7 @@ def stack(tmp_path_factory):
 
 async def test_a_prompt_over_budget_is_refused_at_the_edge(stack):
     async with edge_for(stack.master_url, OWNER) as edge:
-        status, nodes = await edge.call("GET", "/v1/edge/nodes")
-        node_id = nodes["nodes"][0]["node_id"]
-        status, made = await edge.call(
-            "POST",
-            f"/v1/edge/nodes/{node_id}/sessions",
-            {"agent_name": "demo", "workspace_path": str(stack.root)},
-        )
-        assert status == 201, made
-        sid = made["session_id"]
-        ws = await edge.connect(sid, made["edge_ws_ticket"])
+        _, sid, ws = await demo_session(edge, stack.root)
         await ws.send(frame("control.prompt.request", {"prompt_text": "first"}, sid))
         turn = await recv_until(ws, "session.turn.end")
         assert "session.usage" in {f["type"] for f in turn}
