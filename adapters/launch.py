@@ -231,8 +231,9 @@ async def _start_web(edge: EdgeClient, store: ConversationStore, config: Gateway
 
 
 async def _join_cluster(service: ConversationService, config: GatewayConfig, owner: TaskOwner):
-    """The service as one gateway replica (gateway.replicas.cluster_routing): its hooks for the
-    bot."""
+    """The service as one gateway replica: its hooks for the bot.
+
+    See gateway.replicas.cluster_routing."""
     from gateway.replicas.cluster_routing import join_cluster
 
     try:

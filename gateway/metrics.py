@@ -81,8 +81,9 @@ class GatewayMetrics:
         r.register(_LiveSessions(self))
 
     def watch(self, platform: str, live_sessions: Callable[[], Iterable[Any]]) -> None:
-        """Count `live_sessions()` (gateway.sessions.live.ConnectedSession objects) at every
-        scrape."""
+        """Count `live_sessions()` at every scrape.
+
+        They are gateway.sessions.live.ConnectedSession objects."""
         self.sources.append((platform, live_sessions))
 
     def platform_trace(self, platform: str, label_of: Callable[[Any], str]) -> aiohttp.TraceConfig:

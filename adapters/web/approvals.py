@@ -1,5 +1,6 @@
-"""Approvals answered in the browser go to the master's audit log (issue 15 §4;
-gateway.approvals.audit).
+"""Approvals answered in the browser go to the master's audit log (gateway.approvals.audit).
+
+Issue 15 §4.
 
 The relay forwards frames verbatim (adapters.web.proxy rule 3), so without this an answer given
 in the web edge would reach the agent but never the audit log, which the chat edges write

@@ -81,8 +81,9 @@ class FileUploads:
 
     @property
     def pending(self) -> bool:
-        """A file is unfinished: the renderer is not settled (gateway.rendering.render, crash
-        safety)."""
+        """A file is unfinished: the renderer is not settled.
+
+        See gateway.rendering.render, crash safety."""
         return self.assembler.pending
 
     async def on_chunk(self, chunk: ev.AgentFile) -> None:

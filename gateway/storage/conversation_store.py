@@ -1,5 +1,4 @@
-"""Which chat conversation talks to which RAWP session, kept in SQLite or PostgreSQL (issues 10,
-19).
+"""Which chat conversation talks to which RAWP session, in SQLite or PostgreSQL (issues 10, 19).
 
 One row per conversation (a Discord thread, a Slack thread, the console): the session it is
 bound to, whose session it is (the master subject), the node and agent. The row survives a
