@@ -24,9 +24,9 @@ bot around it, then run until stopped.
   (rawp.tasks): whichever ends first ends the rest, a bot that fails (a refused login) is
   raised here once, with its traceback, and the bots are closed on the way out. The console's
   chat loop races the session's pump and the stop signal the same way.
-- Replicas: with a Redis URL each platform's service joins the cluster (gateway.cluster_routing):
-  the adapter calls the cluster's hooks, its takeover sweep runs in the same race, and the
-  cluster leaves (its leases released) after the service closed.
+- Replicas: with a Redis URL each platform's service joins the cluster
+  (gateway.replicas.cluster_routing): the adapter calls the cluster's hooks, its takeover sweep runs
+  in the same race, and the cluster leaves (its leases released) after the service closed.
 """
 
 from __future__ import annotations
@@ -45,19 +45,19 @@ from typing import TextIO
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from adapters.web import WebConfig, WebEdge
-from gateway import redact
-from gateway.budgeted_platform import PlatformBudget, block_on_429
-from gateway.conversation_store import ConversationStore, StoreError
-from gateway.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.edge_client import EdgeApiError, EdgeClient
-from gateway.live import ConnectedSession
 from gateway.metrics import GatewayMetrics, MetricsServer
 from gateway.platform import Invocation
-from gateway.platform_budget import parse_limits
-from gateway.render import RenderOptions
+from gateway.redaction import redact
+from gateway.rendering.render import RenderOptions
+from gateway.replicas.budgeted_platform import PlatformBudget, block_on_429
+from gateway.replicas.platform_budget import parse_limits
+from gateway.sessions.conversations import ConversationService, ConversationSettings, StartRefused
+from gateway.sessions.live import ConnectedSession
 from gateway.settings import GatewayOptions
-from gateway.web_logins import WebLogins
-from gateway.web_prompts import WebPrompts
+from gateway.storage.conversation_store import ConversationStore, StoreError
+from gateway.storage.web_logins import WebLogins
+from gateway.storage.web_prompts import WebPrompts
 from rawp.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ async def run_gateway(
         ),
     )
     services: list[ConversationService] = []
-    clustered: list = []  # gateway.cluster_routing.ClusterHooks, with a Redis URL
+    clustered: list = []  # gateway.replicas.cluster_routing.ClusterHooks, with a Redis URL
     cluster_tasks = TaskOwner("cluster", log)
     metrics = GatewayMetrics()
     server = MetricsServer(metrics, config.metrics_token)
@@ -231,8 +231,10 @@ async def _start_web(edge: EdgeClient, store: ConversationStore, config: Gateway
 
 
 async def _join_cluster(service: ConversationService, config: GatewayConfig, owner: TaskOwner):
-    """The service as one gateway replica (gateway.cluster_routing): its hooks for the bot."""
-    from gateway.cluster_routing import join_cluster
+    """The service as one gateway replica: its hooks for the bot.
+
+    See gateway.replicas.cluster_routing."""
+    from gateway.replicas.cluster_routing import join_cluster
 
     try:
         return await join_cluster(service, config.redis_url, config.redis_prefix, owner)

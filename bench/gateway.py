@@ -1,7 +1,7 @@
 """Gateway benchmark (issue 19 §6): `.venv/bin/python bench/gateway.py`.
 
 What a user's turn costs on each platform, measured at the platform's wire. The real renderer
-(`gateway.render.SessionRenderer`, redaction on, as a session renders) draws on the real
+(`gateway.rendering.render.SessionRenderer`, redaction on, as a session renders) draws on the real
 adapters — discord.py logged in to the fake Discord, slack_sdk/Bolt against the fake Slack
 (tests/fakes) — and the fakes record every call they receive, with its arrival time. Frames are
 fed as the edge link hands them over, with the agent's pauses between them
@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
-from gateway.render import SessionRenderer
+from gateway.rendering.render import SessionRenderer
 from tests.adapters.chat_support import RecordingHooks
 from tests.adapters.discord_support import running_bot
 from tests.adapters.slack_support import running_app

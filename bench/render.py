@@ -4,14 +4,14 @@ A 100 KB agent answer (headings, paragraphs with bold, italics, inline code and 
 and fenced code blocks, some longer than one Discord message) is cut and rendered the way the
 gateway does it:
 
-- **Discord**: `gateway.chunker.split_markdown(text, 2000)` (A-35);
+- **Discord**: `gateway.rendering.chunker.split_markdown(text, 2000)` (A-35);
 - **Slack**: `split_markdown(text, 40000)` (the message limit the renderer uses), then each
   message through `adapters.slack.mrkdwn.messages_of` (mrkdwn conversion and escaping, 3,000-
   character section blocks, 50 blocks a message) — the whole pure path to the Web API call.
 
 With redaction on (issue 15 §3), as a session renders: the text is redacted whole
-(`gateway.redact.Redactor`, here with the fingerprints of ten `.env` values) and then cut, the
-path `RedactingPlatform.chunks` takes — for Discord and for Slack as above.
+(`gateway.redaction.redact.Redactor`, here with the fingerprints of ten `.env` values) and then cut,
+the path `RedactingPlatform.chunks` takes — for Discord and for Slack as above.
 
 Baseline in the same run: `text.split("\\n")` of the same text, the least any renderer does.
 Each is timed over many repetitions; the median and the worst are reported. Target: ≤ 5 ms.
@@ -29,8 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.slack.mrkdwn import messages_of
-from gateway.chunker import split_markdown
-from gateway.redact import Redactor, prepare
+from gateway.redaction.redact import Redactor, prepare
+from gateway.rendering.chunker import split_markdown
 from rawp.events import SecretFingerprints
 from rawp.fingerprints import fingerprints, new_salt
 

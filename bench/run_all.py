@@ -57,8 +57,8 @@ Slack path is the mrkdwn conversion (`adapters/slack/mrkdwn.py`: ~640 regex subs
 a plain `split` of the text. This machine's speed for that split varied between 0.10 and
 0.20 ms across today's runs, so the worst repetition landed between 3.5 and 7.4 ms. Discord
 stays near 1 ms. Next: one combined pattern per prose run instead of one substitution per
-style. To look again: cProfile over `discord` and `slack`; the chunker (`gateway/chunker.py`)
-should scan each line once.""",
+style. To look again: cProfile over `discord` and `slack`; the chunker
+(`gateway/rendering/chunker.py`) should scan each line once.""",
     "relay": """\
 Throughput: the CPU rows say which process pays per frame. Profile the client or the master
 with `py-spy record --pid <pid>` while `bench/relay.py` floods: the client's frame building
@@ -123,7 +123,7 @@ FIXED = """\
   piece that escaping had pushed over 3,000 characters and then checked the sub-pieces against
   the *smaller* split size, cutting a code-heavy answer into 411 blocks of ~270 characters.
   Now the answer is converted to mrkdwn once and cut once at 3,000, measured as Slack counts
-  (41 blocks for this answer). **Discord, 4–8 ms → ~0.4 ms:** `gateway/chunker.py` ran its
+  (41 blocks for this answer). **Discord, 4–8 ms → ~0.4 ms:** `gateway/rendering/chunker.py` ran its
   per-line fence check ~3.8 times per line; it now finds the only lines that can open or close
   a fence with one regex search per message, and `_choose_end` returns the fence state at its
   cut, so no text is scanned twice. The chunks are identical to the old ones (compared on

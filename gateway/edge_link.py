@@ -28,7 +28,7 @@ Rules:
    has before its first turn, and without it a gateway killed then would miss that turn.
    A client's `session.error` repeated in a replay is dropped by rule 3.
    `moves_cursor` is the rule; the in-memory cursor of rule 2 and the conversation store's
-   durable one (gateway.live) both keep it. A link made after a gateway restart starts from
+   durable one (gateway.sessions.live) both keep it. A link made after a gateway restart starts from
    the durable cursor (`last_message_id=`), so the master replays what followed it.
 """
 
@@ -69,7 +69,7 @@ def _retryable(exc: BaseException) -> bool:
 
 class SeenIds:
     """Rule 3: the `message_id`s of the last `window` frames, oldest forgotten first. The
-    gateway's one de-duplication point (the renderer trusts the link, gateway.session)."""
+    gateway's one de-duplication point (the renderer trusts the link, gateway.sessions.session)."""
 
     def __init__(self, window: int = 10_000) -> None:
         self._window = window

@@ -12,7 +12,7 @@ The wait of a 429 is what the platform asked for (`Retry-After`, else Discord's
 `X-RateLimit-Reset-After`): discord.py sleeps exactly that, slack_sdk that plus up to a second
 of jitter. A rate limit delays a call; it never drops it (issue 16). Each 429 is also handed
 to the `rate_limit_listeners` (platform, label, response headers): the shared platform budget
-blocks the route for every replica there (gateway.budgeted_platform rule 4).
+blocks the route for every replica there (gateway.replicas.budgeted_platform rule 4).
 
 `MetricsServer` serves `GET /metrics` (rawp.scrape_access decides who may read it) and
 `GET /health` (200 while the gateway runs) on `RAWP_GATEWAY_METRICS_ADDRESS`.
@@ -74,14 +74,16 @@ class GatewayMetrics:
             buckets=CALL_BUCKETS,
             registry=r,
         )
-        # awaited on each 429 with (platform, label, headers): gateway.budgeted_platform
+        # awaited on each 429 with (platform, label, headers): gateway.replicas.budgeted_platform
         self.rate_limit_listeners: list[Callable[[str, str, Any], Awaitable[None]]] = []
         # (platform, the live sessions of its conversation service), read when scraped
         self.sources: list[tuple[str, Callable[[], Iterable[Any]]]] = []
         r.register(_LiveSessions(self))
 
     def watch(self, platform: str, live_sessions: Callable[[], Iterable[Any]]) -> None:
-        """Count `live_sessions()` (gateway.live.ConnectedSession objects) at every scrape."""
+        """Count `live_sessions()` at every scrape.
+
+        They are gateway.sessions.live.ConnectedSession objects."""
         self.sources.append((platform, live_sessions))
 
     def platform_trace(self, platform: str, label_of: Callable[[Any], str]) -> aiohttp.TraceConfig:

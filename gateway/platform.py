@@ -11,15 +11,15 @@ Rules an implementation keeps:
    message, an expired interaction): the renderer treats the platform as best effort for
    decorations (reactions, typing, status) and as reliable for content (`send_message`).
 2. Text handed to `send_message` / `edit_message` is already within `limits.max_message_length`
-   (the renderer chunks it, gateway.chunker); an adapter may split it further into blocks.
+   (the renderer chunks it, gateway.rendering.chunker); an adapter may split it further into blocks.
 3. Rate limits are the adapter's business: it waits out a 429 (Retry-After) and never drops,
    duplicates or reorders a message.
-4. The `*_keyed` variants carry the renderer's deterministic post key (gateway.posting). A
+4. The `*_keyed` variants carry the renderer's deterministic post key (gateway.rendering.posting). A
    platform that can do so makes a repeated keyed post a no-op (Discord: `nonce` with
    `enforce_nonce`) or finds a keyed post again (Slack: message metadata); the defaults post
    plainly and find nothing, which leaves only the gap between a post and its record open.
 5. `upload_file` is handed a whole file no larger than `limits.max_upload_bytes` (the core
-   checks; gateway.uploads). A platform without uploads keeps the default, which posts one
+   checks; gateway.rendering.uploads). A platform without uploads keeps the default, which posts one
    line naming the file instead.
 """
 
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from rawp.events import Command, FileCandidate, PromptRequest
 
 if TYPE_CHECKING:
-    from gateway.prompt_board import PromptBoard
+    from gateway.approvals.prompt_board import PromptBoard
 
 _log = logging.getLogger(__name__)
 
@@ -145,9 +145,9 @@ class ChatPlatform(abc.ABC):
     # Each adapter declares what its platform allows (gateway.platform never lists platforms).
     limits: PlatformLimits
     # True where a user id is unique only within its workspace (Slack's U… ids per team): the
-    # master's user is then `platform:workspace:user` (gateway.conversations rule 1).
+    # master's user is then `platform:workspace:user` (gateway.sessions.conversations rule 1).
     user_ids_per_workspace: bool = False
-    # The prompts this platform shows (gateway.prompt_board): an adapter that pushes its
+    # The prompts this platform shows (gateway.approvals.prompt_board): an adapter that pushes its
     # presses there keeps the default `wait_for_choice`.
     prompt_board: PromptBoard | None = None
 
@@ -244,9 +244,9 @@ class ChatPlatform(abc.ABC):
 
     def deliver_choice(self, conversation: ConversationRef, interaction_id: str, choice: Choice):
         """A press another replica received, pushed to this platform's open prompt in
-        `conversation` (gateway.cluster_routing rule 3); False when nobody waits for it here.
-        Adapters whose board key is not the conversation override `where_of`."""
-        from gateway.prompt_board import option_of  # it builds on this module
+        `conversation` (gateway.replicas.cluster_routing rule 3); False when nobody waits for it
+        here. Adapters whose board key is not the conversation override `where_of`."""
+        from gateway.approvals.prompt_board import option_of  # it builds on this module
 
         where = self.where_of(conversation)
         waiting = self.prompt_board.find(where, interaction_id) if self.prompt_board else None
@@ -257,7 +257,7 @@ class ChatPlatform(abc.ABC):
         return self.prompt_board.answer(where, interaction_id, choice)
 
     def where_of(self, conversation: ConversationRef):
-        """The prompt board's key for `conversation` (gateway.prompt_board)."""
+        """The prompt board's key for `conversation` (gateway.approvals.prompt_board)."""
         return (conversation.channel_id, conversation.thread_id)
 
     @abc.abstractmethod
@@ -330,7 +330,8 @@ class ConversationHooks:
 
     async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
         """A message addressed to the bot outside a session (a mention, a direct message):
-        its conversation's session gets it as a prompt, or one starts on it (gateway.starting)."""
+        its conversation's session gets it as a prompt, or one starts on it
+        (gateway.sessions.starting)."""
         return NOT_CONNECTED
 
     async def stop(self, invocation: Invocation) -> str | None:
@@ -378,7 +379,7 @@ class ConversationHooks:
 
     async def set_busy(self, invocation: Invocation, mode: str | None) -> str | None:
         """`busy queue|interrupt` for the invocation's channel; no mode: say which is set
-        (gateway.busy)."""
+        (gateway.sessions.busy)."""
         return NOT_CONNECTED
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 from pydantic_settings import NoDecode
 
-from gateway.platform_budget import parse_limits
+from gateway.replicas.platform_budget import parse_limits
 from rawp.settings import (
     Accepts,
     CommandSettings,
@@ -26,7 +26,8 @@ from rawp.settings import (
 )
 
 WEEK_S = 7 * 24 * 3600
-# gateway.interactions rule 5: an approval is denied after 10 minutes unless told otherwise.
+# gateway.approvals.interactions rule 5: an approval is denied after 10 minutes unless told
+# otherwise.
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0
 ApprovalTimeout = Annotated[
     float, Field(gt=0, le=WEEK_S), Accepts(f"a number of seconds above 0, at most {WEEK_S}")

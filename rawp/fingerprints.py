@@ -89,7 +89,8 @@ def padded_runs(text: str) -> bytes:
 
 def candidates(text: str, lengths: frozenset[int]) -> set[bytes]:
     """The distinct tokens of `text` (UTF-8) that could be a fingerprinted value (rule 3), of
-    those byte lengths, found in Python (the gateway has a faster way, gateway.redact_gate)."""
+    those byte lengths, found in Python (the gateway has a faster way,
+    gateway.redaction.redact_gate)."""
     if not lengths:
         return set()
     runs = padded_runs(text).split()

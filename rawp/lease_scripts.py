@@ -6,7 +6,8 @@ never talks to Redis). A lease is a key holding its owner's id, set with `SET NX
 - `RELEASE` (KEYS[1] the lease, ARGV[1] me) deletes it only while it is ours → 1, else 0.
 
 Users: the master's session leases (master/edge/redis_scripts.py), the gateway's renderer
-leases (gateway/cluster_redis.py) and its Discord shard leases (adapters/discord/shard_leases.py).
+leases (gateway/replicas/cluster_redis.py) and its Discord shard leases
+(adapters/discord/shard_leases.py).
 """
 
 RENEW = """

@@ -9,7 +9,7 @@ commit and find the work done. The lock ends with the transaction, also when a r
 the middle (its connection closes), so nothing is ever left locked. SQLite needs no such lock:
 a migrating write transaction holds the file's write lock (each program's storage rules).
 
-Users: master.storage.migrations and gateway.store_schema.
+Users: master.storage.migrations and gateway.storage.store_schema.
 """
 
 TAKE = "SELECT pg_advisory_xact_lock(:key)"

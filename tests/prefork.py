@@ -57,7 +57,7 @@ PRELOAD = (
     "client.app",
     "client.server",
     "gateway.cli",
-    "gateway.conversation_store",
+    "gateway.storage.conversation_store",
     "adapters.launch",
     "adapters.up",
     "adapters.slack.platform",

@@ -1,7 +1,7 @@
 """docs/architecture.md stays true: its skeletons fit the seams, its module paths exist.
 
-The skeleton chat platform renders a real turn through `gateway.render.SessionRenderer`; the
-skeleton agent kind answers a prompt whose events become real DPS frames (`make_frame`
+The skeleton chat platform renders a real turn through `gateway.rendering.render.SessionRenderer`;
+the skeleton agent kind answers a prompt whose events become real DPS frames (`make_frame`
 validates every payload) and are rendered on the skeleton platform in turn.
 """
 
@@ -16,7 +16,7 @@ from client.agents.base import AgentSpec, Reference
 from docs.examples.agent_kind import EchoAgent, EchoSettings
 from docs.examples.chat_platform import SkeletonPlatform
 from gateway.platform import ChatPlatform, Choice, ConversationRef, MessageRef
-from gateway.render import SessionRenderer
+from gateway.rendering.render import SessionRenderer
 from rawp.fileref import FileToken
 from rawp.frames import Frame, make_frame
 from tests.gateway.support import Recorder, frame, settle

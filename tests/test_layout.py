@@ -129,3 +129,102 @@ def test_the_owner_check_sees_violations(tmp_path):
         "group.create_task(f())\n"
     )
     assert unowned_spawns(probe) == [2, 3, 4, 5]
+
+
+# Issue 29 §3: the gateway's rooms, and which other gateway modules each may import (a name
+# covers its submodules). The top level (platform, settings, edge_client, edge_link, metrics,
+# cli) is the seam they all stand on; a room imports only what its line names.
+GATEWAY_ROOMS: dict[str, set[str]] = {
+    "storage": {"gateway.platform"},
+    "redaction": {"gateway.platform", "gateway.rendering.chunker"},
+    "approvals": {
+        "gateway.platform",
+        "gateway.edge_client",
+        "gateway.settings",
+        "gateway.rendering.posting",
+    },
+    "rendering": {
+        "gateway.platform",
+        "gateway.approvals",
+        "gateway.redaction",
+        "gateway.storage",
+        "gateway.replicas.platform_budget",
+        "gateway.sessions.busy",
+        "gateway.sessions.prompt",
+    },
+    "replicas": {"gateway.platform", "gateway.edge_client", "gateway.sessions.conversations"},
+    "sessions": {
+        "gateway.platform",
+        "gateway.edge_client",
+        "gateway.edge_link",
+        "gateway.approvals",
+        "gateway.redaction",
+        "gateway.rendering",
+        "gateway.replicas.cluster",
+        "gateway.storage",
+    },
+}
+MAX_TOP_LEVEL_MODULES = 15
+MAX_GATEWAY_MODULE_LINES = 500
+
+
+def gateway_imports(path: Path) -> set[str]:
+    """The gateway modules `path` imports, as dotted names (`from gateway.x import y` → the
+    module `gateway.x.y` when that is a module, else `gateway.x`)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("gateway."))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module != "gateway" and not node.module.startswith("gateway."):
+                continue
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                module = ROOT / Path(*name.split("."))
+                found.add(name if module.with_suffix(".py").is_file() else node.module)
+    return found
+
+
+def test_the_gateway_stands_in_rooms_of_readable_size():
+    gateway = ROOT / "gateway"
+    rooms = {p.name for p in gateway.iterdir() if (p / "__init__.py").is_file()}
+    assert rooms == set(GATEWAY_ROOMS), "a gateway room came or went: update GATEWAY_ROOMS"
+    for package in [gateway, *(gateway / room for room in rooms)]:
+        modules = [p.name for p in package.glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= MAX_TOP_LEVEL_MODULES, f"{package.name}/ holds {len(modules)}"
+    long = [
+        f"{p.relative_to(ROOT)} ({n})"
+        for p in sorted(gateway.rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MAX_GATEWAY_MODULE_LINES
+    ]
+    assert not long, f"split these gateway modules: {long}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for room in GATEWAY_ROOMS for p in sorted((ROOT / "gateway" / room).glob("*.py"))],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_a_gateway_room_imports_only_what_it_may(path):
+    room = path.parent.name
+    allowed = GATEWAY_ROOMS[room] | {f"gateway.{room}"}
+    bad = {
+        name
+        for name in gateway_imports(path)
+        if not any(name == a or name.startswith(a + ".") for a in allowed)
+    }
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}: not in GATEWAY_ROOMS"
+
+
+def test_the_room_check_sees_violations(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from gateway.rendering.render import SessionRenderer\nfrom gateway.sessions import busy\n"
+        "import gateway.storage.store_db\nfrom rawp.clock import Clock\n"
+    )
+    assert gateway_imports(probe) == {
+        "gateway.rendering.render",
+        "gateway.sessions.busy",
+        "gateway.storage.store_db",
+    }

@@ -15,7 +15,7 @@ import asyncio
 
 from adapters.console.composer import ConsoleComposer
 from adapters.console.platform import ConsolePlatform
-from gateway.session import ChatSession
+from gateway.sessions.session import ChatSession
 from rawp.tasks import race
 
 

@@ -1,4 +1,4 @@
-"""What the console user types → a `control.prompt.request` (gateway.prompt).
+"""What the console user types → a `control.prompt.request` (gateway.sessions.prompt).
 
 - A line whose first word is `/name` of a published command is a slash command (G-CMD-33);
   `/` or `/help` alone lists the commands (G-CMD-08), `/pre` with no exact match lists those
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from adapters.console.lines import LineReader
 from adapters.console.platform import ConsolePlatform
 from gateway.platform import MessageRef
-from gateway.prompt import CommandCache, PickedFile, PromptDraft, PromptError, slash_prompt
+from gateway.sessions.prompt import CommandCache, PickedFile, PromptDraft, PromptError, slash_prompt
 from rawp.events import FileCandidate, PromptRequest
 
 FileSearch = Callable[[str], Awaitable[list[FileCandidate]]]

@@ -43,7 +43,7 @@ from adapters.discord.settings import DiscordSettings
 from adapters.discord.shards import ShardPlan
 from gateway.metrics import GatewayMetrics
 from gateway.platform import ConversationHooks, Invocation, MessageRef
-from gateway.prompt import PromptDraft, PromptError
+from gateway.sessions.prompt import PromptDraft, PromptError
 from rawp.events import PromptRequest
 from rawp.tasks import TaskOwner, race
 

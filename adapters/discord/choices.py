@@ -4,9 +4,9 @@
   (adapters.discord.custom_ids); the buttons are a `discord.ui.DynamicItem` registered when the
   bot starts, so a click on a prompt posted before a restart is still routed.
 - A click is acknowledged at once (a deferred update, inside Discord's 3 s), then handed to
-  the gateway's prompt board (gateway.prompt_board) for that interaction in that thread — keyed
-  by (thread, interaction), not by message, so a prompt re-posted after a reconnect and the old
-  prompt answer the same wait.
+  the gateway's prompt board (gateway.approvals.prompt_board) for that interaction in that
+  thread — keyed by (thread, interaction), not by message, so a prompt re-posted after a
+  reconnect and the old prompt answer the same wait.
 - A click nobody waits for goes to `ConversationHooks.stale_choice`; its answer is shown to the
   clicker only.
 - A free-text prompt (`kind: input`, no options) gets one "Answer…" button that opens a modal.

@@ -28,7 +28,7 @@ from discord import app_commands
 
 from adapters.discord.platform import DiscordPlatform, conversation_of
 from gateway.platform import Invocation, MessageRef, Suggestion
-from gateway.prompt import PickedFile, PromptDraft, PromptError, slash_prompt
+from gateway.sessions.prompt import PickedFile, PromptDraft, PromptError, slash_prompt
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ text channel (`channel_id`), or the channel itself.
 - Messages arrive already within 2,000 code points (the renderer chunks them, A-35).
 - Typing is one trigger per call (`await channel.typing()`); the core's heartbeat repeats it
   every 4 s, inside Discord's 10 s expiry (G-NS-10).
-- Thinking goes out as spoilers with `||` inside neutralised (gateway.hidden, G-NS-16).
+- Thinking goes out as spoilers with `||` inside neutralised (gateway.rendering.hidden, G-NS-16).
 - There is no status line on Discord (`set_status` is a no-op; the renderer's interim message
   covers long turns, G-NS-12).
 - Ephemeral notes answer the user's latest button click in that thread (only an interaction can
@@ -17,10 +17,10 @@ text channel (`channel_id`), or the channel itself.
 - Files the agent sends are message attachments (a multipart POST, `discord.File`), at most
   `limits.max_upload_bytes` (10 MiB, Discord's limit for a server without boosts; set
   DISCORD_MAX_UPLOAD_BYTES for a boosted one). An upload is keyed like a message (below).
-- A keyed post (the renderer's post key, gateway.posting) carries a `nonce` derived from the key;
-  discord.py sends it with `enforce_nonce: true`, so Discord answers a repeat within minutes
-  with the message already made instead of a second one (a gateway killed between posting and
-  recording a message posts it again after its restart).
+- A keyed post (the renderer's post key, gateway.rendering.posting) carries a `nonce` derived from
+  the key; discord.py sends it with `enforce_nonce: true`, so Discord answers a repeat within
+  minutes with the message already made instead of a second one (a gateway killed between posting
+  and recording a message posts it again after its restart).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import discord
 from adapters.discord import custom_ids
 from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
 from adapters.discord.choices import AnswerModal, choice_button_class, prompt_view
-from gateway.hidden import spoiler_messages
+from gateway.approvals.prompt_board import PromptBoard, option_of
 from gateway.platform import (
     ChatPlatform,
     Choice,
@@ -50,7 +50,7 @@ from gateway.platform import (
     PlatformLimits,
     StaleChoice,
 )
-from gateway.prompt_board import PromptBoard, option_of
+from gateway.rendering.hidden import spoiler_messages
 
 log = logging.getLogger(__name__)
 NAME = "discord"
@@ -344,7 +344,8 @@ class DiscordPlatform(ChatPlatform):
     ) -> None:
         interaction_id = self._interaction_id(interaction_id)
         if self.prompt_board.find(key, interaction_id) is None:
-            # Acknowledged at once: the hook may ask another replica (gateway.cluster_routing).
+            # Acknowledged at once: the hook may ask another replica
+            # (gateway.replicas.cluster_routing).
             await interaction.response.defer()
             conversation = conversation_of(interaction.channel or discord.Object(int(key)))
             invocation = Invocation(choice.user_id, conversation, workspace_id=_guild(interaction))

@@ -28,7 +28,7 @@ from adapters.slack.platform import SlackPlatform, web_client
 from adapters.slack.settings import SlackSettings
 from gateway.metrics import GatewayMetrics
 from gateway.platform import ConversationHooks
-from gateway.prompt import PromptDraft, PromptError
+from gateway.sessions.prompt import PromptDraft, PromptError
 from rawp.events import PromptRequest
 
 log = logging.getLogger(__name__)

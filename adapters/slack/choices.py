@@ -3,8 +3,8 @@
 A button's `action_id` is `rawp_choice:<n>` (unique within the message) and its `value` a small
 JSON object naming the channel, thread, interaction and option: a click carries everything
 needed to route it, also to a gateway that restarted since the prompt was posted. The handlers
-push it to the gateway's prompt board (gateway.prompt_board), where open prompts are keyed by
-((channel, thread), interaction id), so a prompt re-posted after a reconnect and the
+push it to the gateway's prompt board (gateway.approvals.prompt_board), where open prompts are keyed
+by ((channel, thread), interaction id), so a prompt re-posted after a reconnect and the
 old one answer the same wait. A free-text prompt (`kind: input`) gets one "Answer…" button that
 opens a modal.
 """

@@ -25,9 +25,9 @@ from adapters.slack import choices, starts, views
 from adapters.slack.access import REFUSAL, is_direct
 from adapters.slack.mrkdwn import from_slack_text
 from adapters.slack.platform import REVEAL_ACTION
+from gateway.approvals.prompt_board import option_of
 from gateway.platform import Choice, ConversationRef, Invocation, MessageRef, StaleChoice
-from gateway.prompt import PickedFile, PromptDraft, PromptError, slash_prompt
-from gateway.prompt_board import option_of
+from gateway.sessions.prompt import PickedFile, PromptDraft, PromptError, slash_prompt
 
 if TYPE_CHECKING:
     from adapters.slack.bot import SlackBot

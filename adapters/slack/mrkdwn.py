@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.chunker import split_markdown
+from gateway.rendering.chunker import split_markdown
 
 MAX_BLOCK = 3000  # characters of text per section block
 MAX_BLOCKS = 50  # blocks per message

@@ -20,9 +20,9 @@ the thread's parent `ts`), a message reference holds the message `ts`.
   lost, duplicated or reordered.
 - Files the agent sends go up through Slack's external upload flow (`files_upload_v2`, scope
   `files:write`) into the thread. The flow carries no metadata, so `find_keyed` cannot find an
-  upload: one whose record a crash lost may be uploaded again (gateway.posting rule 5).
+  upload: one whose record a crash lost may be uploaded again (gateway.rendering.posting rule 5).
   Its 429s are waited out like any call's (the same retry handler covers the upload URL).
-- A keyed post (the renderer's post key, gateway.posting) carries the key in the message's
+- A keyed post (the renderer's post key, gateway.rendering.posting) carries the key in the message's
   metadata (`event_type` `rawp_post`); after a gateway died between posting and recording a
   post, `find_keyed` looks for it in the thread (`conversations.replies` with
   `include_all_metadata`) before it is posted again. A renderer message is one Slack message
@@ -44,6 +44,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack import mrkdwn
 from adapters.slack.choices import prompt_blocks, where_of
 from adapters.slack.views import compose_button
+from gateway.approvals.prompt_board import PromptBoard
 from gateway.platform import (
     ChatPlatform,
     ConversationHooks,
@@ -53,7 +54,6 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
-from gateway.prompt_board import PromptBoard
 
 log = logging.getLogger(__name__)
 NAME = "slack"
@@ -75,7 +75,7 @@ REACTIONS = {
     "✅": "white_check_mark",
     "❌": "x",
     "⏹": "black_square_for_stop",
-    "🕒": "clock3",  # queued behind a running turn (gateway.busy)
+    "🕒": "clock3",  # queued behind a running turn (gateway.sessions.busy)
 }
 
 

@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from gateway.platform import ConversationRef, Invocation, MessageRef
-from gateway.prompt import PromptError
+from gateway.sessions.prompt import PromptError
 from rawp.events import PromptRequest
 
 if TYPE_CHECKING:

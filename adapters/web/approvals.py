@@ -1,4 +1,6 @@
-"""Approvals answered in the browser go to the master's audit log (issue 15 §4; gateway.audit).
+"""Approvals answered in the browser go to the master's audit log (gateway.approvals.audit).
+
+Issue 15 §4.
 
 The relay forwards frames verbatim (adapters.web.proxy rule 3), so without this an answer given
 in the web edge would reach the agent but never the audit log, which the chat edges write
@@ -11,12 +13,12 @@ Rules:
      `invocation_id`);
    - the tools asked about (`tool.invoke.request`), for the record's tool name and preview;
    - the session's `.env` fingerprints (`session.capabilities`), so that the preview is
-     redacted as the chat edges redact it (gateway.redact).
+     redacted as the chat edges redact it (gateway.redaction.redact).
    Each of these is bounded: the oldest entries go first.
 2. After the relay has forwarded a browser's `control.interaction.response`, one record
    `answered` is reported: platform `web`, actor the signed-in subject itself, and the option
    and its label. It is reported after the answer, so the agent never waits on the audit log.
-   A report that fails is logged and dropped (gateway.audit rule 4).
+   A report that fails is logged and dropped (gateway.approvals.audit rule 4).
 3. Frames that are not JSON, or not these types, are passed over. The master still answers a
    bad frame with `session.error`; auditing never ends the relay.
 """
@@ -30,9 +32,9 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from gateway.audit import ANSWERED, ApprovalRecord, EdgeAuditSink
+from gateway.approvals.audit import ANSWERED, ApprovalRecord, EdgeAuditSink
 from gateway.edge_client import EdgeClient
-from gateway.redact import Redactor
+from gateway.redaction.redact import Redactor
 from rawp.events import InteractionRequest, SecretFingerprints, ToolInvokeRequest
 
 log = logging.getLogger(__name__)
@@ -95,7 +97,7 @@ class WebApprovals:
             outcome=ANSWERED,
             interaction_id=interaction_id,
             platform="web",
-            actor_id=self.subject.rsplit(":", 1)[-1],  # gateway.audit rule 2: the subject
+            actor_id=self.subject.rsplit(":", 1)[-1],  # gateway.approvals.audit rule 2: the subject
             option_id=option_id,
             option_label=label,
             tool=tool,

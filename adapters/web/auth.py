@@ -2,7 +2,7 @@
 
 Rules:
 
-1. After a login link is redeemed (gateway.web_logins) the browser holds cookie `rawp_web`:
+1. After a login link is redeemed (gateway.storage.web_logins) the browser holds cookie `rawp_web`:
    `<payload>.<signature>`, the payload the subject, display name and expiry (`SESSION_TTL_S`,
    12 hours), the signature HMAC-SHA256. It is HttpOnly (no script reads it), SameSite=Strict
    (no other site's page sends it), Path=/, and Secure when the request came over https — by

@@ -20,7 +20,7 @@ Rules:
    waiting for the browsers to leave.
 6. Approvals answered in the browser are audited as the chat edges audit theirs
    (adapters.web.approvals): it sees each frame, after the browser's is forwarded.
-7. The reader's prompts are kept for a reloaded page (gateway.web_prompts): `remember` sees
+7. The reader's prompts are kept for a reloaded page (gateway.storage.web_prompts): `remember` sees
    each browser frame *before* it is forwarded, so a prompt is on record before any edge can
    see the turn it starts. Keeping it is best effort: a failure is logged and the prompt goes
    on all the same.

@@ -57,8 +57,8 @@ from adapters.web.auth import (
 )
 from adapters.web.usage import parse_days, usage_days
 from gateway.edge_client import EdgeApiError, EdgeClient
-from gateway.web_logins import WebLogins
-from gateway.web_prompts import WebPrompts, prompt_of
+from gateway.storage.web_logins import WebLogins
+from gateway.storage.web_prompts import WebPrompts, prompt_of
 
 log = logging.getLogger(__name__)
 
@@ -287,11 +287,11 @@ class WebEdge:
     async def end_session(self, request: web.Request) -> web.StreamResponse:
         subject, session_id = request[USER].subject, request.match_info["session_id"]
         await self.edge.end_session(subject, session_id)
-        await self.prompts.forget(subject, session_id)  # gateway.web_prompts rule 3
+        await self.prompts.forget(subject, session_id)  # gateway.storage.web_prompts rule 3
         return web.Response(status=204)
 
     async def session_prompts(self, request: web.Request) -> web.StreamResponse:
-        """The reader's own prompts in this session, oldest first (gateway.web_prompts): a
+        """The reader's own prompts in this session, oldest first (gateway.storage.web_prompts): a
         reloaded page puts each above its turn. Only the cookie's subject's rows are read, so
         another user's session answers an empty list, never their prompts."""
         found = await self.prompts.of_session(

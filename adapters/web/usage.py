@@ -1,7 +1,7 @@
 """`GET /api/usage?days=N`: tokens and cost per UTC day and node for the usage chart (issue 21 §4).
 
 The master answers per period (today, this month: `GET /v1/edge/usage`, docs/edge-api.md), not
-per day. Today's figures come from it live; each answer is also recorded (gateway.web_logins
+per day. Today's figures come from it live; each answer is also recorded (gateway.storage.web_logins
 rule 4), and the earlier days of the chart are those records — the last figures this gateway
 saw on each day. Days with no record are left out; the chart draws them empty.
 """
@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from gateway.edge_client import EdgeClient
-from gateway.web_logins import DayUsage, WebLogins
+from gateway.storage.web_logins import DayUsage, WebLogins
 
 MAX_DAYS = 92
 DEFAULT_DAYS = 14

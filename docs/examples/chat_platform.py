@@ -4,7 +4,7 @@ Copy this to `adapters/<name>/platform.py` and replace each body with the platfo
 calls (docs/architecture.md, "Adding a chat platform"). What it keeps from the seam's rules
 (gateway/platform.py docstring): every method is async, a message already gone is not an
 error, a rate limit is waited out inside the adapter, and a prompt's answers are pushed to
-the gateway's prompt board (gateway/prompt_board.py): the adapter `open`s each prompt it
+the gateway's prompt board (gateway/approvals/prompt_board.py): the adapter `open`s each prompt it
 posts and `answer`s it when a button is pressed; the gateway waits (issue 18 §1).
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 
+from gateway.approvals.prompt_board import PromptBoard
 from gateway.platform import (
     ChatPlatform,
     Choice,
@@ -20,7 +21,6 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
-from gateway.prompt_board import PromptBoard
 
 
 class SkeletonPlatform(ChatPlatform):
@@ -28,7 +28,7 @@ class SkeletonPlatform(ChatPlatform):
     # What the platform allows, counted as it counts (A-35); the renderer chunks to this.
     limits = PlatformLimits(max_message_length=500, typing_expiry_s=None, max_buttons=5)
     # Are user ids unique only within a workspace (as Slack's are)? Then the master subject
-    # carries the workspace too (gateway.conversations rule 1).
+    # carries the workspace too (gateway.sessions.conversations rule 1).
     user_ids_per_workspace = False
 
     def __init__(self) -> None:

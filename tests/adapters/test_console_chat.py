@@ -7,8 +7,8 @@ import io
 
 from adapters.console import ConsoleComposer, ConsolePlatform, LineReader
 from adapters.console.chat import run_chat
-from gateway.render import SessionRenderer
-from gateway.session import ChatSession
+from gateway.rendering.render import SessionRenderer
+from gateway.sessions.session import ChatSession
 from rawp.clock import new_id
 from rawp.frames import Frame, dump_frame, parse_frame
 from tests.gateway.fixtures.build import SESSION

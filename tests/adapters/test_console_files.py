@@ -9,7 +9,7 @@ import json
 
 from adapters.console import ConsolePlatform, LineReader
 from client import demo_agent
-from gateway.render import SessionRenderer
+from gateway.rendering.render import SessionRenderer
 from tests.gateway.support import frame
 
 

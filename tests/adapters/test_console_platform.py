@@ -7,7 +7,7 @@ import os
 
 from adapters.console import ConsoleComposer, ConsolePlatform, LineReader
 from gateway.platform import ChoiceOption, InteractionPrompt, PlatformLimits
-from gateway.prompt import CommandCache
+from gateway.sessions.prompt import CommandCache
 from rawp.events import Command, CommandsPublish, FileCandidate
 from rawp.fileref import FileToken, parse
 

@@ -8,11 +8,12 @@ import os
 import pytest
 
 from adapters.console import CONSOLE_LIMITS, ConsolePlatform, LineReader
-from gateway.chunker import fence_after
 from gateway.edge_link import SeenIds
-from gateway.hidden import ZWSP
 from gateway.platform import PlatformLimits
-from gateway.render import REDACTED_THINKING, RenderOptions, SessionRenderer
+from gateway.rendering.chunker import fence_after
+from gateway.rendering.hidden import ZWSP
+from gateway.rendering.render import RenderOptions, SessionRenderer
+from gateway.rendering.render_options import REDACTED_THINKING
 from rawp.clock import FakeClock
 from rawp.events import InteractionResponse
 from tests.gateway.fixtures.build import LONG_ANSWER, PROMPT, SESSION
@@ -45,7 +46,8 @@ class Console:
 
     async def play(self, frames, pace: float = 0.0) -> None:
         """Feed `frames`, `pace` seconds of the fake clock apart (0: a turn that takes no time,
-        too short for ⏳ or a status line: gateway.working_mark, gateway.status_line)."""
+        too short for ⏳ or a status line: gateway.rendering.working_mark,
+        gateway.rendering.status_line)."""
         for frame in frames:
             if self.seen.first_time(frame.message_id):  # as the link delivers them (rule 3)
                 await self.renderer.feed(frame)
@@ -162,7 +164,7 @@ async def test_unanswered_approval_is_closed_when_the_turn_ends():
             console.platform, console.platform.conversation, SESSION, send_frame=console.sent
         )
         # The recorded turn without the agent going on (its next state, the tool's result):
-        # those would say the prompt was answered elsewhere (gateway.interactions rule 9).
+        # those would say the prompt was answered elsewhere (gateway.approvals.interactions rule 9).
         frames = load_fixture("approval.jsonl")
         await console.play(frames[:4] + frames[-1:])
         assert console.sent.frames.empty()

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from gateway.chunker import fence_after
 from gateway.platform import ConversationRef, MessageRef
-from gateway.render import RenderOptions, SessionRenderer
+from gateway.rendering.chunker import fence_after
+from gateway.rendering.render import RenderOptions, SessionRenderer
 from rawp.events import InteractionResponse
 from tests.adapters.chat_support import RecordingHooks
 from tests.adapters.discord_support import running_bot
@@ -64,7 +64,7 @@ async def test_a_rendered_turn_is_typing_hourglass_lines_diff_and_check(turn):
     kinds = [(m, p) for m, p, _ in writes]
     assert kinds[0] == ("POST", "/typing")  # G-NS-04: typing at once
     assert kinds[-1] == ("PUT", f"/messages/{mid}/reactions/✅/@me")
-    # A turn this quick never gets ⏳ (gateway.working_mark; test_render pins ⏳ → ✅).
+    # A turn this quick never gets ⏳ (gateway.rendering.working_mark; test_render pins ⏳ → ✅).
     assert not [k for k in kinds if "⏳" in k[1]]
     posts = [body["content"] for m, p, body in writes if (m, p) == ("POST", "/messages")]
     assert posts[0].startswith("✅ Edit (src/auth.ts)")

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.slack.mrkdwn import MAX_BLOCKS, ZWSP, block_texts, messages_of, to_mrkdwn, unescape
-from gateway.chunker import fence_after
+from gateway.rendering.chunker import fence_after
 
 # Text with Slack's special characters but no markdown styling (that is converted on purpose).
 plain = st.text(alphabet="ab c<>&\n.,:;!?éü日", max_size=400)
@@ -69,7 +69,7 @@ def test_blocks_fit_balance_their_fences_and_lose_nothing(parts, limit):
 def test_a_limit_below_the_chunkers_minimum_is_refused():
     import pytest
 
-    from gateway.chunker import MIN_LIMIT
+    from gateway.rendering.chunker import MIN_LIMIT
 
     with pytest.raises(ValueError, match="minimum"):
         block_texts("x", MIN_LIMIT - 1)

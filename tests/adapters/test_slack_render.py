@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.chunker import fence_after
 from gateway.platform import ConversationRef, MessageRef
-from gateway.render import SessionRenderer
+from gateway.rendering.chunker import fence_after
+from gateway.rendering.render import SessionRenderer
 from rawp.events import InteractionResponse
 from tests.adapters.chat_support import RecordingHooks
 from tests.adapters.slack_support import running_app
@@ -71,8 +71,8 @@ async def test_a_rendered_turn_is_status_hourglass_lines_diff_and_check(slack_tu
         "timestamp": user.message_id,
         "name": "white_check_mark",
     }
-    # A turn this quick: no ⏳ (gateway.working_mark), no status line within it
-    # (gateway.status_line), and no clearing call — the posts took the status down.
+    # A turn this quick: no ⏳ (gateway.rendering.working_mark), no status line within it
+    # (gateway.rendering.status_line), and no clearing call — the posts took the status down.
     assert names.count("assistant.threads.setStatus") == 1
     assert "reactions.remove" not in names and names.count("reactions.add") == 1
     posts = [c for c in calls if c.path == "chat.postMessage"]

@@ -13,10 +13,10 @@ import aiohttp
 import pytest
 
 from adapters.web import WebConfig, WebEdge
-from gateway.conversation_store import ConversationStore
 from gateway.edge_client import EdgeClient
-from gateway.web_logins import WebLogins
-from gateway.web_prompts import WebPrompts
+from gateway.storage.conversation_store import ConversationStore
+from gateway.storage.web_logins import WebLogins
+from gateway.storage.web_prompts import WebPrompts
 from tests.gateway.fake_edge_api import SECRET, FakeEdgeApi, wait_for
 
 # Odd spacing and an unknown field: the relay must not re-encode what it forwards.

@@ -23,7 +23,7 @@ from client.attachments import (
     save_attachment,
 )
 from client.paths import PathGuard
-from gateway.prompt import PromptDraft, PromptError
+from gateway.sessions.prompt import PromptDraft, PromptError
 from rawp.events import Attachment
 from tests.agents.wire import of, open_session, send_prompt, write_agents_file
 from tests.client.harness import recv_until, running_client

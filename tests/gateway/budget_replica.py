@@ -25,11 +25,11 @@ import aiohttp
 
 from adapters.call_labels import slack_label
 from adapters.slack.platform import SlackPlatform, web_client
-from gateway.budgeted_platform import PlatformBudget, block_on_429
 from gateway.metrics import GatewayMetrics
 from gateway.platform import ChoiceOption, ConversationRef, InteractionPrompt
-from gateway.platform_budget import GLOBAL, Limit
-from gateway.redis_budget import RedisBuckets
+from gateway.replicas.budgeted_platform import PlatformBudget, block_on_429
+from gateway.replicas.platform_budget import GLOBAL, Limit
+from gateway.replicas.redis_budget import RedisBuckets
 
 # The injected low limits: every call of the bot shares GLOBAL; chat.postMessage is counted for
 # the whole workspace here (not per channel) so chunks and the approval share it too.

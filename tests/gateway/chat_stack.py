@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gateway.conversation_store import ConversationStore
-from gateway.conversations import ConversationService, ConversationSettings
 from gateway.edge_client import EdgeClient
+from gateway.sessions.conversations import ConversationService, ConversationSettings
+from gateway.storage.conversation_store import ConversationStore
 from tests.edge.stack import EDGE_SECRET, running_stack
 from tests.fakes.discord_payloads import DiscordWorld, command_option
 from tests.fakes.discord_server import FakeDiscord

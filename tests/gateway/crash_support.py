@@ -7,7 +7,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from gateway.chunker import split_markdown
+from gateway.rendering.chunker import split_markdown
 from tests.edge.stack import Stack, start_stack
 from tests.support import Processes
 

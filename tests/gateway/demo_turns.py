@@ -11,7 +11,7 @@ turn costs on a platform (tests/gateway/test_calls_per_turn.py, bench/gateway.py
   updates — with the agent's states between them; its pauses make it run for several seconds
   (the typing heartbeat and the deferred ⏳ come into play).
 - `end_flush_turn`: an answer whose `agent.text.done` never comes, so its text is sent at
-  `session.turn.end` (rule 3 of gateway.render): the turn end → last chunk delay.
+  `session.turn.end` (rule 3 of gateway.rendering.render): the turn end → last chunk delay.
 
 Each is a list of `(frame, pause_after_s)`; `pause` scales the pauses (0: all at once).
 """

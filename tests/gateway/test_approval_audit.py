@@ -10,7 +10,7 @@ import asyncio
 import pytest
 from aiohttp import web
 
-from gateway.audit import (
+from gateway.approvals.audit import (
     ANSWERED,
     EXPIRED,
     REFUSED,
@@ -19,10 +19,10 @@ from gateway.audit import (
     actor_subject,
     preview,
 )
+from gateway.approvals.interactions import TIMED_OUT
 from gateway.edge_client import EdgeClient
-from gateway.interactions import TIMED_OUT
 from gateway.platform import Choice, ConversationRef, MessageRef
-from gateway.render import RenderOptions, SessionRenderer
+from gateway.rendering.render import RenderOptions, SessionRenderer
 from rawp.clock import FakeClock
 from rawp.events import ToolInvokeRequest
 from tests.gateway.support import ManualSleep, Recorder, RecordingPlatform, frame, settle

@@ -150,8 +150,8 @@ async def test_refused_accepted_and_expired_approvals_are_on_record(stack, proce
             "POST", messages, where=lambda c: "You chose: deny" in content(c), timeout=60
         )
 
-    # The gateway reports an outcome after the chat was answered (gateway.interactions rule 6):
-    # the expiry's record may land a moment after its "You chose: deny" post.
+    # The gateway reports an outcome after the chat was answered (gateway.approvals.interactions
+    # rule 6): the expiry's record may land a moment after its "You chose: deny" post.
     records = await records_of(stack.master_url, OWNER, count=3)
     ended = datetime.now(UTC) + timedelta(seconds=1)
     assert [r["outcome"] for r in records] == ["expired", "answered", "refused"]

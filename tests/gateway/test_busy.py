@@ -1,5 +1,5 @@
-"""Busy is visible (gateway.busy): the queue's bookkeeping, its marks through a renderer at the
-platform seam, and the per-channel busy mode in the store."""
+"""Busy is visible (gateway.sessions.busy): the queue's bookkeeping, its marks through a renderer at
+the platform seam, and the per-channel busy mode in the store."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import aiosqlite
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.busy import (
+from gateway.platform import ConversationRef, MessageRef, PlatformLimits
+from gateway.rendering.render import RenderOptions, SessionRenderer
+from gateway.rendering.turn import FAILED, WORKING
+from gateway.sessions.busy import (
     INTERRUPT,
     LINE_KEY,
     QUEUE,
@@ -17,12 +20,9 @@ from gateway.busy import (
     queue_line,
     set_busy_mode,
 )
-from gateway.conversation_store import ConversationStore
-from gateway.platform import ConversationRef, MessageRef, PlatformLimits
-from gateway.prompt import text_prompt
-from gateway.render import RenderOptions, SessionRenderer
-from gateway.session import ChatSession
-from gateway.turn import FAILED, WORKING
+from gateway.sessions.prompt import text_prompt
+from gateway.sessions.session import ChatSession
+from gateway.storage.conversation_store import ConversationStore
 from rawp.frames import Frame
 from tests.gateway.support import RecordingPlatform, frame, settle
 
@@ -108,8 +108,8 @@ class Session:
     ) -> None:
         self.platform = platform or RecordingPlatform()
         self.link = Link()
-        # ⏳ is due at once here (it waits `working_after_s` in a session: gateway.working_mark),
-        # so the order of 🕒 and ⏳ is seen turn by turn.
+        # ⏳ is due at once here (it waits `working_after_s` in a session:
+        # gateway.rendering.working_mark), so the order of 🕒 and ⏳ is seen turn by turn.
         self.renderer = SessionRenderer(
             self.platform, CONV, "sess-1", send_frame=self.link.send, store=store,
             options=RenderOptions(working_after_s=0.0),

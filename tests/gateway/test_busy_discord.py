@@ -5,7 +5,7 @@ its turn runs for as long as the test needs; messages sent meanwhile are marked 
 
 from __future__ import annotations
 
-from gateway.busy import queue_line
+from gateway.sessions.busy import queue_line
 from tests.fakes.discord_payloads import DiscordWorld, command_option
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.chat_stack import (

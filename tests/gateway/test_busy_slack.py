@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from gateway.busy import queue_line
+from gateway.sessions.busy import queue_line
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
 from tests.gateway.chat_stack import module_stack, slack_start, start_slack_gateway

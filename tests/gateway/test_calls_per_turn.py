@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
-from gateway.render import SessionRenderer
+from gateway.rendering.render import SessionRenderer
 from rawp.clock import FakeClock
 from tests.adapters.chat_support import RecordingHooks
 from tests.adapters.discord_support import running_bot

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.chunker import MIN_LIMIT, chunk_markdown, split_markdown
+from gateway.rendering.chunker import MIN_LIMIT, chunk_markdown, split_markdown
 
-# An independent reading of CommonMark fences, written apart from gateway.chunker on purpose:
-# if the chunker's own scanner were wrong in the same way, its tests could not see it.
+# An independent reading of CommonMark fences, written apart from gateway.rendering.chunker on
+# purpose: if the chunker's own scanner were wrong in the same way, its tests could not see it.
 OPENER = re.compile(r"^ {0,3}(?P<run>`{3,16}(?!`)|~{3,16}(?!~))(?P<info>.*)$")
 CLOSER = re.compile(r" {0,3}(?P<run>`+|~+)[ \t]*")
 

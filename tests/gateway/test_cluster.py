@@ -1,5 +1,6 @@
 """Gateway replicas' leases, fence, placement and bus against the machine's real Redis
-(gateway.cluster, gateway.cluster_redis; issue 19 §2–3). Each test has its own key prefix."""
+(gateway.replicas.cluster, gateway.replicas.cluster_redis; issue 19 §2–3). Each test has its
+own key prefix."""
 
 from __future__ import annotations
 
@@ -14,10 +15,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.cluster import FencedPlatform, LeaseLost, LocalCluster, Unreachable, placement
-from gateway.cluster_redis import RedisCluster
-from gateway.cluster_routing import decode_invocation, decode_stale, encode_invocation, encode_stale
 from gateway.platform import Choice, ConversationRef, Invocation, MessageRef, StaleChoice
+from gateway.replicas.cluster import FencedPlatform, LeaseLost, LocalCluster, Unreachable, placement
+from gateway.replicas.cluster_redis import RedisCluster
+from gateway.replicas.cluster_routing import (
+    decode_invocation,
+    decode_stale,
+    encode_invocation,
+    encode_stale,
+)
 from rawp.tasks import TaskOwner
 from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
 
@@ -149,7 +155,8 @@ def test_placement_is_the_same_everywhere_balanced_and_moves_only_a_dead_replica
 async def test_a_single_process_gateway_holds_everything_and_imports_no_redis():
     local = LocalCluster()
     assert await local.claim("s") and local.valid("s") and await local.holder("s") == "local"
-    code = "import sys, gateway.conversations, adapters.launch; print('redis' in sys.modules)"
+    imports = "import sys, gateway.sessions.conversations, adapters.launch"
+    code = f"{imports}; print('redis' in sys.modules)"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE
     )

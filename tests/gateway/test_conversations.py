@@ -9,17 +9,12 @@ import itertools
 
 import pytest
 
-from gateway.conversation_store import ConversationStore
-from gateway.conversations import (
-    NO_SESSION,
-    NOT_YOURS,
-    SESSION_ENDED,
-    ConversationService,
-    ConversationSettings,
-)
 from gateway.edge_client import EdgeClient
 from gateway.platform import Choice, ConversationRef, Invocation, MessageRef, StaleChoice
-from gateway.prompt import text_prompt
+from gateway.sessions.chat_commands import NO_SESSION, NOT_YOURS, SESSION_ENDED
+from gateway.sessions.conversations import ConversationService, ConversationSettings
+from gateway.sessions.prompt import text_prompt
+from gateway.storage.conversation_store import ConversationStore
 from tests.edge.stack import EDGE_SECRET, edge_for, start_stack
 from tests.gateway.support import RecordingPlatform, eventually
 from tests.support import Processes
@@ -350,7 +345,7 @@ async def test_usage_names_the_conversations_session_for_its_owner_only(world):
 
 
 async def test_ending_a_session_takes_the_queued_marks_off(world):
-    """gateway.busy rule 3: what waited will not run once the session ends."""
+    """gateway.sessions.busy rule 3: what waited will not run once the session ends."""
     svc = await world()
     thread = await start(svc, channel("c-busy-end"))
     await svc.prompt(invocation(ALICE, thread, "b1"), text_prompt("please approve this"))

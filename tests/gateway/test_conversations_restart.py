@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.conversation_store import ConversationStore
-from gateway.conversations import ConversationService, ConversationSettings
 from gateway.edge_client import EdgeClient
 from gateway.platform import ConversationRef, Invocation, MessageRef
-from gateway.prompt import text_prompt
+from gateway.sessions.conversations import ConversationService, ConversationSettings
+from gateway.sessions.prompt import text_prompt
+from gateway.storage.conversation_store import ConversationStore
 from tests.edge.stack import EDGE_SECRET, start_stack
 from tests.gateway.support import eventually
 from tests.gateway.test_conversations import ThreadedPlatform

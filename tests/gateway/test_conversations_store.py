@@ -9,9 +9,9 @@ import stat
 from adapters.console.platform import ConsolePlatform
 from adapters.discord.platform import DiscordPlatform
 from adapters.slack.platform import SlackPlatform
-from gateway.conversation_store import INTENT, ConversationStore
-from gateway.conversations import subject_of
 from gateway.platform import ConversationRef, Invocation
+from gateway.sessions.conversations import subject_of
+from gateway.storage.conversation_store import INTENT, ConversationStore
 from rawp.clock import FakeClock
 from tests.gateway import store_support
 

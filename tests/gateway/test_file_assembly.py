@@ -1,5 +1,6 @@
-"""Putting an agent's file back together from its `agent.file` pieces (gateway.file_assembly):
-any chunking in any order reassembles; anything else fails clearly, bounded, never raising."""
+"""Putting an agent's file back together from its `agent.file` pieces
+(gateway.rendering.file_assembly): any chunking in any order reassembles; anything else fails
+clearly, bounded, never raising."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.file_assembly import AssembledFile, FileAssembler, FileProblem
+from gateway.rendering.file_assembly import AssembledFile, FileAssembler, FileProblem
 from rawp.events import AgentFile
 
 

@@ -1,8 +1,8 @@
 """The shared platform budget (issue 19 §5): buckets, priorities, coalescing, dropping, order.
 
 The Redis buckets run against the machine's Redis (a unique prefix per test, deleted after);
-"replicas" are two budget objects on the same prefix. gateway.platform_budget and
-gateway.budget_queue say the rules checked here.
+"replicas" are two budget objects on the same prefix. gateway.replicas.platform_budget and
+gateway.replicas.budget_queue say the rules checked here.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.budget_queue import BudgetQueue
-from gateway.platform_budget import (
+from gateway.replicas.budget_queue import BudgetQueue
+from gateway.replicas.platform_budget import (
     GLOBAL,
     Limit,
     MemoryBuckets,
@@ -26,8 +26,8 @@ from gateway.platform_budget import (
     routes_of,
     spends,
 )
-from gateway.platform_budget import ROUTES as PLATFORM_ROUTES
-from gateway.redis_budget import RedisBuckets
+from gateway.replicas.platform_budget import ROUTES as PLATFORM_ROUTES
+from gateway.replicas.redis_budget import RedisBuckets
 from rawp.clock import FakeClock
 from rawp.tasks import TaskOwner
 from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401  (the fixture)
@@ -240,10 +240,10 @@ async def test_a_429_storm_delays_but_never_loses_or_reorders_an_answer(redis_pr
 
     from adapters.call_labels import slack_label
     from adapters.slack.platform import SlackPlatform, web_client
-    from gateway.budgeted_platform import PlatformBudget, block_on_429
     from gateway.metrics import GatewayMetrics
     from gateway.platform import ConversationRef
-    from gateway.platform_budget import call_priority
+    from gateway.replicas.budgeted_platform import PlatformBudget, block_on_429
+    from gateway.replicas.platform_budget import call_priority
     from tests.fakes.slack_server import FakeSlack
 
     client, prefix = redis_prefix
@@ -291,7 +291,7 @@ def _refused(call) -> bool:
 
 def test_a_429_names_the_route_it_blocks():
     from adapters.call_labels import discord_route, slack_method
-    from gateway.budgeted_platform import asked_wait, route_of_label
+    from gateway.replicas.budgeted_platform import asked_wait, route_of_label
 
     def discord(method: str, path: str, **headers: str) -> str | None:
         return route_of_label("discord", discord_route(method, "/api/v10" + path), headers)
@@ -313,9 +313,9 @@ def test_a_429_names_the_route_it_blocks():
 
 async def test_through_the_slack_platform_an_answer_passes_statuses_that_keep_a_reserve():
     from adapters.slack.platform import SlackPlatform, web_client
-    from gateway.budgeted_platform import PlatformBudget
     from gateway.platform import ConversationRef
-    from gateway.platform_budget import call_priority
+    from gateway.replicas.budgeted_platform import PlatformBudget
+    from gateway.replicas.platform_budget import call_priority
     from tests.fakes.slack_server import FakeSlack
 
     routes = {  # a shared bucket of 3 that does not refill within the test

@@ -19,7 +19,7 @@ import json
 import subprocess
 import sys
 
-from gateway.platform_budget import GLOBAL
+from gateway.replicas.platform_budget import GLOBAL
 from tests.fakes.slack_server import FakeSlack
 from tests.gateway.budget_replica import CHUNKS, LOW_ROUTES, STATUSES
 from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401  (the fixture)

@@ -9,9 +9,9 @@ import inspect
 
 import pytest
 
-from gateway.budgeted_platform import BudgetedPlatform
 from gateway.platform import ChatPlatform
-from gateway.redacting_platform import RedactingPlatform
+from gateway.redaction.redacting_platform import RedactingPlatform
+from gateway.replicas.budgeted_platform import BudgetedPlatform
 
 PUBLIC_METHODS = sorted(
     name

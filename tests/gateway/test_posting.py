@@ -8,12 +8,12 @@ import sqlite3
 
 import pytest
 
-from gateway.conversation_store import INTENT, ConversationStore
 from gateway.edge_link import moves_cursor
-from gateway.live import CURSOR_EVERY_FRAMES, CursorKeeper
 from gateway.platform import ConversationRef, MessageRef
-from gateway.posting import Poster
-from gateway.render import RenderOptions, SessionRenderer
+from gateway.rendering.posting import Poster
+from gateway.rendering.render import RenderOptions, SessionRenderer
+from gateway.sessions.live import CURSOR_EVERY_FRAMES, CursorKeeper
+from gateway.storage.conversation_store import INTENT, ConversationStore
 from tests.gateway.support import RecordingPlatform, frame, settle
 
 THREAD = ConversationRef("recording", "chan", "thread")
@@ -214,7 +214,7 @@ async def test_shown_thinking_rendered_again_is_not_posted_again(store):
 async def test_the_prompt_of_a_turn_begun_before_a_restart_still_gets_its_check_mark(store):
     frames = answer_frames()
     first = RecordingPlatform()
-    # A turn long enough for ⏳ (gateway.working_mark): here ⏳ is due at once.
+    # A turn long enough for ⏳ (gateway.rendering.working_mark): here ⏳ is due at once.
     renderer = SessionRenderer(
         first, THREAD, SID, send_frame=_nowhere, store=store,
         options=RenderOptions(working_after_s=0.0),

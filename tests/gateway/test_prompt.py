@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.prompt import (
+from gateway.sessions.prompt import (
     CommandCache,
     PickedFile,
     PromptDraft,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from gateway.approvals.prompt_board import MAX_PENDING_ANSWERS, PromptBoard, option_of
 from gateway.platform import Choice, ChoiceOption, ConversationRef, InteractionPrompt, MessageRef
-from gateway.prompt_board import MAX_PENDING_ANSWERS, PromptBoard, option_of
 
 HERE = ConversationRef("test", "C1", "T1")
 PROMPT = InteractionPrompt("i-1", "approval", "Run it?", (ChoiceOption("yes", "Yes"),))

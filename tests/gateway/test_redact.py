@@ -1,5 +1,5 @@
-"""The redactor (gateway.redact, issue 15 §3): every known format is found wherever it sits
-(prose, code fences, diffs, JSON, URLs), nothing in a fixed corpus of ordinary code and prose
+"""The redactor (gateway.redaction.redact, issue 15 §3): every known format is found wherever it
+sits (prose, code fences, diffs, JSON, URLs), nothing in a fixed corpus of ordinary code and prose
 is touched, `.env` values are found by their fingerprints alone, and redacting twice changes
 nothing."""
 
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gateway.redact import Redactor, marker
-from gateway.redact_gate import tokens_of_lengths
-from gateway.redact_nearby import AWS_ID_MARKER, high_entropy
+from gateway.redaction.redact import Redactor, marker
+from gateway.redaction.redact_gate import tokens_of_lengths
+from gateway.redaction.redact_nearby import AWS_ID_MARKER, high_entropy
 from rawp.events import SecretFingerprints
 from rawp.fingerprints import (
     MAX_LENGTHS,

@@ -1,13 +1,13 @@
-"""Redaction at the renderer's platform seam (gateway.redacting_platform, render rule 9): what a
-session posts, edits, shows as status or asks in an approval is redacted; a key longer than a
+"""Redaction at the renderer's platform seam (gateway.redaction.redacting_platform, render rule 9):
+what a session posts, edits, shows as status or asks in an approval is redacted; a key longer than a
 message is never cut in two; a node named in `unredacted_nodes` is shown as is; the `.env`
 fingerprints arrive in `session.capabilities`."""
 
 from __future__ import annotations
 
 from gateway.platform import ConversationRef, MessageRef
-from gateway.redact import marker
-from gateway.render import RenderOptions, SessionRenderer
+from gateway.redaction.redact import marker
+from gateway.rendering.render import RenderOptions, SessionRenderer
 from rawp.fingerprints import fingerprints, new_salt
 from tests.gateway.support import Recorder, RecordingPlatform, frame, settle
 
@@ -73,7 +73,8 @@ async def test_deltas_that_cut_a_token_in_two_are_joined_before_redaction():
 
 async def test_status_lines_tool_lines_errors_and_approval_prompts_are_redacted():
     platform = RecordingPlatform()
-    r = renderer(platform, status_every_s=0.0)  # the status line at once (gateway.status_line)
+    # The status line at once (gateway.rendering.status_line).
+    r = renderer(platform, status_every_s=0.0)
     await r.feed(start())
     command = f"curl -H 'Authorization: Bearer {GITHUB}' https://api.github.com"
     await r.feed(

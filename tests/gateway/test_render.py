@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from adapters.slack.platform import SlackPlatform
+from gateway.approvals.interactions import ANSWERED_ELSEWHERE, TIMED_OUT, TURN_ENDED
 from gateway.edge_link import SeenIds
-from gateway.interactions import ANSWERED_ELSEWHERE, TIMED_OUT, TURN_ENDED
 from gateway.platform import Choice, ConversationRef, MessageRef, PlatformLimits
-from gateway.render import RenderOptions, SessionRenderer
+from gateway.rendering.render import RenderOptions, SessionRenderer
 from rawp.clock import FakeClock
 from tests.gateway.support import ManualSleep, Recorder, RecordingPlatform, frame, settle
 

@@ -1,13 +1,13 @@
-"""Which machine and agent a mention or a DM starts on (gateway.starting rule 3): plain data
-in, a choice or a one-line question out; the remembered default in the real store."""
+"""Which machine and agent a mention or a DM starts on (gateway.sessions.starting rule 3): plain
+data in, a choice or a one-line question out; the remembered default in the real store."""
 
 from __future__ import annotations
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gateway.conversation_store import ConversationStore
-from gateway.starting import NO_MACHINES, Target, choose, inline_choice
+from gateway.sessions.starting import NO_MACHINES, Target, choose, inline_choice
+from gateway.storage.conversation_store import ConversationStore
 from rawp.fileref import compose, unescape
 
 LAPTOP = {"node_id": "n-laptop", "device_name": "Laptop", "status": "online"}

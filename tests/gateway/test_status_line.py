@@ -1,4 +1,4 @@
-"""The coalesced status line (gateway.status_line): its rules on a fake clock."""
+"""The coalesced status line (gateway.rendering.status_line): its rules on a fake clock."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway.status_line import StatusLine
+from gateway.rendering.status_line import StatusLine
 from rawp.clock import FakeClock
 from rawp.tasks import TaskOwner
 from tests.gateway.support import ManualSleep, settle

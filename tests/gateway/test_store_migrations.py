@@ -1,6 +1,6 @@
-"""The conversation store's migrations (gateway.store_schema) and how it is opened
-(gateway.store_db), on a real SQLite file and a real PostgreSQL (issue 19 §1): a file made by
-the raw-SQLite gateway keeps its rows, replicas opening one new database at once migrate it
+"""The conversation store's migrations (gateway.storage.store_schema) and how it is opened
+(gateway.storage.store_db), on a real SQLite file and a real PostgreSQL (issue 19 §1): a file made
+by the raw-SQLite gateway keeps its rows, replicas opening one new database at once migrate it
 once, a failing step changes nothing, and a bad URL is one line that never shows the URL."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import sys
 import pytest
 from sqlalchemy import inspect, select
 
-from gateway.conversation_store import INTENT, ConversationStore, StoreError
 from gateway.platform import ConversationRef
-from gateway.store_db import Database
-from gateway.store_schema import MIGRATIONS, conversations, head, migrate, schema_version
+from gateway.storage.conversation_store import INTENT, ConversationStore, StoreError
+from gateway.storage.store_db import Database
+from gateway.storage.store_schema import MIGRATIONS, conversations, head, migrate, schema_version
 from tests.gateway import store_support
 from tests.gateway.store_support import drop_postgres_database, fresh_postgres_database
 from tests.support import Processes

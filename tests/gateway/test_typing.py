@@ -9,7 +9,7 @@ import pytest
 from adapters.discord.platform import DiscordPlatform
 from adapters.slack.platform import SlackPlatform
 from gateway.platform import PlatformLimits
-from gateway.typing import TypingHeartbeat
+from gateway.rendering.typing import TypingHeartbeat
 from rawp.clock import FakeClock
 from rawp.tasks import TaskOwner
 from tests.gateway.support import ManualSleep, settle

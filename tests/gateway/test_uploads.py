@@ -1,5 +1,5 @@
-"""Files the agent sends, through the real renderer (gateway.uploads): uploaded once whole,
-a clear line where they cannot be, and never twice after a restart (real SQLite store)."""
+"""Files the agent sends, through the real renderer (gateway.rendering.uploads): uploaded once
+whole, a clear line where they cannot be, and never twice after a restart (real SQLite store)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.conversation_store import ConversationStore
-from gateway.live import CursorKeeper
 from gateway.platform import ConversationRef, PlatformLimits
-from gateway.render import RenderOptions, SessionRenderer
-from gateway.uploads import MAX_NAME, safe_name
+from gateway.rendering.render import RenderOptions, SessionRenderer
+from gateway.rendering.uploads import MAX_NAME, safe_name
+from gateway.sessions.live import CursorKeeper
+from gateway.storage.conversation_store import ConversationStore
 from rawp.clock import FakeClock
 from tests.gateway.support import RecordingPlatform, frame
 

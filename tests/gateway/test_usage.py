@@ -1,5 +1,5 @@
-"""Usage and budgets in chat (gateway.usage): the `usage` answer, the end-of-turn footer and
-the budget notices, through the real renderer onto a recording platform."""
+"""Usage and budgets in chat (gateway.rendering.usage): the `usage` answer, the end-of-turn footer
+and the budget notices, through the real renderer onto a recording platform."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.platform import NOT_CONNECTED, ConversationHooks, GuardedHooks, Invocation
-from gateway.usage import error_line, figures, footer_line, money, usage_text
+from gateway.rendering.usage import error_line, figures, footer_line, money, usage_text
 from rawp.events import SessionError, Usage
 from tests.gateway.support import frame
 from tests.gateway.test_render import CONV, PROMPT_ID, Setup, done, end, start

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from gateway.usage import figures
+from gateway.rendering.usage import figures
 from tests.edge.stack import demo_session, edge_for, frame, recv, recv_until, running_stack
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gateway.chunker import fence_after
-from gateway.views import (
+from gateway.rendering.chunker import fence_after
+from gateway.rendering.views import (
     code_block,
     looks_like_diff,
     render_diff,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import aiohttp
 
-from gateway.interactions import ANSWERED_ELSEWHERE
+from gateway.approvals.interactions import ANSWERED_ELSEWHERE
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.gateway.chat_stack import (

@@ -10,7 +10,7 @@ import json
 
 import aiohttp
 
-from gateway.interactions import ANSWERED_ELSEWHERE
+from gateway.approvals.interactions import ANSWERED_ELSEWHERE
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
 from tests.gateway.chat_stack import (

@@ -1,4 +1,4 @@
-"""The web edge's one-time login links (gateway.web_logins) on a real SQLite store, and its
+"""The web edge's one-time login links (gateway.storage.web_logins) on a real SQLite store, and its
 signed cookie (adapters.web.auth): single use across two store handles (two replicas), the
 10-minute expiry, only a hash at rest, a cookie that expires or is altered is refused."""
 
@@ -8,8 +8,8 @@ import asyncio
 import sqlite3
 
 from adapters.web.auth import CookieSigner, WebUser
-from gateway.conversation_store import ConversationStore
-from gateway.web_logins import LOGIN_TTL_S, WebLogins, token_hash
+from gateway.storage.conversation_store import ConversationStore
+from gateway.storage.web_logins import LOGIN_TTL_S, WebLogins, token_hash
 
 
 class Clock:

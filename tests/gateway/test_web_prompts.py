@@ -1,4 +1,4 @@
-"""The web edge's own prompts (gateway.web_prompts, issue 28 §1) on a real SQLite file and a
+"""The web edge's own prompts (gateway.storage.web_prompts, issue 28 §1) on a real SQLite file and a
 real PostgreSQL: kept once per message, read back per session and subject in the order sent,
 bounded per session and subject and by age, shared by two store handles (two replicas); and
 the typed text read off a prompt frame, checked on generated prompts."""
@@ -9,8 +9,8 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.conversation_store import ConversationStore
-from gateway.web_prompts import MAX_AGE_S, TEXT_MAX, WebPrompts, prompt_of, typed_text
+from gateway.storage.conversation_store import ConversationStore
+from gateway.storage.web_prompts import MAX_AGE_S, TEXT_MAX, WebPrompts, prompt_of, typed_text
 from rawp.fileref import FileToken, compose
 from tests.gateway.store_support import store_target  # noqa: F401  (fixture)
 

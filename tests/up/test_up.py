@@ -16,7 +16,7 @@ import time
 import psutil
 
 from client.demo_agent import answer_text
-from gateway.chunker import split_markdown
+from gateway.rendering.chunker import split_markdown
 from tests.support import Processes
 
 NO_PLATFORMS = {"DISCORD_BOT_TOKEN": "", "SLACK_BOT_TOKEN": "", "RAWP_PLATFORM": ""}

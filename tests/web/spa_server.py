@@ -8,7 +8,7 @@ in a thread with its own event loop because Playwright's sync API owns the test'
 With `replay` on it also plays the master's and the gateway's part in a reload (issue 28 §1):
 a connect with `last_message_id` gets `session.history` and the frames sent after that cursor
 (all of them for a cursor it does not know), and `/api/sessions/{id}/prompts` answers the
-prompts the browser sent, as the web edge keeps them (gateway.web_prompts).
+prompts the browser sent, as the web edge keeps them (gateway.storage.web_prompts).
 """
 
 from __future__ import annotations

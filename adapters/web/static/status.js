@@ -12,7 +12,7 @@ const STATES = {
 };
 
 // `detail` without a leading tool name: agents title a call `Edit src/app.py`, and the line
-// must not read `Edit (Edit src/app.py)` (U-28; gateway/views.py does the same for chat).
+// must not read `Edit (Edit src/app.py)` (U-28; gateway/rendering/views.py does the same for chat).
 function withoutName(detail, name) {
   if (!name || detail.slice(0, name.length).toLowerCase() !== name.toLowerCase()) return detail;
   const rest = detail.slice(name.length);

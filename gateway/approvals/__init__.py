@@ -1,0 +1,1 @@
+"""Approvals: interaction prompts as buttons, their answers, and the audit records."""

@@ -1,0 +1,99 @@
+"""A turn's status line, coalesced: the platform is told at most once per `every_s` (issue 19 §6).
+
+The status line (Slack's assistant status, the console's `· text`; A-41, rule 6 of
+gateway.rendering.render) follows the agent's states and running tools, which change many times a
+second in a busy turn: before this, a short turn cost Slack ten `assistant.threads.setStatus` calls
+for lines nobody could read. Rules:
+
+1. A turn's first line goes out no sooner than `every_s` after its start: the typing indicator
+   (G-NS-04) has just shown that the agent works, and a line that would stand for less than
+   that is never read. A turn shorter than `every_s` sets no line at all.
+2. After that, a change goes out at once when the last one went out at least `every_s` ago;
+   otherwise it is held, and when the interval has passed the latest held text goes out (the
+   ones in between are dropped: only the current state matters). A text equal to the one shown
+   is not sent again.
+3. `clear()` (turn end, fatal error: G-NS-08/09) drops what is held and clears the line at once:
+   nothing at turn end waits on a timer. It is sent once per turn even when no line was set,
+   because on Slack the typing indicator is the same status (the adapter skips the call when a
+   post already cleared it).
+4. Sends are serialized by the line's own lock, so a held text never lands after the clear; the
+   held send is a task of the renderer's `TaskOwner`, like the typing heartbeat.
+5. Sending is best effort (a decoration): the caller's `send` swallows its failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from gateway.rendering.typing import Sleep
+from rawp.clock import Clock
+from rawp.tasks import TaskOwner
+
+Send = Callable[[str | None], Awaitable[None]]
+
+
+class StatusLine:
+    def __init__(
+        self, send: Send, owner: TaskOwner, every_s: float, *, clock: Clock, sleep: Sleep
+    ) -> None:
+        self._send = send
+        self._owner = owner
+        self._every = every_s
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = asyncio.Lock()
+        self._held: asyncio.Task[None] | None = None
+        self._wanted: str | None = None
+        self._shown: str | None = None
+        self._last_at = float("-inf")
+        self._cleared = True  # no turn yet
+
+    async def start(self) -> None:
+        """A turn starts: rule 1's interval counts from now."""
+        await self._drop_held()
+        self._wanted = self._shown = None
+        self._last_at = self._clock.monotonic()
+        self._cleared = False
+
+    async def want(self, text: str | None) -> None:
+        """The line should read `text` (None: no line); sent now or held (rule 2)."""
+        if self._cleared:
+            return  # no turn, or its line was cleared for good (a fatal error)
+        self._wanted = text
+        if self._held is not None:
+            return  # the held send will pick up the latest text
+        wait = self._last_at + self._every - self._clock.monotonic()
+        if wait > 0:
+            self._held = self._owner.spawn(self._send_later(wait), name="status line")
+            return
+        await self._flush()
+
+    async def clear(self) -> None:
+        """Clear the line now, dropping any held text (rule 3); once per turn."""
+        await self._drop_held()
+        async with self._lock:
+            if self._cleared:
+                return
+            self._cleared = True
+            self._wanted = self._shown = None
+            await self._send(None)
+
+    async def _send_later(self, wait: float) -> None:
+        await self._sleep(wait)
+        self._held = None  # a change from now on is timed afresh, after this send
+        await self._flush()
+
+    async def _flush(self) -> None:
+        async with self._lock:
+            if self._cleared or self._wanted == self._shown:
+                return
+            self._shown = self._wanted
+            self._last_at = self._clock.monotonic()
+            await self._send(self._shown)
+
+    async def _drop_held(self) -> None:
+        held, self._held = self._held, None
+        if held is not None and not held.done():
+            held.cancel()
+            await asyncio.wait({held})

@@ -1,0 +1,1 @@
+"""Replicas: leases and routing between gateway replicas, and the shared platform budget."""

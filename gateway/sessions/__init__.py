@@ -1,0 +1,1 @@
+"""Sessions and conversations: chat verbs, threads bound to sessions, live links, prompts."""
