@@ -52,6 +52,7 @@ from client.agents.base import Agent, Prompt, Reference
 from client.agents.kinds import AcpSettings
 from client.fs import FileTooLarge, read_text, write_text
 from client.paths import PathGuard
+from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
 from rawp.clock import new_id
 from rawp.errors import RawpError
@@ -259,7 +260,7 @@ class AcpAgent(Agent):
                 await turn.update(update)
             self.early_updates = []
             prompt = await self.images_as_files(prompt)
-            await turn.set_state("thinking")
+            await turn.states.set(AgentState.THINKING)
             blocks: list[Any] = [text_block(prompt.text)]
             blocks += [image_block(image.data, image.mime_type) for image in prompt.images]
             for path in prompt.files:
@@ -323,7 +324,7 @@ class AcpAgent(Agent):
         if call.get("toolCallId") and call["toolCallId"] not in turn.calls:
             await turn.update(_as_start(tool_call))
         await turn.announce(call.get("toolCallId"))
-        await turn.set_state("awaiting_input")
+        await turn.states.set(AgentState.AWAITING_INPUT)
         payload = {
             "interaction_id": interaction_id,
             "kind": "approval",
@@ -338,7 +339,7 @@ class AcpAgent(Agent):
         option_id = await future
         if option_id is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        await turn.set_state("tool_calling")
+        await turn.states.set(AgentState.TOOL_CALLING)
         return RequestPermissionResponse(
             outcome=AllowedOutcome(option_id=option_id, outcome="selected")
         )

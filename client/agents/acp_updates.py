@@ -27,6 +27,8 @@ from typing import Any
 
 from client.agents.base import Emit
 from client.agents.blocks import Blocks
+from client.agents.states import AgentStates
+from rawp.agent_state import AgentState
 
 AGENT_TOOLS = {"Task", "Agent"}
 
@@ -44,22 +46,13 @@ class AcpTurn:
         self.emit = emit
         self.workspace = workspace
         self.blocks = Blocks(emit)
-        self.state: str | None = None
+        self.states = AgentStates(emit)
         self.calls: dict[str, dict[str, Any]] = {}  # toolCallId → what we know of it
         self.open_calls: list[str] = []
         self.cost_so_far = cost_so_far
         self.cost_total = cost_so_far
         self.tool_count = 0
         self.context: tuple[int, int] | None = None  # the last `usage_update` used/size
-
-    async def set_state(self, state: str) -> None:
-        if state == self.state:
-            return
-        payload = {"current_state": state}
-        if self.state is not None:
-            payload["previous_state"] = self.state
-        self.state = state
-        await self.emit("agent.state.changed", payload)
 
     async def update(self, update: Any) -> None:
         data = _dump(update)
@@ -69,7 +62,7 @@ class AcpTurn:
         if kind in ("agent_message_chunk", "agent_thought_chunk"):
             content = data.get("content") or {}
             if content.get("type") == "text":
-                await self.set_state("thinking")
+                await self.states.set(AgentState.THINKING)
                 block = "text" if kind == "agent_message_chunk" else "thinking"
                 await self.blocks.delta(block, content.get("text", ""))
         elif kind == "tool_call":
@@ -93,7 +86,7 @@ class AcpTurn:
         call = self.calls.get(call_id)
         if call is None:
             await self.blocks.close()
-            await self.set_state("tool_calling")
+            await self.states.set(AgentState.TOOL_CALLING)
             meta = (data.get("_meta") or {}).get("claudeCode") or {}
             name = str(meta.get("toolName") or data.get("kind") or "tool")
             # The Claude Code adapter serves Read/Write/Edit itself, as `mcp__acp__Read` etc.
@@ -188,7 +181,7 @@ class AcpTurn:
         if self.context is not None:
             payload["context_tokens"], payload["context_window"] = self.context
         await self.emit("session.usage", payload)
-        await self.set_state("error" if stop == "error" else "idle")
+        await self.states.set(AgentState.ERROR if stop == "error" else AgentState.IDLE)
 
 
 def content_text(content: list[dict[str, Any]]) -> str:

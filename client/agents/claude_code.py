@@ -50,6 +50,7 @@ from client.agents.base import Agent, Prompt, Reference
 from client.agents.claude_stream import ClaudeTurn
 from client.agents.claude_tools import CATEGORIES, DESCRIPTIONS, catalog
 from client.agents.kinds import ClaudeCodeSettings
+from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
 from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
@@ -321,7 +322,7 @@ class ClaudeCodeAgent(Agent):
             turn = self._turn = ClaudeTurn(self.emit, cost_so_far=self.cost_total)
             try:
                 await self._publish_commands()
-                await turn.set_state("thinking")
+                await turn.states.set(AgentState.THINKING)
                 await self._write(
                     {
                         "type": "user",
@@ -442,7 +443,7 @@ class ClaudeCodeAgent(Agent):
         }
         if request.get("tool_use_id"):
             payload["invocation_id"] = str(request["tool_use_id"])
-        await turn.set_state("awaiting_input")
+        await turn.states.set(AgentState.AWAITING_INPUT)
         await self.emit("agent.interaction.request", payload)
 
     async def respond(self, response: InteractionResponse) -> None:
@@ -462,7 +463,7 @@ class ClaudeCodeAgent(Agent):
             if turn is not None and request.get("tool_use_id"):
                 turn.denied.add(str(request["tool_use_id"]))
         if turn is not None:
-            await turn.set_state("tool_calling")
+            await turn.states.set(AgentState.TOOL_CALLING)
         await self._answer(response.interaction_id, answer)
 
     # --- cancel and the end -------------------------------------------------------------------

@@ -30,6 +30,8 @@ from typing import Any
 from client.agents.base import Emit
 from client.agents.blocks import Blocks
 from client.agents.claude_tools import result_payload
+from client.agents.states import AgentStates
+from rawp.agent_state import AgentState
 from rawp.events import StopReason
 
 STOP_REASONS: dict[str, StopReason] = {
@@ -48,7 +50,7 @@ class ClaudeTurn:
     def __init__(self, emit: Emit, *, cost_so_far: float = 0.0) -> None:
         self.emit = emit
         self.blocks = Blocks(emit)
-        self.state: str | None = None
+        self.states = AgentStates(emit)
         self.tools: dict[str, tuple[str, dict[str, Any]]] = {}  # tool_use_id → (name, input)
         self.denied: set[str] = set()
         self.streamed: set[str] = set()  # message ids whose blocks came as stream events
@@ -56,15 +58,6 @@ class ClaudeTurn:
         self.tool_count = 0
         self.cost_so_far = cost_so_far
         self.cost_total = cost_so_far
-
-    async def set_state(self, state: str) -> None:
-        if state == self.state:
-            return
-        payload = {"current_state": state}
-        if self.state is not None:
-            payload["previous_state"] = self.state
-        self.state = state
-        await self.emit("agent.state.changed", payload)
 
     # --- the stream --------------------------------------------------------------------------
 
@@ -91,7 +84,7 @@ class ClaudeTurn:
             self.streamed.add(message["api_message_id"])
         if kind == "message_start":
             self.streamed.add((event.get("message") or {}).get("id", ""))
-            await self.set_state("thinking")
+            await self.states.set(AgentState.THINKING)
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") in ("text", "thinking"):
@@ -132,7 +125,7 @@ class ClaudeTurn:
             elif parent or synthetic or message_id in self.streamed:
                 continue
             elif kind in ("text", "thinking"):
-                await self.set_state("thinking")
+                await self.states.set(AgentState.THINKING)
                 await self.blocks.delta(kind, block.get(kind, ""))
                 await self.blocks.close()
             elif kind == "redacted_thinking":
@@ -144,7 +137,7 @@ class ClaudeTurn:
         if not held:
             return
         await self.blocks.close()
-        await self.set_state("tool_calling")
+        await self.states.set(AgentState.TOOL_CALLING)
         group = f"group-{held[0][0]}" if len(held) > 1 else None
         for _message_id, request in held:
             if group:
@@ -221,20 +214,20 @@ class ClaudeTurn:
         if result is not None:
             await self._usage(result)
         if cancelled:
-            await self.set_state("idle")
+            await self.states.set(AgentState.IDLE)
             return "cancelled"
         if result is None:
-            await self.set_state("error")
+            await self.states.set(AgentState.ERROR)
             return "error"
         subtype = result.get("subtype")
         if subtype == "error_max_turns":
-            await self.set_state("idle")
+            await self.states.set(AgentState.IDLE)
             return "max_turn_requests"
         if result.get("is_error") or subtype != "success":
             await self.emit("agent.error", error_payload(result))
-            await self.set_state("error")
+            await self.states.set(AgentState.ERROR)
             return "error"
-        await self.set_state("idle")
+        await self.states.set(AgentState.IDLE)
         return STOP_REASONS.get(str(result.get("stop_reason")), "end_turn")
 
     async def _usage(self, result: dict[str, Any]) -> None:

@@ -45,6 +45,8 @@ from client.agents.base import Agent, Prompt, Reference
 from client.agents.blocks import Blocks
 from client.agents.kinds import OpenAISettings
 from client.agents.sse import ThinkSplitter, sse_events
+from client.agents.states import AgentStates
+from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
 from rawp.events import InteractionResponse, StopReason
 from rawp.fileref import FileToken, Part, extract_paths, to_generic_llm
@@ -164,7 +166,8 @@ class OpenAIAgent(Agent):
         prompt = await self.images_as_files(prompt)  # reported there; never inlined
         user = {"role": "user", "content": self._user_message(prompt, inlined)}
         blocks = Blocks(self.emit)
-        await self._state(None, "thinking")
+        states = AgentStates(self.emit)  # one turn: its first report has no previous state
+        await states.set(AgentState.THINKING)
         # A session that ends cancels this task: that CancelledError passes through. cancel()
         # expires the scope instead, which ends the request as a TimeoutError raised here only
         # (_stream turns the HTTP client's own timeouts into "error" inside the scope).
@@ -179,7 +182,7 @@ class OpenAIAgent(Agent):
         if stop in ("end_turn", "max_tokens", "refusal", "cancelled"):
             # What the user saw stays in the conversation, a cancelled answer included.
             self.history += [user, {"role": "assistant", "content": blocks.answer}]
-        await self._state("thinking", "error" if stop == "error" else "idle")
+        await states.set(AgentState.ERROR if stop == "error" else AgentState.IDLE)
         return stop
 
     async def _stream(self, messages: list[dict[str, Any]], blocks: Blocks) -> StopReason:
@@ -327,12 +330,6 @@ class OpenAIAgent(Agent):
             "agent.error",
             {"code": code, "message": message, "severity": "error", "retryable": retryable},
         )
-
-    async def _state(self, previous: str | None, current: str) -> None:
-        payload = {"current_state": current}
-        if previous:
-            payload["previous_state"] = previous
-        await self.emit("agent.state.changed", payload)
 
     async def respond(self, response: InteractionResponse) -> None:
         """This kind never asks the user anything; a stray response is ignored."""
