@@ -9,8 +9,11 @@ becomes what:
 * `assistant` messages: each `tool_use` block → `tool.invoke.request` with its complete input.
   Several tool_use blocks of one model message are one `parallel_group_id`; the requests of a
   message are held until the message ends (or the CLI asks about one of them) so the group is
-  known when they go out. Text and thinking of an assistant message that was not streamed
-  (older CLIs, recorded transcripts) are sent whole. Messages of a sub-agent
+  known when they go out. The CLI may run a tool, and write its result, before the model has
+  finished streaming the message's next tool_use block (on a busy machine it does): a result for
+  a held request of the message still streaming is held too, and goes out after its request.
+  Text and thinking of an assistant message that was not streamed (older CLIs, recorded
+  transcripts) are sent whole. Messages of a sub-agent
   (`parent_tool_use_id`) contribute their tool calls with `parent_invocation_id`; their text is
   the sub-agent's business and arrives as the Task tool's `agent_result`;
 * `user` messages carrying `tool_result` blocks → `tool.invoke.result` (`claude_tools`);
@@ -55,6 +58,8 @@ class ClaudeTurn:
         self.denied: set[str] = set()
         self.streamed: set[str] = set()  # message ids whose blocks came as stream events
         self.pending: list[tuple[str, dict[str, Any]]] = []  # (message id, request payload)
+        self.streaming: str | None = None  # the main agent's message between start and stop
+        self.held_results: list[dict[str, Any]] = []  # `user` messages waiting for a flush
         self.tool_count = 0
         self.cost_so_far = cost_so_far
         self.cost_total = cost_so_far
@@ -68,6 +73,9 @@ class ClaudeTurn:
         elif kind == "assistant":
             await self._assistant(message)
         elif kind == "user":
+            if self._answers_the_streaming_message(message):
+                self.held_results.append(message)
+                return
             await self.flush()
             await self._tool_results(message)
         elif kind == "rate_limit_event":
@@ -83,7 +91,8 @@ class ClaudeTurn:
         if message.get("api_message_id"):
             self.streamed.add(message["api_message_id"])
         if kind == "message_start":
-            self.streamed.add((event.get("message") or {}).get("id", ""))
+            self.streaming = (event.get("message") or {}).get("id", "")
+            self.streamed.add(self.streaming)
             await self.states.set(AgentState.THINKING)
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
@@ -100,6 +109,7 @@ class ClaudeTurn:
         elif kind == "content_block_stop":
             await self.blocks.close()
         elif kind == "message_stop":
+            self.streaming = None
             await self.flush()
 
     async def _assistant(self, message: dict[str, Any]) -> None:
@@ -131,19 +141,33 @@ class ClaudeTurn:
             elif kind == "redacted_thinking":
                 await self.blocks.redacted()
 
+    def _answers_the_streaming_message(self, message: dict[str, Any]) -> bool:
+        """Whether `message` holds a result for a held request of the message still streaming:
+        more tool_use blocks of that message may follow, so its group is not known yet."""
+        if self.streaming is None:
+            return False
+        waiting = {r["invocation_id"] for m, r in self.pending if m == self.streaming}
+        content = (message.get("message") or {}).get("content")
+        return isinstance(content, list) and any(
+            isinstance(block, dict) and block.get("tool_use_id") in waiting for block in content
+        )
+
     async def flush(self) -> None:
-        """Send the held tool requests of one model message, grouped if there are several."""
+        """Send the held tool requests of one model message, grouped if there are several, then
+        the results that were held for them."""
         held, self.pending = self.pending, []
-        if not held:
-            return
-        await self.blocks.close()
-        await self.states.set(AgentState.TOOL_CALLING)
+        results, self.held_results = self.held_results, []
+        if held:
+            await self.blocks.close()
+            await self.states.set(AgentState.TOOL_CALLING)
         group = f"group-{held[0][0]}" if len(held) > 1 else None
         for _message_id, request in held:
             if group:
                 request["parallel_group_id"] = group
             self.tool_count += 1
             await self.emit("tool.invoke.request", request)
+        for message in results:
+            await self._tool_results(message)
 
     async def _tool_results(self, message: dict[str, Any]) -> None:
         content = (message.get("message") or {}).get("content")
