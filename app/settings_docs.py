@@ -4,7 +4,8 @@
     python -m app.settings_docs --write  # rewrite .env.example and the docs' tables
 
 tests/test_env_example.py checks the files hold exactly what this writes. The models are
-loaded by module name, as `app.cli` loads commands (this package imports none of the tiers).
+named as `"module:Class"` and loaded when the documents are built, as `app.cli` loads commands
+(tests/test_layout.py reads those names as imports: this is why the module lives in `app/`).
 
 `.env.example` is safe to copy to `.env` as it is, on a host or into a container (issue 17):
 every setting is a comment showing its default, so copying it changes nothing — in particular

@@ -1,8 +1,9 @@
 """`rawp gateway`: run the chat bot for Discord, Slack or the console, and the web edge.
 
-The platforms live in `adapters/`, above this package (tests/test_layout.py: gateway never
-imports adapters). So, like `app.cli` loading each command by module name, the handler loads
-the wiring module `app.launch` by name at run time; nothing here depends on a platform.
+The platforms live in `adapters/` and their wiring in `app/`, above this package
+(tests/test_layout.py: gateway imports neither). So the handler loads the wiring module
+`app.launch` by name at run time, the one by-name load against the direction that the layout
+test names; nothing here depends on a platform.
 Its settings are `gateway.settings.GatewayOptions`; the edge service credential is read from the
 environment only (`RAWP_EDGE_SECRET`), so it never shows in a process list.
 """

@@ -9,8 +9,8 @@ One line per check, ✅ or ❌ with the fix, and exit 1 when any ❌ (0 when all
 - the database and Redis, when `RAWP_DATABASE_URL` / `RAWP_REDIS_URL` are set;
 - this machine's agents (client/agents_check.py): each configured agent's program is found.
 
-The agents check belongs to the client, which this package may not import (tests/test_layout.py):
-like `app.cli` with its commands, it is loaded by module name when the command runs. Checks
+The agents check belongs to the client: like `app.cli` with its commands, it is loaded by module
+name when the command runs, so building the `rawp` parser imports no client module. Checks
 run concurrently; each has its own timeout, so a dead endpoint costs seconds, not minutes.
 """
 
