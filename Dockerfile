@@ -45,7 +45,7 @@ COPY master /tmp/rawp/master
 COPY client /tmp/rawp/client
 COPY gateway /tmp/rawp/gateway
 COPY adapters /tmp/rawp/adapters
-COPY app /tmp/rawp/app
+COPY rawp_app /tmp/rawp/rawp_app
 # pip compiles the bytecode as it installs (the non-root user could not write it at run time:
 # every start would compile every module again, doubling a cold master's time to listen).
 RUN pip install --no-cache-dir --disable-pip-version-check --no-deps --no-build-isolation \

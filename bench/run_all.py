@@ -114,7 +114,7 @@ broad queries one thread's pass over the first chunk.""",
     "startup": """\
 `rawp up` imports the master, client and gateway apps (Quart, SQLAlchemy, pydantic models) in
 one process; compare its figure with `import quart` above and profile with
-`python -X importtime -m app.cli up …`.""",
+`python -X importtime -m rawp_app.cli up …`.""",
 }
 
 # What earlier runs missed, the cause found by profiling, and the fix in the code (issue 7).

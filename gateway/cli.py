@@ -1,8 +1,8 @@
 """`rawp gateway`: run the chat bot for Discord, Slack or the console, and the web edge.
 
-The platforms live in `adapters/` and their wiring in `app/`, above this package
+The platforms live in `adapters/` and their wiring in `rawp_app/`, above this package
 (tests/test_layout.py: gateway imports neither). So the handler loads the wiring module
-`app.launch` by name at run time, the one by-name load against the direction that the layout
+`rawp_app.launch` by name at run time, the one by-name load against the direction that the layout
 test names; nothing here depends on a platform.
 Its settings are `gateway.settings.GatewayOptions`; the edge service credential is read from the
 environment only (`RAWP_EDGE_SECRET`), so it never shows in a process list.
@@ -18,7 +18,7 @@ from runtime.cli import CommandError, writable_directory
 from runtime.settings import add_flags, environment_only, load
 from runtime.tasks import exit_status
 
-WIRING_MODULE = "app.launch"
+WIRING_MODULE = "rawp_app.launch"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

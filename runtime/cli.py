@@ -1,10 +1,10 @@
 """What every `rawp` command shares, whichever tier it runs (runtime: beneath the tiers).
 
-A command module (`master.cli`, `client.cli`, `gateway.cli`, `app.up`, …) provides
+A command module (`master.cli`, `client.cli`, `gateway.cli`, `rawp_app.up`, …) provides
 `configure(parser: argparse.ArgumentParser) -> None`, which adds its options and sets
 `handler=callable(args) -> int` as a default; `run` parses, configures logging and calls the
 handler. It keeps its top-level imports light (servers are imported inside the handler). The
-table of commands, which names every tier, is `app.cli` (the composition root).
+table of commands, which names every tier, is `rawp_app.cli` (the composition root).
 """
 
 from __future__ import annotations

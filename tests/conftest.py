@@ -64,7 +64,7 @@ LONG_FIRST = (  # longest first (seconds on a quiet machine, `--durations`)
 # bytecode, so each of those hundreds of processes compiled every module it imported again:
 # about 15 % of the suite's CPU. The controller compiles the tree once before the workers start;
 # Python reads bytecode whatever that variable says.
-PACKAGES = ("rawp", "runtime", "master", "client", "gateway", "adapters", "app", "tests")
+PACKAGES = ("rawp", "runtime", "master", "client", "gateway", "adapters", "rawp_app", "tests")
 
 
 def pytest_configure(config):

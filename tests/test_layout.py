@@ -1,9 +1,9 @@
 """The architecture's dependency direction, checked on the source (architecture.md, Layout).
 
-rawp ← runtime ← master, client, gateway ← adapters ← app. master, client and gateway never
-import each other; only app imports adapters, and nothing imports app; the protocol core and the
-runtime import no server, socket or platform library. A module loaded by name
-(`importlib.import_module`, a `"module:Class"` table) counts as imported.
+rawp ← runtime ← master, client, gateway ← adapters ← rawp_app. master, client and gateway
+never import each other; only rawp_app imports adapters, and nothing imports rawp_app; the
+protocol core and the runtime import no server, socket or platform library. A module loaded by
+name (`importlib.import_module`, a `"module:Class"` table) counts as imported.
 """
 
 import ast
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("rawp", "runtime", "master", "client", "gateway", "adapters", "app")
+PACKAGES = ("rawp", "runtime", "master", "client", "gateway", "adapters", "rawp_app")
 SERVER_LIBS = {
     "quart",
     "hypercorn",
@@ -33,19 +33,19 @@ SERVER_LIBS = {
 PLATFORM_LIBS = {"discord", "slack_bolt", "slack_sdk"}
 
 FORBIDDEN: dict[str, set[str]] = {
-    "rawp": {"runtime", "master", "client", "gateway", "adapters", "app"} | SERVER_LIBS,
-    "runtime": {"master", "client", "gateway", "adapters", "app"} | SERVER_LIBS,
-    "master": {"client", "gateway", "adapters", "app"} | PLATFORM_LIBS,
-    "client": {"master", "gateway", "adapters", "app"} | PLATFORM_LIBS,
-    "gateway": {"master", "client", "adapters", "app"} | PLATFORM_LIBS,
-    "adapters": {"master", "client", "app"},
-    "app": set(),  # the composition roots: the command table, `rawp up`, launch, doctor
+    "rawp": {"runtime", "master", "client", "gateway", "adapters", "rawp_app"} | SERVER_LIBS,
+    "runtime": {"master", "client", "gateway", "adapters", "rawp_app"} | SERVER_LIBS,
+    "master": {"client", "gateway", "adapters", "rawp_app"} | PLATFORM_LIBS,
+    "client": {"master", "gateway", "adapters", "rawp_app"} | PLATFORM_LIBS,
+    "gateway": {"master", "client", "adapters", "rawp_app"} | PLATFORM_LIBS,
+    "adapters": {"master", "client", "rawp_app"},
+    "rawp_app": set(),  # the composition roots: the command table, `rawp up`, launch, doctor
 }
 # The runtime's one asyncio module: it owns tasks (issue 14 §6), it serves nothing.
 TASK_OWNERSHIP = Path("runtime/tasks.py")
 # Loaded by name against the direction, each for a reason: `rawp gateway` lives with the gateway
-# but its handler wires the platforms, which only app may (gateway/cli.py, WIRING_MODULE).
-LATE_BOUND = {Path("gateway/cli.py"): {"app"}}
+# but its handler wires the platforms, which only rawp_app may (gateway/cli.py, WIRING_MODULE).
+LATE_BOUND = {Path("gateway/cli.py"): {"rawp_app"}}
 
 # A string naming one of our modules: `master.cli`, `master.settings:MasterSettings`.
 MODULE_NAME = re.compile(r"([a-z_]+(?:\.[a-z_0-9]+)*)(?::[A-Za-z_][A-Za-z_0-9]*)?")
@@ -121,14 +121,14 @@ def test_checker_sees_modules_loaded_by_name(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import importlib\n"
-        "TABLE = {'up': ('app.up', 'run all'), 'docs': 'gateway.settings:GatewayOptions'}\n"
+        "TABLE = {'up': ('rawp_app.up', 'run all'), 'docs': 'gateway.settings:GatewayOptions'}\n"
         "ARGV = ['python', '-m', 'client.cli']\n"
         "LOG = 'rawp.tasks'\n"
-        "PROSE = 'see app.up'\n"
+        "PROSE = 'see rawp_app.up'\n"
         "importlib.import_module(TABLE['up'][0])\n"
     )
-    assert imported_modules(probe) == {"importlib", "app", "gateway"}
-    probe.write_text("X = 'app.up'\n")  # no import_module: a plain string
+    assert imported_modules(probe) == {"importlib", "rawp_app", "gateway"}
+    probe.write_text("X = 'rawp_app.up'\n")  # no import_module: a plain string
     assert imported_modules(probe) == set()
 
 

@@ -145,7 +145,7 @@ def test_text_lines_are_scrubbed_as_they_are_made():
 
 def test_a_bad_log_format_is_one_line_and_help_still_works():
     env = {**os.environ, "RAWP_LOG_FORMAT": "xml"}
-    run = [sys.executable, "-m", "app.cli", "gateway"]
+    run = [sys.executable, "-m", "rawp_app.cli", "gateway"]
     bad = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines() == [

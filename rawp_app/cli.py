@@ -2,8 +2,8 @@
 
 Each subcommand lives with the package that implements it and is loaded by module name only
 when the parser is built, so that `rawp --help` imports no server. This is a composition root
-(app/ imports every tier; tests/test_layout.py reads these names as imports). What every command
-shares — common options, `.env`, logging, `CommandError` — is `runtime.cli`.
+(rawp_app/ imports every tier; tests/test_layout.py reads these names as imports). What every
+command shares — common options, `.env`, logging, `CommandError` — is `runtime.cli`.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from runtime.settings import add_flags
 # name → (module, one-line summary). The order is the order of `rawp --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
     "up": (
-        "app.up",
+        "rawp_app.up",
         "run master, client and gateway in one process on loopback (first run, demos)",
     ),
     "master": ("master.cli", "run the master server: pairing, config scopes, Edge API, relay"),
     "client": ("client.cli", "run the local client on this machine, or pair it with a master"),
     "gateway": ("gateway.cli", "run the chat gateway that brings sessions into Discord or Slack"),
     "demo-agent": ("client.demo_agent", "the deterministic demo agent (a jsonl script agent)"),
-    "doctor": ("app.doctor", "check a deployment: master, TLS, secrets, platforms, agents"),
+    "doctor": ("rawp_app.doctor", "check a deployment: master, TLS, secrets, platforms, agents"),
 }
 
 DESCRIPTION = """\
@@ -69,8 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # Under `python -m app.cli` this file is `__main__`; run the imported module's `main` so the
-    # process is the same one `rawp` runs (its command table, its parser).
-    from app.cli import main as imported_main
+    # Under `python -m rawp_app.cli` this file is `__main__`; run the imported module's `main`,
+    # so the process is the same one `rawp` runs (its command table, its parser).
+    from rawp_app.cli import main as imported_main
 
     sys.exit(imported_main())
