@@ -1,7 +1,7 @@
 """The `rawp` console command: the table of subcommands, one per tier or tool.
 
-Each subcommand lives with the package that implements it and is loaded by module name only
-when the parser is built, so that `rawp --help` imports no server. This is a composition root
+Each subcommand lives with the package that implements it and is loaded by module name when
+the parser is built (a command module imports its server inside the handler). A composition root
 (rawp_app/ imports every tier; tests/test_layout.py reads these names as imports). What every
 command shares — common options, `.env`, logging, `CommandError` — is `runtime.cli`.
 """
