@@ -40,10 +40,12 @@ RUN useradd --system --uid 10001 --home-dir /data --create-home --shell /usr/sbi
 COPY --from=deps /opt/rawp /opt/rawp
 COPY pyproject.toml README.md /tmp/rawp/
 COPY rawp /tmp/rawp/rawp
+COPY runtime /tmp/rawp/runtime
 COPY master /tmp/rawp/master
 COPY client /tmp/rawp/client
 COPY gateway /tmp/rawp/gateway
 COPY adapters /tmp/rawp/adapters
+COPY rawp_app /tmp/rawp/rawp_app
 # pip compiles the bytecode as it installs (the non-root user could not write it at run time:
 # every start would compile every module again, doubling a cold master's time to listen).
 RUN pip install --no-cache-dir --disable-pip-version-check --no-deps --no-build-isolation \

@@ -114,7 +114,7 @@ broad queries one thread's pass over the first chunk.""",
     "startup": """\
 `rawp up` imports the master, client and gateway apps (Quart, SQLAlchemy, pydantic models) in
 one process; compare its figure with `import quart` above and profile with
-`python -X importtime -m rawp.cli up …`.""",
+`python -X importtime -m rawp_app.cli up …`.""",
 }
 
 # What earlier runs missed, the cause found by profiling, and the fix in the code (issue 7).
@@ -213,7 +213,7 @@ After (traced heap at 1,000 sessions: 128.5 MiB, −7.1 MiB: −7.3 KB per sessi
   sender waits, instead of an `asyncio.Queue` for the socket's life (3.3 KB).
 - *A task per edge socket waiting for its kick*: the kick now cancels the sender, which ends
   the socket's race; the task, its Event and the Event's deque are gone (~2.5 KB).
-- *An Event per race* (`rawp/tasks.race`, one per edge socket): a future (~0.8 KB).
+- *An Event per race* (`runtime/tasks.race`, one per edge socket): a future (~0.8 KB).
 - *A keepalive task per client link* (websockets' `ping_interval`): one task pings every link,
   a slice a second (`master/edge/link_pings.py`; ~1.5 KB per session, and 10,000 timers fewer).
 - Together: Events per session 9 → 6, Queues 3 → 2, tasks per session 2 fewer; the traced

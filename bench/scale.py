@@ -189,7 +189,7 @@ def dump(*_):
         out.write("\n")
 signal.signal(signal.SIGUSR2, mark)
 signal.signal(signal.SIGUSR1, dump)
-from rawp.cli import main
+from rawp_app.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -451,7 +451,7 @@ def run(args) -> dict:
                 traced.write_text(TRACED_MASTER)
                 argv = [sys.executable, str(traced), str(Path(args.trace_memory).resolve())]
             else:
-                argv = [sys.executable, "-m", "rawp.cli"]
+                argv = [sys.executable, "-m", "rawp_app.cli"]
             master = processes.start(
                 [*argv, *master_args],
                 env={"RAWP_EDGE_SECRET": EDGE_SECRET},

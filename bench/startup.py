@@ -7,7 +7,7 @@ that line, so interpreter start and imports count. Two kinds of run:
 - **first**: a fresh state dir each time (keys generated, the client paired with the master);
 - **again**: the same state dir as the run before (already paired), as a user's second start.
 
-The figure `rawp up` prints itself (from the import of adapters/up.py) is kept beside it.
+The figure `rawp up` prints itself (from the import of rawp_app/up.py) is kept beside it.
 Baselines, in the same run: `python -c pass` and `python -c "import quart"` (spawn to exit).
 Target: ≤ 3 s.
 """

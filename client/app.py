@@ -36,9 +36,9 @@ from client.tickets import TicketStore
 from rawp.clock import SYSTEM_CLOCK, Clock, new_id
 from rawp.errors import RawpError
 from rawp.events import FileCandidates, FileSearch
-from rawp.logs import REQUEST_ID
-from rawp.rate_limit import Budget, MemoryRateLimiter
-from rawp.tasks import TaskOwner
+from runtime.logs import REQUEST_ID
+from runtime.rate_limit import Budget, MemoryRateLimiter
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def create_app(
     @app.before_request
     @app.before_websocket
     async def name_the_request() -> None:
-        # rawp.logs rule 1: every line logged while serving it names this request.
+        # runtime.logs rule 1: every line logged while serving it names this request.
         REQUEST_ID.set(new_id())
 
     @app.errorhandler(RawpError)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import socket
 
-from rawp.cli import CommandError, writable_directory
-from rawp.settings import add_flags, environment_only, load
+from runtime.cli import CommandError, writable_directory
+from runtime.settings import add_flags, environment_only, load
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

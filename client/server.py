@@ -30,7 +30,7 @@ async def serve_client(
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")  # through our handler (rawp.logs)
+    config.errorlog = logging.getLogger("hypercorn.error")  # through our handler (runtime.logs)
     if certfile:
         config.certfile, config.keyfile = str(certfile), str(keyfile)
     loop = asyncio.get_running_loop()

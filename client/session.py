@@ -43,9 +43,9 @@ from rawp.config import PinnedConfig
 from rawp.events import EVENTS, Capabilities, Direction, Payload
 from rawp.fingerprints import new_salt
 from rawp.frames import dump_frame, encode_frame, frame_size, make_frame
-from rawp.logs import bind_session
 from rawp.session_state import SessionEvent, SessionState, next_state
-from rawp.tasks import TaskOwner
+from runtime.logs import bind_session
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -339,7 +339,7 @@ class Session:
         self.tasks.spawn(self._turns_or_end(on_failure), name="turns")
 
     async def _turns_or_end(self, on_failure: Any) -> None:
-        bind_session(self.id)  # this task's log lines name the session (rawp.logs rule 1)
+        bind_session(self.id)  # this task's log lines name the session (runtime.logs rule 1)
         try:
             await self._run_turns()
         except Exception:  # logged once, here, at the session's boundary (rule 4)

@@ -37,7 +37,7 @@ from rawp.clock import Clock, is_uuid4
 from rawp.config import PinnedConfig
 from rawp.errors import BadRequest, Conflict, Forbidden, NotFound
 from rawp.session_state import SessionState
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Everything `rawp client` is configured with: what the operator sets, and the runtime object.
 
 `ClientOptions` is the one place a `rawp client` setting is written — variable, flag, default,
-range, help (rawp.settings explains how to add one); `client.cli` loads it and turns it into
+range, help (runtime.settings explains how to add one); `client.cli` loads it and turns it into
 `ClientSettings` with `runtime()`. The limits (RAWP §4.1.5) and capabilities (§4.1.6) are the
 two config scopes the client reports to its master; a session pins the snapshot current at its
 `session/init` (A-09). The limits' ranges are the protocol model's own (rawp.config.Limits).
@@ -18,7 +18,7 @@ from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import NoDecode
 
 from rawp.config import DEFAULT_LIMITS, Limits
-from rawp.settings import (
+from runtime.settings import (
     Accepts,
     CommandSettings,
     Flag,
@@ -216,7 +216,7 @@ class ClientSettings:
     sweep_interval: float = 0.25
     max_body_bytes: int = 1024 * 1024
     # GET /metrics needs `Authorization: Bearer <this>` when set; else loopback peers only
-    # (rawp.scrape_access). Read from RAWP_METRICS_TOKEN only: never a flag.
+    # (runtime.scrape_access). Read from RAWP_METRICS_TOKEN only: never a flag.
     metrics_token: str | None = field(default=None, repr=False)
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -32,7 +32,7 @@ from rawp.events import (
     ToolInvokeRequest,
 )
 from rawp.frames import Frame, parse_frame, session_error_frame
-from rawp.tasks import TaskOwner, race
+from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class StreamHandler:
     async def serve(self, outbox: Outbox) -> None:
         """Run the socket until it closes, stops draining, or one of its loops fails.
 
-        The sender, the receiver and the wait for an abandoned outbox race (rawp.tasks): the
+        The sender, the receiver and the wait for an abandoned outbox race (runtime.tasks): the
         first to finish ends the others. A loop that fails is logged here, once, with its
         traceback, and the connection ends; cancellation (the socket dropped) passes through.
         Searches end with the socket; a cancel the socket asked for belongs to the session.

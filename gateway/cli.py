@@ -1,8 +1,9 @@
 """`rawp gateway`: run the chat bot for Discord, Slack or the console, and the web edge.
 
-The platforms live in `adapters/`, above this package (tests/test_layout.py: gateway never
-imports adapters). So, like `rawp.cli` loading each command by module name, the handler loads
-the wiring module `adapters.launch` by name at run time; nothing here depends on a platform.
+The platforms live in `adapters/` and their wiring in `rawp_app/`, above this package
+(tests/test_layout.py: gateway imports neither). So the handler loads the wiring module
+`rawp_app.launch` by name at run time, the one by-name load against the direction that the layout
+test names; nothing here depends on a platform.
 Its settings are `gateway.settings.GatewayOptions`; the edge service credential is read from the
 environment only (`RAWP_EDGE_SECRET`), so it never shows in a process list.
 """
@@ -13,11 +14,11 @@ import argparse
 import importlib
 import sys
 
-from rawp.cli import CommandError, writable_directory
-from rawp.settings import add_flags, environment_only, load
-from rawp.tasks import exit_status
+from runtime.cli import CommandError, writable_directory
+from runtime.settings import add_flags, environment_only, load
+from runtime.tasks import exit_status
 
-WIRING_MODULE = "adapters.launch"
+WIRING_MODULE = "rawp_app.launch"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"rawp gateway: web: {link}", file=sys.stderr, flush=True)
 
     try:
-        # Non-zero when a critical task died (rawp.tasks rule 4).
+        # Non-zero when a critical task died (runtime.tasks rule 4).
         return exit_status(asyncio.run(launch.run_gateway(config, on_web=announce)))
     except launch.LaunchError as exc:
         raise CommandError(str(exc)) from None

@@ -14,7 +14,7 @@ of jitter. A rate limit delays a call; it never drops it (issue 16). Each 429 is
 to the `rate_limit_listeners` (platform, label, response headers): the shared platform budget
 blocks the route for every replica there (gateway.replicas.budgeted_platform rule 4).
 
-`MetricsServer` serves `GET /metrics` (rawp.scrape_access decides who may read it) and
+`MetricsServer` serves `GET /metrics` (runtime.scrape_access decides who may read it) and
 `GET /health` (200 while the gateway runs) on `RAWP_GATEWAY_METRICS_ADDRESS`.
 """
 
@@ -39,7 +39,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from gateway.settings import parse_address  # noqa: F401  (re-exported: tests, launch)
-from rawp.scrape_access import REFUSAL, may_scrape
+from runtime.scrape_access import REFUSAL, may_scrape
 
 log = logging.getLogger(__name__)
 

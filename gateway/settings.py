@@ -1,4 +1,4 @@
-"""`rawp gateway`'s settings: the one place each is written (rawp.settings explains how to add
+"""`rawp gateway`'s settings: the one place each is written (runtime.settings explains how to add
 one). `gateway.cli` loads `GatewayOptions` from flags and the environment; the platforms' own
 settings (tokens, endpoints, allow-lists) are `DISCORD_*` / `SLACK_*`, read by their adapters
 (adapters/discord/settings.py, adapters/slack/settings.py) when the gateway serves them.
@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 from pydantic_settings import NoDecode
 
 from gateway.replicas.platform_budget import parse_limits
-from rawp.settings import (
+from runtime.settings import (
     Accepts,
     CommandSettings,
     Flag,

@@ -23,8 +23,8 @@ from master.settings import Settings
 from master.wiring import build_services
 from rawp.clock import SYSTEM_CLOCK, Clock, is_uuid4, new_id
 from rawp.errors import RawpError
-from rawp.logs import REQUEST_ID, SESSION_ID
-from rawp.rate_limit import RateLimiter
+from runtime.logs import REQUEST_ID, SESSION_ID
+from runtime.rate_limit import RateLimiter
 
 log = logging.getLogger("rawp.master")
 
@@ -54,7 +54,7 @@ def create_app(
 
     @app.before_request
     async def name_the_request() -> None:
-        # rawp.logs rule 1: every line logged while serving it names this request, and the
+        # runtime.logs rule 1: every line logged while serving it names this request, and the
         # session its path names (the task serving a request ends with it: no reset).
         REQUEST_ID.set(new_id())
         session_id = (request.view_args or {}).get("session_id")

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from master.settings import Settings
-from rawp.cli import CommandError
 from rawp.clock import Clock, parse_iso
+from runtime.cli import CommandError
 
 RELATIVE = re.compile(r"^(\d+)([smhd])$")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 
-from rawp.cli import CommandError, writable_directory
-from rawp.settings import add_flags, environment_only, load
-from rawp.tasks import exit_status
+from runtime.cli import CommandError, writable_directory
+from runtime.settings import add_flags, environment_only, load
+from runtime.tasks import exit_status
 
 # The fields of MasterOptions shown under "Edge API" in --help; the others come first.
 EDGE_OPTIONS = (
@@ -85,7 +85,7 @@ def serve(args: argparse.Namespace) -> int:
         with_database(settings, run(settings))
     except (OSError, StartupFailed) as exc:  # the address, or the app's start (logged above)
         raise CommandError(str(exc)) from None
-    return exit_status(0)  # non-zero when a critical task died (rawp.tasks rule 4)
+    return exit_status(0)  # non-zero when a critical task died (runtime.tasks rule 4)
 
 
 def with_database(settings, work):

@@ -22,7 +22,7 @@ from master import gc_pauses
 from master.settings import Settings
 from master.storage.db import Database, database_url
 from master.storage.reach import wait_for_database
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master")
 

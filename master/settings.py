@@ -1,7 +1,7 @@
 """Everything the master is configured with: what the operator sets, and the frozen runtime object.
 
 `MasterOptions` is the one place a `rawp master` setting is written — its variable, flag,
-default, range and help (rawp.settings explains how to add one). `master.cli` loads it from
+default, range and help (runtime.settings explains how to add one). `master.cli` loads it from
 flags and the environment and turns it into `Settings` with `runtime()`; tests and `rawp up`
 build `Settings` directly. `Settings` also holds the tunables no operator sets (token lifetimes
 fixed by the spec, replay sizes); its operator-facing defaults are read from `MasterOptions`.
@@ -18,8 +18,8 @@ from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, model_va
 from pydantic_settings import NoDecode
 
 from master.services.budget_rules import BudgetRules
-from rawp.rate_limit import Budget
-from rawp.settings import (
+from runtime.rate_limit import Budget
+from runtime.settings import (
     Accepts,
     CommandSettings,
     Flag,
@@ -385,7 +385,7 @@ class Settings:
     # Every key the master writes in Redis starts with this (several deployments, one Redis).
     redis_prefix: str = DEFAULTS.redis_prefix
     # GET /metrics needs `Authorization: Bearer <this>` when set; else loopback peers only
-    # (rawp.scrape_access). Read from RAWP_METRICS_TOKEN only: never a flag.
+    # (runtime.scrape_access). Read from RAWP_METRICS_TOKEN only: never a flag.
     metrics_token: str | None = field(default=None, repr=False)
     # --- Edge API (RAWP §9; docs/edge-api.md) ---
     edge: EdgeSettings = field(default_factory=EdgeSettings)

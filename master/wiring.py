@@ -21,8 +21,8 @@ from master.settings import Settings
 from master.storage.db import Database, database_url, redacted
 from master.storage.migrations import migrate
 from rawp.clock import Clock
-from rawp.rate_limit import MemoryRateLimiter, RateLimiter
 from rawp.tokens import SigningKey
+from runtime.rate_limit import MemoryRateLimiter, RateLimiter
 
 log = logging.getLogger("rawp.master")
 

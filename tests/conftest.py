@@ -14,9 +14,9 @@ from tests.support import Processes
 
 @pytest.fixture(autouse=True)
 def critical_tasks_end_the_test():
-    """A critical task that dies for good inside the test process (rawp.tasks rule 4) fails
+    """A critical task that dies for good inside the test process (runtime.tasks rule 4) fails
     the test that caused it, instead of sending SIGTERM to the pytest worker."""
-    from rawp import tasks
+    from runtime import tasks
 
     ended: list[str] = []
     with tasks.on_fatal(ended.append):
@@ -64,7 +64,7 @@ LONG_FIRST = (  # longest first (seconds on a quiet machine, `--durations`)
 # bytecode, so each of those hundreds of processes compiled every module it imported again:
 # about 15 % of the suite's CPU. The controller compiles the tree once before the workers start;
 # Python reads bytecode whatever that variable says.
-PACKAGES = ("rawp", "master", "client", "gateway", "adapters", "tests")
+PACKAGES = ("rawp", "runtime", "master", "client", "gateway", "adapters", "rawp_app", "tests")
 
 
 def pytest_configure(config):

@@ -6,7 +6,7 @@ its own code; the fault and failover tests restart them hundreds of times, and o
 that was most of the suite's time. Here one process per test worker imports all of it once
 and forks a child per `rawp` command: the child is a real process of its own — own pid,
 own session and process group, the test's environment, working directory and pipes — and runs
-exactly what `python -m rawp.cli ARGS` runs, `rawp.cli.main(ARGS)`, then exits through the
+exactly what `python -m rawp_app.cli ARGS` runs, `rawp_app.cli.main(ARGS)`, then exits through the
 normal interpreter shutdown. Only the imports are shared, never a socket, thread or event loop
 (the server holds none when it forks).
 
@@ -51,15 +51,15 @@ def enable() -> None:
 # What a `rawp` process imports on its way to serving; importing more than one command needs
 # costs the children nothing (the pages are shared copy-on-write).
 PRELOAD = (
-    "rawp.cli",
+    "rawp_app.cli",
     "master.app",
     "master.server",
     "client.app",
     "client.server",
     "gateway.cli",
     "gateway.storage.conversation_store",
-    "adapters.launch",
-    "adapters.up",
+    "rawp_app.launch",
+    "rawp_app.up",
     "adapters.slack.platform",
     "adapters.discord.platform",
     "adapters.console.platform",
@@ -148,7 +148,7 @@ def _become(request: dict, fds: list[int], conn: socket.socket) -> int:
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = [str(ROOT / "rawp" / "cli.py"), *request["args"]]
-    from rawp.cli import main
+    from rawp_app.cli import main
 
     try:
         code = main(request["args"])
@@ -313,7 +313,7 @@ class ForkServer:
         finally:
             for fd in ours:
                 os.close(fd)
-        return PreforkedProcess([sys.executable, "-m", "rawp.cli", *args], conn, pid, pipes)
+        return PreforkedProcess([sys.executable, "-m", "rawp_app.cli", *args], conn, pid, pipes)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -335,12 +335,12 @@ def run(
     cwd: Path | str = ROOT,
     timeout: float = 60,
 ) -> subprocess.CompletedProcess:
-    """`subprocess.run([python, -m, rawp.cli, *args], capture_output=True, text=True,
+    """`subprocess.run([python, -m, rawp_app.cli, *args], capture_output=True, text=True,
     stdin=DEVNULL)`, forked from the server unless RAWP_TEST_PREFORK=0."""
     env = dict(os.environ if env is None else env)
     if not ENABLED:
         return subprocess.run(
-            [sys.executable, "-m", "rawp.cli", *args],
+            [sys.executable, "-m", "rawp_app.cli", *args],
             capture_output=True,
             text=True,
             timeout=timeout,

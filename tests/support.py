@@ -116,7 +116,7 @@ class Processes:
     def rawp(
         self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, **kwargs
     ) -> subprocess.Popen:
-        """`python -m rawp.cli ARGS` in a new session; forked from tests.prefork's server,
+        """`python -m rawp_app.cli ARGS` in a new session; forked from tests.prefork's server,
         which has the imports done already, unless RAWP_TEST_PREFORK=0."""
         if prefork.ENABLED and set(kwargs) <= {"stdin", "stdout", "stderr"}:
             proc = prefork.fork_server().launch(
@@ -129,7 +129,7 @@ class Processes:
             )
             self.procs.append(proc)
             return proc
-        return self.start([sys.executable, "-m", "rawp.cli", *args], env=env, cwd=cwd, **kwargs)
+        return self.start([sys.executable, "-m", "rawp_app.cli", *args], env=env, cwd=cwd, **kwargs)
 
     def start(
         self,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from rawp.cli import COMMANDS
+from rawp_app.cli import COMMANDS
 from tests import prefork
 
 
 def rawp(*args: str) -> subprocess.CompletedProcess:
-    return prefork.run(args)  # `python -m rawp.cli ARGS`, the imports done (tests/prefork.py)
+    return prefork.run(args)  # `python -m rawp_app.cli ARGS`, the imports done (tests/prefork.py)
 
 
 def test_top_level_help_lists_every_command():
@@ -59,7 +59,14 @@ def bad_state_dir(request, tmp_path):
 def test_an_unusable_state_dir_is_one_line_and_a_non_zero_exit(command, bad_state_dir, tmp_path):
     state, cause = bad_state_dir
     result = subprocess.run(
-        [sys.executable, "-m", "rawp.cli", *STATE_DIR_COMMANDS[command], "--state-dir", str(state)],
+        [
+            sys.executable,
+            "-m",
+            "rawp_app.cli",
+            *STATE_DIR_COMMANDS[command],
+            "--state-dir",
+            str(state),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

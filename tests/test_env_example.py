@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rawp import settings_docs
-from rawp.settings import comma_list, settings_of
+from rawp_app import settings_docs
+from runtime.settings import comma_list, settings_of
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIABLE = re.compile(r"\b((?:RAWP|DISCORD|SLACK)_[A-Z0-9_]+)\b")
@@ -30,7 +30,7 @@ def example_lines() -> list[tuple[bool, str, str]]:
 def test_generated_files_match_the_models(path):
     wanted = settings_docs.documents()[path]
     assert path.read_text() == wanted, (
-        f"{path.relative_to(ROOT)} is out of date: run `python -m rawp.settings_docs --write`"
+        f"{path.relative_to(ROOT)} is out of date: run `python -m rawp_app.settings_docs --write`"
     )
 
 
@@ -38,7 +38,7 @@ def test_every_variable_is_documented():
     documented = {name for _, name, _ in example_lines()}
     documented |= set(VARIABLE.findall(settings_docs.OTHERS))
     used = set()
-    for package in ("rawp", "master", "client", "gateway", "adapters"):
+    for package in ("rawp", "runtime", "master", "client", "gateway", "adapters", "rawp_app"):
         for path in (ROOT / package).rglob("*.py"):
             used |= set(VARIABLE.findall(path.read_text()))
     missing = sorted(used - documented - TEST_ONLY)

@@ -1,5 +1,5 @@
 """The suite's fork server (tests/prefork.py) must start `rawp` processes that behave as
-`python -m rawp.cli` ones do: same output and exit status, their own session, the test's
+`python -m rawp_app.cli` ones do: same output and exit status, their own session, the test's
 environment and working directory, killable and reaped with the status `subprocess` gives."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ BAD = ("master", "--port", "not-a-port")
 
 def test_a_forked_command_says_and_exits_what_a_started_one_does(tmp_path):
     plain = subprocess.run(
-        [sys.executable, "-m", "rawp.cli", *BAD], capture_output=True, cwd=ROOT, timeout=60
+        [sys.executable, "-m", "rawp_app.cli", *BAD], capture_output=True, cwd=ROOT, timeout=60
     )
     forked = prefork.fork_server().launch(
         BAD, env=dict(os.environ), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import SecretStr, StringConstraints
 
-from rawp import settings_docs
-from rawp.cli import COMMANDS
-from rawp.settings import CommandSettings, SettingError, setting
+from rawp_app import settings_docs
+from rawp_app.cli import COMMANDS
+from runtime.settings import CommandSettings, SettingError, setting
 from tests import prefork
 
 # Variables that might be set where the tests run and would change what a command does.
@@ -21,7 +21,7 @@ CLEAN = {k: v for k, v in os.environ.items() if not k.startswith(("RAWP_", "DISC
 
 
 def rawp(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    # `python -m rawp.cli ARGS` in `cwd`, stdin closed, the imports done (tests/prefork.py)
+    # `python -m rawp_app.cli ARGS` in `cwd`, stdin closed, the imports done (tests/prefork.py)
     return prefork.run(args, cwd=cwd, env={**CLEAN, **(env or {})})
 
 

@@ -4,7 +4,7 @@ The next line is read only once the turn has been rendered to its end, because w
 the input belongs to the turn's own prompts (approvals): one line per prompt, in order, which is
 what a pipe or a script feeding stdin needs.
 
-The loop and the session's pump run as a `race` (rawp.tasks): when the input ends the pump is
+The loop and the session's pump run as a `race` (runtime.tasks): when the input ends the pump is
 stopped (if it is this loop's own), and when the pump ends (the session's link closed) the loop
 stops at once, even while it waits for input; a failure of either is raised here, once.
 """
@@ -16,7 +16,7 @@ import asyncio
 from adapters.console.composer import ConsoleComposer
 from adapters.console.platform import ConsolePlatform
 from gateway.sessions.session import ChatSession
-from rawp.tasks import race
+from runtime.tasks import race
 
 
 async def run_chat(

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import discord
 
 from adapters.discord.shards import ShardPlan
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 if TYPE_CHECKING:
     from adapters.discord.shard_leases import ShardLeases

@@ -45,7 +45,7 @@ from gateway.metrics import GatewayMetrics
 from gateway.platform import ConversationHooks, Invocation, MessageRef
 from gateway.sessions.prompt import PromptDraft, PromptError
 from rawp.events import PromptRequest
-from rawp.tasks import TaskOwner, race
+from runtime.tasks import TaskOwner, race
 
 if TYPE_CHECKING:  # redis is imported only by a replica that shares shards (launch.py)
     from adapters.discord.shard_leases import ShardLeases

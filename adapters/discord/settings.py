@@ -1,6 +1,6 @@
 """Discord settings from the environment (.env.example, "gateway" section).
 
-The one place a Discord setting is written (rawp.settings explains how to add one). The
+The one place a Discord setting is written (runtime.settings explains how to add one). The
 endpoints are configuration because real deployments change them: large bots put a shared
 rate-limit proxy such as nirn-proxy in front of the REST API, and the tests point the real
 client at a fake Discord through the same two settings. No flags: the gateway may serve
@@ -16,7 +16,7 @@ from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import NoDecode
 
 from adapters.discord.shards import ShardIds, ShardPlan, parse_shard_count, parse_shard_ids
-from rawp.settings import Accepts, AutoFlag, CommandSettings, IdSet, setting
+from runtime.settings import Accepts, AutoFlag, CommandSettings, IdSet, setting
 
 PUBLIC_API_BASE_URL = "https://discord.com/api/v10"
 PUBLIC_GATEWAY_URL = "wss://gateway.discord.gg/"
@@ -112,5 +112,5 @@ class DiscordSettings(CommandSettings):
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DiscordSettings:
         """From `env` (default: the process environment); a bad or missing value raises
-        `rawp.settings.SettingError` (a ValueError) naming the variable."""
+        `runtime.settings.SettingError` (a ValueError) naming the variable."""
         return cls.from_environment(environ=env)

@@ -26,7 +26,7 @@ import secrets
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from rawp.lease_scripts import RELEASE, RENEW
+from runtime.lease_scripts import RELEASE, RENEW
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Slack settings from the environment (.env.example, "gateway" section).
 
-The one place a Slack setting is written (rawp.settings explains how to add one). Socket Mode
+The one place a Slack setting is written (runtime.settings explains how to add one). Socket Mode
 is the default (no public URL needed: SLACK_APP_TOKEN); HTTP mode serves Bolt's endpoint and
 verifies every request with SLACK_SIGNING_SECRET. SLACK_API_BASE_URL reaches another Slack
 deployment (GovSlack) — and, in the tests, the fake Slack. No flags, as for Discord.
@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, model_validator
 
-from rawp.settings import AutoFlag, CommandSettings, IdSet, Port, setting
+from runtime.settings import AutoFlag, CommandSettings, IdSet, Port, setting
 
 PUBLIC_API_BASE_URL = "https://slack.com/api/"
 MODES = ("socket", "http")
@@ -92,5 +92,5 @@ class SlackSettings(CommandSettings):
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SlackSettings:
         """From `env` (default: the process environment); a bad or missing value raises
-        `rawp.settings.SettingError` (a ValueError) naming the variable."""
+        `runtime.settings.SettingError` (a ValueError) naming the variable."""
         return cls.from_environment(environ=env)

@@ -11,7 +11,7 @@ Rules:
 3. Text frames go through verbatim, both ways: the master validates what the browser sends
    and answers a bad frame with `session.error`, as for any edge. The relay never parses them,
    so no frame can end it. Binary frames are not part of the protocol and are dropped.
-4. The two directions are one `race` (rawp.tasks): when the browser leaves, the upstream socket
+4. The two directions are one `race` (runtime.tasks): when the browser leaves, the upstream socket
    is closed; when the master's socket drops, the browser's is closed with 1012 ("restart"), and
    the front end reconnects with its last message id. Sends await the peer's drain, so a slow
    side slows the other down instead of queueing without bound.
@@ -37,7 +37,7 @@ from aiohttp import web
 from adapters.web.approvals import WebApprovals
 from gateway.edge_client import EdgeApiError, EdgeClient
 from rawp.frames import SUBPROTOCOLS
-from rawp.tasks import race
+from runtime.tasks import race
 
 log = logging.getLogger(__name__)
 

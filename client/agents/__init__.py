@@ -60,7 +60,7 @@ def demo_spec() -> AgentSpec:
         name="demo",
         kind="script",
         settings=ScriptSettings(
-            command=[sys.executable, "-m", "rawp.cli", "demo-agent"], mode="jsonl"
+            command=[sys.executable, "-m", "rawp_app.cli", "demo-agent"], mode="jsonl"
         ),
         description="the deterministic demo agent (rawp demo-agent)",
         tools=DEMO_TOOLS,

@@ -58,7 +58,7 @@ from rawp.clock import new_id
 from rawp.errors import RawpError
 from rawp.events import InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
-from rawp.tasks import TaskOwner, race
+from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}

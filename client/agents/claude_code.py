@@ -54,7 +54,7 @@ from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
 from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"

@@ -8,7 +8,7 @@ import orjson
 from quart import Response, current_app, request
 
 from rawp.errors import RawpError
-from rawp.http import json_object
+from runtime.http import json_object
 
 if TYPE_CHECKING:
     from client.app import Services

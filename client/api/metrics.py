@@ -1,6 +1,6 @@
 """`GET /metrics` on the local client: Prometheus text exposition of `client.metrics`.
 
-Not behind the master's token (a scraper holds none); who may read it is `rawp.scrape_access`.
+Not behind the master's token (a scraper holds none); who may read it is `runtime.scrape_access`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from quart import Blueprint, Response, request
 
 from client.api.common import services
 from rawp.errors import Forbidden
-from rawp.scrape_access import REFUSAL, may_scrape
+from runtime.scrape_access import REFUSAL, may_scrape
 
 metrics = Blueprint("metrics", __name__)
 

@@ -9,7 +9,7 @@ from client.fs import list_directory
 from client.sessions import InitRequest
 from rawp.clock import is_uuid4
 from rawp.errors import BadRequest
-from rawp.http import validate
+from runtime.http import validate
 
 health = Blueprint("health", __name__)
 agents = Blueprint("agents", __name__)

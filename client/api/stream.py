@@ -9,7 +9,7 @@ from client.api.socket import QuartSocket
 from client.stream import StreamHandler
 from rawp.errors import RawpError, UpgradeRequired
 from rawp.frames import SUBPROTOCOLS
-from rawp.logs import bind_session
+from runtime.logs import bind_session
 
 stream = Blueprint("stream", __name__)
 
@@ -32,7 +32,7 @@ async def ws_stream():
     except RawpError as exc:  # C-WS-03: bad, reused or expired ticket → 401
         return error_response(exc)
     await websocket.accept(subprotocol=subprotocol)
-    bind_session(session.id)  # this socket's log lines name its session (rawp.logs rule 1)
+    bind_session(session.id)  # this socket's log lines name its session (runtime.logs rule 1)
     outbox = session.attach()
     handler = StreamHandler(session, QuartSocket(websocket), guard=svc.guard, search=svc.search)
     try:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from client.files.ignore import IgnoreRules
 from client.files.walk import SKIPPED_DIRS, Stamp, stat_entry, unpack, walk
 from client.files.watcher import TreeWatcher
-from rawp.tasks import TaskOwner, race
+from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 

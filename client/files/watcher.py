@@ -9,7 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 

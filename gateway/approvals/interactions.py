@@ -55,7 +55,7 @@ from gateway.settings import DEFAULT_APPROVAL_TIMEOUT_S
 from rawp.clock import SYSTEM_CLOCK, Clock
 from rawp.events import InteractionRequest, InteractionResponse, ToolInvokeRequest
 from rawp.frames import Frame, make_frame
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 

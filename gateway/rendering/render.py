@@ -77,7 +77,7 @@ from gateway.storage.conversation_store import ConversationStore
 from rawp import events as ev
 from rawp.clock import SYSTEM_CLOCK, Clock
 from rawp.frames import Frame
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 

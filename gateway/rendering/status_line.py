@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 
 from gateway.rendering.typing import Sleep
 from rawp.clock import Clock
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 Send = Callable[[str | None], Awaitable[None]]
 

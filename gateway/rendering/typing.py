@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 

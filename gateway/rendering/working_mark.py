@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from gateway.platform import MessageRef
 from gateway.rendering.turn import WORKING, Turn
 from gateway.rendering.typing import Sleep
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 React = Callable[[MessageRef | None, str], Awaitable[None]]
 

@@ -2,7 +2,7 @@
 (issue 19 §5; gateway.replicas.platform_budget, gateway.replicas.budget_queue).
 
 It wraps the adapter's platform (Discord, Slack) the way gateway.redaction.redacting_platform wraps
-a session's: `adapters.launch` binds the wrapper to the conversation service, so every call the
+a session's: `rawp_app.launch` binds the wrapper to the conversation service, so every call the
 renderer, its `Poster` and its `InteractionFlow` make waits for its turn here. Interaction
 responses the adapter makes itself (acknowledging a button within Discord's 3 s) are not
 budgeted: they are answers to the platform, on their own limits.
@@ -47,8 +47,8 @@ from gateway.replicas.platform_budget import (
     routes_of,
     spends,
 )
-from rawp.rate_limit import Budget
-from rawp.tasks import TaskOwner
+from runtime.rate_limit import Budget
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ gateway's prefix (`RAWP_GATEWAY_REDIS_PREFIX`, default `rawp:gw:`):
   bounded (`MAX_PENDING`, `MAX_HANDLERS`): beyond them a request is refused at once.
 
 Every loop (renewals, heartbeat, bus reader) is a critical task of the `TaskOwner` given to
-`start` (rawp.tasks rule 3: restarted when it dies, a bounded number of times, then the process
+`start` (runtime.tasks rule 3: restarted when it dies, a bounded number of times, then the process
 ends).
 """
 
@@ -37,7 +37,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateway.replicas.cluster import Handler, Lost, Unreachable
-from rawp.lease_scripts import RELEASE, RENEW
+from runtime.lease_scripts import RELEASE, RENEW
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class RedisCluster:
         self._owner, self._on_lost, self._handle = owner, on_lost, handle
         await self._beat()
         await self._pubsub.subscribe(self.channel(self.me))
-        # Critical (rawp.tasks rule 3): a replica without them holds leases it no longer
+        # Critical (runtime.tasks rule 3): a replica without them holds leases it no longer
         # renews, or never hears a request; a death is restarted, then ends the process.
         owner.spawn_critical(self._renewals, name="gateway lease renewals")
         owner.spawn_critical(self._heartbeat, name="gateway replica heartbeat")

@@ -1,6 +1,6 @@
 """Any replica answers any event; the session's renderer acts on it (issue 19 §2–3).
 
-`ClusterHooks` is what the adapters call when the gateway runs as a cluster (adapters.launch);
+`ClusterHooks` is what the adapters call when the gateway runs as a cluster (rawp_app.launch);
 it wraps the `ConversationService`. Rules:
 
 1. Verbs that need the live session — prompt, stop, end, file search, the agent's commands,

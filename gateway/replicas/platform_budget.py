@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rawp.clock import SYSTEM_CLOCK, Clock
-from rawp.rate_limit import Budget
+from runtime.rate_limit import Budget
 
 
 class Priority(enum.IntEnum):
@@ -126,7 +126,7 @@ ROUTES: dict[str, dict[str, Limit]] = {
 
 def parse_limits(text: str) -> dict[str, Budget]:
     """`RAWP_GATEWAY_PLATFORM_LIMITS`: `route=rate` items overriding the table, comma-separated
-    (`global=5/s,chat.postMessage=2/s`; `*=…` every route), rates as rawp.rate_limit.Budget
+    (`global=5/s,chat.postMessage=2/s`; `*=…` every route), rates as runtime.rate_limit.Budget
     reads them (the count is the burst). Raises ValueError naming what is wrong."""
     known = {route for table in ROUTES.values() for route in table} | {"*"}
     found: dict[str, Budget] = {}

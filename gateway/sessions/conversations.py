@@ -75,7 +75,7 @@ from gateway.sessions.live import ConnectedSession
 from gateway.storage.conversation_store import Binding, ConversationStore
 from gateway.storage.web_logins import WebLinks
 from rawp.events import PromptRequest
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -129,14 +129,14 @@ class ConversationService(ChatCommands, ConversationHooks):
         self.live: dict[str, ConnectedSession] = {}  # session_id → live session
         self._fingerprints: dict = {}  # session_id → its `.env` fingerprints (render rule 9)
         self._reviving: dict[str, asyncio.Lock] = {}
-        self.web_links: WebLinks | None = None  # issue 21: adapters.launch, with the web edge
+        self.web_links: WebLinks | None = None  # issue 21: rawp_app.launch, with the web edge
         # (platform, channel) → starts in progress there: a thread being opened (rule 2)
         self._starting: dict[tuple[str, str], int] = {}
         self._started: asyncio.Condition | None = None
         self._tasks = TaskOwner("conversations", log)  # rule 8
         # gateway.sessions.starting: mentions and direct messages, made on first use.
         self._starter = None
-        self.cluster = LocalCluster()  # rule 10: replaced by a RedisCluster (adapters.launch)
+        self.cluster = LocalCluster()  # rule 10: replaced by a RedisCluster (rawp_app.launch)
 
     def bind_platform(self, platform: ChatPlatform) -> None:
         """Adapters build their platform around the hooks; it is handed back here."""

@@ -43,8 +43,8 @@ from gateway.storage.conversation_store import ConversationStore
 from rawp.clock import SYSTEM_CLOCK, Clock, new_id
 from rawp.events import FileCandidate, FileCandidates, FileSearch, InteractionResponse
 from rawp.frames import Frame, make_frame
-from rawp.logs import bind_session
-from rawp.tasks import TaskOwner
+from runtime.logs import bind_session
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class ConnectedSession:
         self._pump = owner.spawn(self._run(), name=f"session {self.session_id}")
 
     async def _run(self) -> None:
-        bind_session(self.session_id)  # the pump's log lines name its session (rawp.logs)
+        bind_session(self.session_id)  # the pump's log lines name its session (runtime.logs)
         try:
             await self.chat.pump(self._rendered)
         except LeaseLost as lost:

@@ -12,7 +12,7 @@ Rules:
    transaction (PostgreSQL and SQLite both roll DDL back), so a failed step leaves the database
    as it was.
 4. Replicas that open one PostgreSQL at once do not race: the transaction first takes a
-   transaction-scoped advisory lock (rawp.migration_lock, shared with the master), so the others
+   transaction-scoped advisory lock (runtime.migration_lock, shared with the master), so the others
    wait and then find the work done. On SQLite the write transaction's `BEGIN IMMEDIATE` is
    that lock (gateway.storage.store_db rule 3).
 5. A change to the tables below ships with a new migration appended to `MIGRATIONS` that brings
@@ -51,7 +51,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.storage.store_db import Database
-from rawp import migration_lock
+from runtime import migration_lock
 
 log = logging.getLogger("rawp.gateway.store")
 

@@ -9,7 +9,7 @@ from quart import Blueprint, request
 
 from master.api.common import json_body, limit_by_address, services
 from master.services.pairing import PAIR_PATH, PairRequest
-from rawp.http import validate
+from runtime.http import validate
 
 blueprint = Blueprint("auth", __name__)
 

@@ -8,7 +8,7 @@ from quart import current_app, request
 
 from master.storage.nodes import Node
 from master.wiring import Services
-from rawp.http import json_object
+from runtime.http import json_object
 
 EXTENSION = "rawp_master"
 

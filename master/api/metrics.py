@@ -1,6 +1,6 @@
 """`GET /metrics` on the master: Prometheus text exposition of `master.metrics`.
 
-Not behind the user token (a scraper holds none); who may read it is `rawp.scrape_access`.
+Not behind the user token (a scraper holds none); who may read it is `runtime.scrape_access`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from quart import Blueprint, Response, request
 
 from master.api.common import remote_address, services
 from rawp.errors import Forbidden
-from rawp.scrape_access import REFUSAL, may_scrape
+from runtime.scrape_access import REFUSAL, may_scrape
 
 blueprint = Blueprint("metrics", __name__)
 

@@ -29,7 +29,7 @@ from master.storage import edge_sessions
 from master.storage.db import Database
 from rawp.clock import Clock, iso, parse_iso
 from rawp.errors import BadRequest, NotFound
-from rawp.http import validate
+from runtime.http import validate
 
 PREVIEW_CHARS = 200
 DEFAULT_LIMIT = 100

@@ -29,7 +29,7 @@ Rules:
    transition (§5, `rawp.session_state`). When the write is refused because the session is
    TERMINATED — a DELETE on another replica won the race — `on_state` says False and the link
    ends without reattaching: TERMINATED is final on every replica (issue 14 §5).
-8. The link's loop is a child of its owner (a `rawp.tasks.TaskOwner` held by the session
+8. The link's loop is a child of its owner (a `runtime.tasks.TaskOwner` held by the session
    layer), which logs a failure with its traceback; `close()` cancels the loop and waits for it,
    and a cancellation of the caller passes through.
 """
@@ -55,9 +55,9 @@ from master.services.session_start import SessionStarter
 from rawp.clock import Clock
 from rawp.errors import NotFound, RawpError
 from rawp.frames import SUBPROTOCOLS
-from rawp.logs import bind_session
 from rawp.session_state import SessionEvent
-from rawp.tasks import TaskOwner
+from runtime.logs import bind_session
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.link")
 
@@ -195,7 +195,7 @@ class ClientLink:
 
     async def _run(self, reattach_first: bool = False) -> None:
         live = self.live
-        bind_session(live.id)  # the link's log lines name its session (rawp.logs rule 1)
+        bind_session(live.id)  # the link's log lines name its session (runtime.logs rule 1)
         # A fresh master process has no greeting cached: that one goes to the edges; a replica
         # taking over with a known cursor serves edges that were greeted already.
         repeat = reattach_first and self.cursor is not None

@@ -48,7 +48,7 @@ from rawp.clock import Clock
 from rawp.errors import FrameError
 from rawp.events import EVENTS, Direction, PromptRequest
 from rawp.frames import dump_frame, make_frame, parse_frame, session_error_frame
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.dataplane")
 

@@ -11,7 +11,7 @@ Rules:
    later") and a reason, and may reconnect with a new ticket (A-22) and `last_message_id`.
 3. `serve` ends when the edge closes, the sender fails, or the socket is kicked (rule 2 or the
    session ending); then the socket is closed with the recorded code and reason.
-4. The sender and the receiver run in one `rawp.tasks.race` (issue 14 §6): the first to
+4. The sender and the receiver run in one `runtime.tasks.race` (issue 14 §6): the first to
    finish ends the other, and a cancellation of `serve` passes through to both. A kick cancels
    the sender (mid-write too), which ends the race: no third task waits for the kick, since a
    master holds thousands of these sockets, mostly idle (issue 20 §3). The
@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from master.metrics import FRAME_ARRIVED, MasterMetrics, observe_many
-from rawp.tasks import race
+from runtime.tasks import race
 
 log = logging.getLogger("rawp.master.edge.socket")
 

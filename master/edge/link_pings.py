@@ -16,7 +16,7 @@ Rules:
    each goes out in a task of its own and the loop never waits on one stalled link; a link
    whose Ping is still being written on its next turn is passed over, as websockets' own
    keepalive, blocked in the same write, would be.
-5. Those tasks are children of the pinger's own `TaskOwner` (rawp.tasks, issue 28 §6): it runs
+5. Those tasks are children of the pinger's own `TaskOwner` (runtime.tasks, issue 28 §6): it runs
    while `run` does (or inside `async with pings:`), and when the pinger stops — `run`
    cancelled at shutdown — the Pings still being written are cancelled and awaited with it:
    nothing it started outlives it, and a failure is logged under its name.
@@ -32,7 +32,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.link_pings")
 

@@ -63,7 +63,7 @@ from master.edge.relay import (
     kind_and_id,
     resume_from_client,
 )
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.redis_relay")
 
@@ -129,7 +129,7 @@ class RedisRelay(InProcessRelay):
         self.subscriptions = Subscriptions(self._redis, self._on_message)
         await self.subscriptions.open(self.keys.bus, self.keys.replies(self.me))
         await self._tasks.start()
-        # Critical (rawp.tasks rule 3): a replica without its reader, writer or lease loop
+        # Critical (runtime.tasks rule 3): a replica without its reader, writer or lease loop
         # would serve on without relaying (rule 6). Restarting keeps the writer's queue.
         self._tasks.spawn_critical(self.subscriptions.run, name="reader")
         self._tasks.spawn_critical(self.writer.run, name="writer")

@@ -27,7 +27,7 @@ Rules:
    replica's DELETE won — makes this replica let the session go: TERMINATED is final (§5,
    issue 14 §5). A terminated session's edges are closed.
 6. Every task here — each client link's loop, the takeover sweep — is a child of one
-   `rawp.tasks.TaskOwner`, started in `start()` and closed in `close()`; a child's failure is
+   `runtime.tasks.TaskOwner`, started in `start()` and closed in `close()`; a child's failure is
    logged there with its traceback.
 """
 
@@ -61,10 +61,10 @@ from master.storage.reach import Outage
 from rawp.clock import Clock, iso
 from rawp.config import Limits
 from rawp.errors import BadRequest, NotFound, RawpError
-from rawp.http import validate
-from rawp.logs import bind_session
 from rawp.session_state import SessionEvent, SessionState
-from rawp.tasks import TaskOwner
+from runtime.http import validate
+from runtime.logs import bind_session
+from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.sessions")
 
@@ -134,7 +134,7 @@ class EdgeSessions:
             )
         except SessionInitFailed as exc:
             raise _passed_on(exc) from None
-        bind_session(started.session_id)  # this request's later lines name it (rawp.logs)
+        bind_session(started.session_id)  # this request's later lines name it (runtime.logs)
         live = RelayedSession(
             id=started.session_id,
             node_id=node_id,

@@ -20,7 +20,7 @@ from master.edge.edge_socket import EdgeSocket
 from master.edge.wire_batch import BatchWriter
 from rawp.errors import RawpError, UpgradeRequired
 from rawp.frames import SUBPROTOCOLS
-from rawp.logs import bind_session
+from runtime.logs import bind_session
 
 log = logging.getLogger("rawp.master.edge.ws")
 
@@ -49,7 +49,7 @@ async def edge_stream():
     except RawpError as error:
         return _refusal(error)
     await websocket.accept(subprotocol=subprotocol)
-    bind_session(live.id)  # this socket's log lines name its session (rawp.logs rule 1)
+    bind_session(live.id)  # this socket's log lines name its session (runtime.logs rule 1)
     wire = _QuartWire()
     edge = EdgeSocket(
         wire,

@@ -1,6 +1,6 @@
 """Rate budgets shared by several master replicas through Redis (RAWP §7.1, issue 9).
 
-The same token bucket as rawp.rate_limit.MemoryRateLimiter (burst `budget.burst`, refilled at
+The same token bucket as runtime.rate_limit.MemoryRateLimiter (burst `budget.burst`, refilled at
 `budget.per_second`; past it `TooManyRequests` with the wait as `retry_after`), kept in one Redis
 hash per key and updated by one Lua script, so the read-refill-spend step is atomic across
 replicas. Time is Redis's own `TIME` by default: replicas' monotonic counters are not
@@ -21,7 +21,7 @@ from redis.exceptions import RedisError
 
 from rawp.clock import Clock
 from rawp.errors import ServiceUnavailable, TooManyRequests
-from rawp.rate_limit import Budget
+from runtime.rate_limit import Budget
 
 log = logging.getLogger("rawp.master.rate_limit")
 

@@ -9,7 +9,7 @@ Rules:
    its record. Everything happens in one transaction: on PostgreSQL a failed step leaves the
    database as it was.
 3. Replicas that start on one PostgreSQL database at once do not race (issue 29 §4): the
-   transaction first takes the advisory lock of rawp.migration_lock, so the others wait for
+   transaction first takes the advisory lock of runtime.migration_lock, so the others wait for
    the first one's commit and find the work done. A master on SQLite is one process.
 4. A change to `schema.py` ships with a new migration appended here that brings an existing
    database to the same shape (ALTER TABLE …, CREATE TABLE …). Numbers never change.
@@ -29,7 +29,7 @@ from master.storage.db import Database
 from master.storage.migration_audit import add_audit_table
 from master.storage.migration_budgets import add_budget_tables
 from master.storage.migration_edge import add_edge_tables
-from rawp import migration_lock
+from runtime import migration_lock
 
 log = logging.getLogger("rawp.master.storage")
 

@@ -20,7 +20,7 @@ from adapters.discord import DiscordBot
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.shards import ShardPlan, parse_shard_ids, shard_of
 from gateway.platform import ConversationRef
-from rawp.settings import SettingError
+from runtime.settings import SettingError
 from tests.adapters.chat_support import RecordingHooks
 from tests.adapters.discord_support import settings_for
 from tests.fakes.discord_payloads import DiscordWorld

@@ -52,7 +52,7 @@ def test_a_boosted_servers_limit_is_a_setting():
     env = {"DISCORD_BOT_TOKEN": "t", "DISCORD_MAX_UPLOAD_BYTES": "52428800"}
     assert DiscordSettings.from_env(env).max_upload_bytes == 50 * 1024 * 1024
     assert DiscordSettings.from_env({"DISCORD_BOT_TOKEN": "t"}).max_upload_bytes is None
-    for bad in ("10MB", "0"):  # one line naming the variable and what it takes (rawp.settings)
+    for bad in ("10MB", "0"):  # one line naming the variable and what it takes (runtime.settings)
         with pytest.raises(ValueError) as refused:
             DiscordSettings.from_env({**env, "DISCORD_MAX_UPLOAD_BYTES": bad})
         assert str(refused.value) == (

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.doctor import diagnose
-from adapters.doctor.platform_checks import MANIFEST_SCOPES
+from rawp_app.doctor import diagnose
+from rawp_app.doctor.platform_checks import MANIFEST_SCOPES
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack
@@ -27,7 +27,7 @@ SECRET = "doctor-edge-secret-0123456789abcdef"
 
 def doctor(env: dict[str, str], *args: str) -> tuple[int, list[str]]:
     result = subprocess.run(
-        [sys.executable, "-m", "rawp.cli", "doctor", *args],
+        [sys.executable, "-m", "rawp_app.cli", "doctor", *args],
         capture_output=True, text=True, timeout=60, env=env, cwd=ROOT,
     )  # fmt: skip
     assert result.stderr == "", result.stderr
@@ -191,7 +191,7 @@ def test_the_scopes_checked_are_the_manifests():
 
 def test_the_doctor_is_a_rawp_command():
     result = subprocess.run(
-        [sys.executable, "-m", "rawp.cli", "doctor", "--help"],
+        [sys.executable, "-m", "rawp_app.cli", "doctor", "--help"],
         capture_output=True, text=True, timeout=60, cwd=Path(ROOT),
     )  # fmt: skip
     assert result.returncode == 0

@@ -1,12 +1,12 @@
-"""Choosing platforms with the web edge (adapters.launch, adapters.up): a comma-separated list,
+"""Choosing platforms with the web edge (rawp_app.launch, rawp_app.up): a comma-separated list,
 the console alone or with web only, and `rawp up`'s web edge on unless turned off."""
 
 from __future__ import annotations
 
 import pytest
 
-from adapters.launch import LaunchError, choose_platforms
-from adapters.up import with_web
+from rawp_app.launch import LaunchError, choose_platforms
+from rawp_app.up import with_web
 
 NO_TOKENS: dict[str, str] = {}
 

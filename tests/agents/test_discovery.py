@@ -126,7 +126,7 @@ def rawp(
     *args: str, env: dict[str, str], cwd: Path, stdin: str = ""
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "rawp.cli", *args],
+        [sys.executable, "-m", "rawp_app.cli", *args],
         input=stdin, capture_output=True, text=True, timeout=240,
         env={**os.environ, **NO_PLATFORMS, **env}, cwd=cwd,
     )  # fmt: skip

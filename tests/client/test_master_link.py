@@ -38,7 +38,7 @@ async def rawp(*args: str, env: dict | None = None) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "rawp.cli",
+        "rawp_app.cli",
         *args,
         cwd=ROOT,
         env={**os.environ, **(env or {})},
@@ -59,7 +59,7 @@ async def serving_client(state: Path, port: int, tmp_path: Path):
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "rawp.cli",
+        "rawp_app.cli",
         "client",
         "--dev",
         "--port",

@@ -68,7 +68,7 @@ async def test_a_relayed_turn_moves_the_counters_and_leaks_no_secret(json_stack)
             for _ in range(replayed):
                 await recv(ws)
 
-            # With RAWP_METRICS_TOKEN set, only its bearer is answered (rawp.scrape_access).
+            # With RAWP_METRICS_TOKEN set, only its bearer is answered (runtime.scrape_access).
             for url in (master_metrics, client_metrics):
                 status, body = await scrape(url)
                 assert status == 403 and json.loads(body)["error_code"] == "METRICS_FORBIDDEN"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rawp.clock import FakeClock
-from rawp.rate_limit import Budget
+from runtime.rate_limit import Budget
 from tests.edge.conftest import GENEROUS, SECRET
 
 ALICE, BOB = "discord:111", "slack:T9:U222"

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.doctor.platform_checks import MANIFEST_SCOPES
+from rawp_app.doctor.platform_checks import MANIFEST_SCOPES
 
 
 def _slack_id(prefix: str) -> str:

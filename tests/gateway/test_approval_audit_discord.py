@@ -184,5 +184,5 @@ async def test_refused_accepted_and_expired_approvals_are_on_record(stack, proce
 
 async def master_audit(state: str, *args: str) -> subprocess.CompletedProcess:
     """`rawp master audit` as a process, in a thread so the test's loop keeps running."""
-    argv = [sys.executable, "-m", "rawp.cli", "master", "--state-dir", state, "audit", *args]
+    argv = [sys.executable, "-m", "rawp_app.cli", "master", "--state-dir", state, "audit", *args]
     return await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=60)

@@ -24,7 +24,7 @@ from gateway.replicas.cluster_routing import (
     encode_invocation,
     encode_stale,
 )
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def test_placement_is_the_same_everywhere_balanced_and_moves_only_a_dead_replica
 async def test_a_single_process_gateway_holds_everything_and_imports_no_redis():
     local = LocalCluster()
     assert await local.claim("s") and local.valid("s") and await local.holder("s") == "local"
-    imports = "import sys, gateway.sessions.conversations, adapters.launch"
+    imports = "import sys, gateway.sessions.conversations, rawp_app.launch"
     code = f"{imports}; print('redis' in sys.modules)"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE
@@ -192,7 +192,7 @@ async def test_a_gateway_whose_redis_does_not_answer_says_so_in_one_line(tmp_pat
     from tests.support import free_port
 
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "rawp.cli", "gateway", "--master-url", "http://127.0.0.1:9",
+        sys.executable, "-m", "rawp_app.cli", "gateway", "--master-url", "http://127.0.0.1:9",
         "--state-dir", str(tmp_path), "--redis-url", f"redis://127.0.0.1:{free_port()}/0",
         env={
             **os.environ, "RAWP_EDGE_SECRET": "s" * 32, "SLACK_BOT_TOKEN": "xoxb-test",

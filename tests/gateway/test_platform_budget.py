@@ -29,7 +29,7 @@ from gateway.replicas.platform_budget import (
 from gateway.replicas.platform_budget import ROUTES as PLATFORM_ROUTES
 from gateway.replicas.redis_budget import RedisBuckets
 from rawp.clock import FakeClock
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401  (the fixture)
 
 ROUTES = {

@@ -8,7 +8,7 @@ import pytest
 
 from gateway.rendering.status_line import StatusLine
 from rawp.clock import FakeClock
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 from tests.gateway.support import ManualSleep, settle
 
 

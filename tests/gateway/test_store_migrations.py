@@ -220,7 +220,7 @@ def test_rawp_gateway_with_a_bad_database_url_says_so_in_one_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "rawp.cli",
+            "rawp_app.cli",
             "gateway",
             "--state-dir",
             str(tmp_path),

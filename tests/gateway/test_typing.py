@@ -11,7 +11,7 @@ from adapters.slack.platform import SlackPlatform
 from gateway.platform import PlatformLimits
 from gateway.rendering.typing import TypingHeartbeat
 from rawp.clock import FakeClock
-from rawp.tasks import TaskOwner
+from runtime.tasks import TaskOwner
 from tests.gateway.support import ManualSleep, settle
 
 

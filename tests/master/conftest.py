@@ -23,7 +23,7 @@ from master.app import create_app
 from master.settings import Settings
 from master.storage.schema import metadata
 from rawp.clock import FakeClock, iso
-from rawp.rate_limit import Budget
+from runtime.rate_limit import Budget
 from tests.master.fake_client import FakeClient
 from tests.support import missing_service, serving
 

@@ -180,7 +180,7 @@ def test_since_takes_an_age_or_an_iso_time():
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAWP_")}
     return subprocess.run(
-        [sys.executable, "-m", "rawp.cli", *args],
+        [sys.executable, "-m", "rawp_app.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -94,7 +94,7 @@ def test_the_master_refuses_to_start_with_a_bad_file(tmp_path):
     path = tmp_path / "budgets.toml"
     path.write_text("[default]\ncost_per_day = -3\n")
     done = subprocess.run(
-        [sys.executable, "-m", "rawp.cli", "master", "--state-dir", str(tmp_path / "m"),
+        [sys.executable, "-m", "rawp_app.cli", "master", "--state-dir", str(tmp_path / "m"),
          "--budgets", str(path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -9,7 +9,7 @@ import asyncio
 import subprocess
 import sys
 
-from rawp.cli import build_parser
+from rawp_app.cli import build_parser
 from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
 from tests.support import ROOT
 
@@ -50,7 +50,7 @@ async def test_every_subcommand_runs_with_redis_configured(tmp_path, redis_prefi
     for name, (args, expected) in SUBCOMMANDS.items():
         result = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "rawp.cli", "master", "--dev", name, *args],
+            [sys.executable, "-m", "rawp_app.cli", "master", "--dev", name, *args],
             capture_output=True,
             text=True,
             timeout=60,

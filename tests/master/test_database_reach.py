@@ -58,7 +58,7 @@ def _url(pg: str, *, port: int | None = None, user: str | None = None, name: str
 def _start_fails(tmp_path, url: str, wait: str = "1") -> str:
     result = subprocess.run(
         [
-            *(sys.executable, "-m", "rawp.cli", "master", "--state-dir", str(tmp_path)),
+            *(sys.executable, "-m", "rawp_app.cli", "master", "--state-dir", str(tmp_path)),
             *("--port", str(free_port()), "--database-url", url),
         ],
         env={**os.environ, "RAWP_DATABASE_WAIT": wait},  # as compose would set it

@@ -12,7 +12,7 @@ from quart import Blueprint
 
 from rawp.clock import FakeClock
 from rawp.errors import TooManyRequests
-from rawp.rate_limit import Budget, MemoryRateLimiter
+from runtime.rate_limit import Budget, MemoryRateLimiter
 
 
 def _is_error_body(body) -> bool:

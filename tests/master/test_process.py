@@ -33,7 +33,7 @@ def _pairing_url(state_dir: Path, database_url: str, port: int, public: str) -> 
         [
             sys.executable,
             "-m",
-            "rawp.cli",
+            "rawp_app.cli",
             *_master_args(state_dir, database_url, port),
             "--public-url",
             public,
@@ -147,7 +147,7 @@ async def test_tls(processes, tmp_path):
 )
 def test_bad_options_are_clear_errors(tmp_path, args, message):
     result = subprocess.run(
-        [sys.executable, "-m", "rawp.cli", "master", "--state-dir", str(tmp_path), *args],
+        [sys.executable, "-m", "rawp_app.cli", "master", "--state-dir", str(tmp_path), *args],
         capture_output=True,
         text=True,
         timeout=60,

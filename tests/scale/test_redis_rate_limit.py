@@ -10,7 +10,7 @@ import pytest
 from master.services.redis_rate_limit import RedisRateLimiter
 from rawp.clock import FakeClock
 from rawp.errors import ServiceUnavailable, TooManyRequests
-from rawp.rate_limit import Budget, MemoryRateLimiter
+from runtime.rate_limit import Budget, MemoryRateLimiter
 from tests.support import ROOT
 
 SLOW = Budget.parse("3/h")  # burst 3, one more every 1200 s: nothing refills during a test

@@ -12,7 +12,7 @@ import logging
 import pytest
 
 from master.edge.redis_relay import RedisRelay
-from rawp.tasks import RESTARTS
+from runtime.tasks import RESTARTS
 from tests.scale.conftest import REDIS_URL
 from tests.scale.test_redis_relay import Hooks, edge_on, serve, until
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from rawp.tasks import EXIT_FATAL
+from runtime.tasks import EXIT_FATAL
 from tests.edge.stack import recv_until
 from tests.faults.replicas import QUICK_TAKEOVER
 from tests.scale.cluster import cluster

@@ -83,7 +83,7 @@ def test_what_it_copies_exists_and_is_not_ignored():
 @pytest.mark.parametrize("command", ["master", "gateway", "up"])
 def test_each_command_of_the_image_exists(command):
     shown = subprocess.run(
-        [sys.executable, "-m", "rawp.cli", command, "--help"],
+        [sys.executable, "-m", "rawp_app.cli", command, "--help"],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )  # fmt: skip
     assert shown.returncode == 0, shown.stderr

@@ -18,7 +18,7 @@ NO_PLATFORMS = {"DISCORD_BOT_TOKEN": "", "SLACK_BOT_TOKEN": "", "RAWP_PLATFORM":
 def doctor(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, **NO_PLATFORMS, "RAWP_EDGE_SECRET": "", "RAWP_AGENTS_FILE": ""}
     return subprocess.run(
-        [sys.executable, "-m", "rawp.cli", "doctor", *args],
+        [sys.executable, "-m", "rawp_app.cli", "doctor", *args],
         capture_output=True, text=True, timeout=60, env=env, cwd=ROOT,
     )  # fmt: skip
 

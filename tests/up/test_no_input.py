@@ -20,7 +20,7 @@ from tests.support import free_port
 )
 def test_no_input_is_refused_with_the_docker_fix(command, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "rawp.cli", *command, "--state-dir", str(tmp_path / "state")],
+        [sys.executable, "-m", "rawp_app.cli", *command, "--state-dir", str(tmp_path / "state")],
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, cwd=tmp_path,
         env={**os.environ, "RAWP_EDGE_SECRET": "s" * 40, "DISCORD_BOT_TOKEN": "",
              "SLACK_BOT_TOKEN": "", "RAWP_PLATFORM": "",

@@ -85,7 +85,7 @@ def test_the_gateway_without_the_edge_secret_says_what_to_set(processes):
 def _rawp() -> list[str]:
     import sys
 
-    return [sys.executable, "-m", "rawp.cli"]
+    return [sys.executable, "-m", "rawp_app.cli"]
 
 
 def _call(master_url: str, method: str, path: str):

@@ -1,6 +1,6 @@
 """`rawp up` as a newcomer runs it: one process, prompts piped in, turns printed, exit 0.
 
-The command is the README's (`rawp up`, run as `python -m rawp.cli up` like every process test),
+The command is the README's (`rawp up`, run as `python -m rawp_app.cli up` like every process test),
 started in an empty directory with no platform tokens, so the console platform is used.
 """
 

@@ -1,10 +1,10 @@
-"""rawp.scrape_access: who may read /metrics."""
+"""runtime.scrape_access: who may read /metrics."""
 
 from __future__ import annotations
 
 import pytest
 
-from rawp.scrape_access import is_loopback, may_scrape
+from runtime.scrape_access import is_loopback, may_scrape
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "127.8.9.1", "::1", "[::1]"])

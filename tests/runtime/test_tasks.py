@@ -1,4 +1,4 @@
-"""rawp.tasks: owned tasks — failures seen once with their traceback, nothing left running."""
+"""runtime.tasks: owned tasks — failures seen once with their traceback, nothing left running."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from rawp import tasks
-from rawp.tasks import TaskOwner, race
+from runtime import tasks
+from runtime.tasks import TaskOwner, race
 
 
 async def test_race_cancels_the_rest_when_one_finishes():
@@ -202,7 +202,7 @@ async def test_a_critical_child_returning_is_a_death_and_cancelling_is_not(
 
 ENDS_ITSELF = """
 import asyncio, logging, signal, sys
-from rawp import tasks
+from runtime import tasks
 
 async def main():
     stop = asyncio.Event()

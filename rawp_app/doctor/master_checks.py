@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from adapters.doctor.findings import Finding, bad, cause, good
+from rawp_app.doctor.findings import Finding, bad, cause, good
 
 EXPIRY_WARNING_DAYS = 14
 TIMEOUT = aiohttp.ClientTimeout(total=10)

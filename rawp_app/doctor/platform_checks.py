@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import aiohttp
 
-from adapters.doctor.findings import Finding, bad, cause, good
+from rawp_app.doctor.findings import Finding, bad, cause, good
 
 TIMEOUT = aiohttp.ClientTimeout(total=10)
 PUBLIC_DISCORD_API = "https://discord.com/api/v10"

@@ -1,6 +1,6 @@
 """The lock that keeps replicas sharing one PostgreSQL database from migrating it twice, written
 once for the master and the gateway (issue 29 §4; text only: this package never talks to a
-database, like rawp.lease_scripts for Redis).
+database, like runtime.lease_scripts for Redis).
 
 A migration runs in one transaction that first takes a transaction-scoped advisory lock
 (`TAKE`, with the migrating program's key). Replicas starting together on a new database then

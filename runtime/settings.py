@@ -3,16 +3,16 @@
 Each command reads its configuration through one model — `master.settings.MasterOptions`,
 `client.settings.ClientOptions`, `gateway.settings.GatewayOptions`,
 `adapters.discord.settings.DiscordSettings`, `adapters.slack.settings.SlackSettings`,
-`adapters.up_settings.UpSettings`. A field there holds everything about a setting: its type and
+`rawp_app.up_settings.UpSettings`. A field there holds everything about a setting: its type and
 range (the annotation), its default, its environment variable, its flag and its help. From the
 models come the command's flags (`add_flags`), the one-line error for a bad value
 (`SettingError`), `.env.example` and the settings tables in docs/operations-*.md
-(`rawp.settings_docs`, checked by tests/test_env_example.py).
+(`rawp_app.settings_docs`, checked by tests/test_env_example.py).
 
 Rules:
 
 1. Precedence: a flag on the command line, then the process environment, then `.env` in the
-   WORKING DIRECTORY (rawp.cli loads it into the environment without overriding). An empty
+   WORKING DIRECTORY (rawp_app.cli loads it into the environment without overriding). An empty
    variable counts as unset.
 2. `--help` never reads the environment: flag defaults are suppressed and the help text shows
    the model's default, so any environment prints help.
@@ -33,7 +33,7 @@ Adding a setting is one change, in the tier's model — for example (master/sett
 The annotation carries type and range (`Annotated[int, Field(gt=0)]`; `Accepts("…")` words
 what an error says it expects); a secret is `SecretStr` and has no flag. Then
 use it where the tier turns its model into runtime settings (e.g. `MasterOptions.runtime`), and
-run `python -m rawp.settings_docs --write` to regenerate `.env.example` and the docs tables.
+run `python -m rawp_app.settings_docs --write` to regenerate `.env.example` and the docs tables.
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ def dev_setting(allows: str) -> Any:
 
 
 def metrics_token_setting() -> Any:
-    """RAWP_METRICS_TOKEN, the same secret wherever GET /metrics is served (rawp.scrape_access)."""
+    """RAWP_METRICS_TOKEN, the same secret wherever GET /metrics is served
+    (runtime.scrape_access)."""
     return setting(
         None,
         env="RAWP_METRICS_TOKEN",
@@ -399,5 +400,5 @@ def flags_given(args: argparse.Namespace, model: type[BaseSettings]) -> dict[str
 
 def load(model: type[CommandSettings], args: argparse.Namespace):
     """`model` from this command line's flags over the environment; a bad value raises
-    `SettingError`, which `rawp.cli.main` prints as one line (exit 2)."""
+    `SettingError`, which `rawp_app.cli.main` prints as one line (exit 2)."""
     return model.from_environment(flags_given(args, model))

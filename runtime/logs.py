@@ -11,7 +11,7 @@ Rules:
    replaces the values of `…ticket`, `…token`, `…secret` and `password` query or key=value
    parameters, bearer credentials, and every value registered with `hide()` by `…` (`rawp`
    registers every environment variable named like a credential: `hide_environment`).
-3. Pure: standard library only (architecture: `rawp` imports no server library).
+3. Pure: standard library only (architecture: `runtime` imports no server library).
 """
 
 from __future__ import annotations

@@ -3,15 +3,15 @@
 One line per check, ✅ or ❌ with the fix, and exit 1 when any ❌ (0 when all pass):
 
 - the master: reachable and its version, its TLS certificate (https), the edge secret accepted
-  (adapters/doctor/master_checks.py);
+  (rawp_app/doctor/master_checks.py);
 - Discord and Slack, when their bot tokens are set, at the configured endpoints
-  (adapters/doctor/platform_checks.py);
+  (rawp_app/doctor/platform_checks.py);
 - the database and Redis, when `RAWP_DATABASE_URL` / `RAWP_REDIS_URL` are set;
 - this machine's agents (client/agents_check.py): each configured agent's program is found.
 
-The agents check belongs to the client, which this package may not import (tests/test_layout.py):
-like `rawp.cli` with its commands, it is loaded by module name when the command runs. Checks
-run concurrently; each has its own timeout, so a dead endpoint costs seconds, not minutes.
+The agents check belongs to the client: like `rawp_app.cli` with its commands, it is loaded by
+module name when the command runs, so building the `rawp` parser imports no client module.
+Checks run concurrently; each has its own timeout, so a dead endpoint costs seconds, not minutes.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from adapters.doctor.findings import Finding
+from rawp_app.doctor.findings import Finding
 
 AGENTS_CHECK_MODULE = "client.agents_check"
 
@@ -84,7 +84,7 @@ class UpNotFound(Exception):
 
 def of_up(state_dir: Path, env: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """The master URL and environment to check a `rawp up` by: its loopback master and the
-    edge secret it keeps in up.json (adapters.up.save_run)."""
+    edge secret it keeps in up.json (rawp_app.up.save_run)."""
     try:
         run = json.loads((state_dir / "up.json").read_text())
         port, secret = int(run["master_port"]), str(run["edge_secret"])
@@ -97,7 +97,7 @@ async def diagnose(
     master_url: str, env: Mapping[str, str], agents_file: str | None
 ) -> list[Finding]:
     """Every check, in a fixed order; `agents_file` None skips the agents, "" means none set."""
-    from adapters.doctor import master_checks, platform_checks
+    from rawp_app.doctor import master_checks, platform_checks
 
     checks = [master_checks.check_master(master_url, env.get("RAWP_EDGE_SECRET", ""))]
     if env.get("DISCORD_BOT_TOKEN"):

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from rawp.errors import BadRequest, PayloadTooLarge, RawpError
-from rawp.http import json_object, validate
+from runtime.http import json_object, validate
 
 
 class Pair(BaseModel):

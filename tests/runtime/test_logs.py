@@ -1,4 +1,4 @@
-"""rawp.logs: JSON lines carry the request and session ids bound where they apply, and no line
+"""runtime.logs: JSON lines carry the request and session ids bound where they apply, and no line
 carries a hidden value, a ticket, a token or a bearer credential."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rawp import logs
+from runtime import logs
 
 SECRET_CHARS = string.ascii_letters + string.digits + "-_"
 
@@ -145,7 +145,7 @@ def test_text_lines_are_scrubbed_as_they_are_made():
 
 def test_a_bad_log_format_is_one_line_and_help_still_works():
     env = {**os.environ, "RAWP_LOG_FORMAT": "xml"}
-    run = [sys.executable, "-m", "rawp.cli", "gateway"]
+    run = [sys.executable, "-m", "rawp_app.cli", "gateway"]
     bad = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines() == [

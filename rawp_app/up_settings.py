@@ -1,4 +1,4 @@
-"""`rawp up`'s settings: the one place each is written (rawp.settings explains how to add one).
+"""`rawp up`'s settings: the one place each is written (runtime.settings explains how to add one).
 
 Variables `rawp up` shares with a tier mean the same there and here. The gateway's thinking
 and approval settings are its own declarations (gateway.settings), RAWP_PLATFORM its type with
@@ -21,7 +21,7 @@ from gateway.settings import (
     web_host_setting,
     web_public_url_setting,
 )
-from rawp.settings import Accepts, CommandSettings, Flag, setting
+from runtime.settings import Accepts, CommandSettings, Flag, setting
 
 LoopbackPort = Annotated[
     int, Field(ge=0, le=65535), Accepts("a port number 1–65535, 0 for last run's or a free one")

@@ -16,13 +16,13 @@ This is the one wiring module allowed to import master, client and gateway toget
    owner, then the client's own pairing call (which syncs both config scopes). Ports are kept
    in `<state-dir>/up.json` and reused while free, so a second run needs no new pairing; when
    an address changed, the old node first leaves the master (§3.5) and the client pairs anew;
-4. the gateway (adapters.launch): the console unless Discord/Slack tokens are configured, and
+4. the gateway (rawp_app.launch): the console unless Discord/Slack tokens are configured, and
    beside it the web edge (issue 21, docs/web.md) unless `--no-web`: a one-time sign-in link
    for the owner is printed as `web: <url>/login?t=<token>` once it listens.
 
 Then it shuts down in order — the session ended (its agent stops), the client (every agent it
 started is ended), the master — and leaves no process behind. The two servers are tasks of
-one `TaskOwner` (rawp.tasks) closed on the way out: a server that fails is logged there with
+one `TaskOwner` (runtime.tasks) closed on the way out: a server that fails is logged there with
 its traceback, and one that does not stop in time is cancelled, never left running.
 """
 
@@ -41,22 +41,22 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rawp.cli import CommandError
-from rawp.settings import add_flags, load
-from rawp.tasks import TaskOwner, exit_status
+from runtime.cli import CommandError
+from runtime.settings import add_flags, load
+from runtime.tasks import TaskOwner, exit_status
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from adapters.up_settings import UpSettings
+    from rawp_app.up_settings import UpSettings
 
     add_flags(parser, UpSettings)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from adapters.launch import LaunchError, choose_platforms
-    from adapters.up_settings import UpSettings
-    from rawp.cli import writable_directory
+    from rawp_app.launch import LaunchError, choose_platforms
+    from rawp_app.up_settings import UpSettings
+    from runtime.cli import writable_directory
 
     settings = load(UpSettings, args)
     workspace = settings.workspace.expanduser().resolve()
@@ -92,12 +92,12 @@ def run(args: argparse.Namespace) -> int:
         show_thinking=settings.show_thinking,
         approval_timeout_s=settings.approval_timeout,
     )
-    from adapters.launch import NO_CONSOLE_INPUT, input_is_null
+    from rawp_app.launch import NO_CONSOLE_INPUT, input_is_null
 
     if "console" in options.platforms and input_is_null(sys.stdin):
         raise CommandError(NO_CONSOLE_INPUT)  # docker run without -i: said before any server starts
     try:
-        # Non-zero when a critical task died (rawp.tasks rule 4).
+        # Non-zero when a critical task died (runtime.tasks rule 4).
         return exit_status(asyncio.run(run_up(options)))
     except LaunchError as exc:
         raise CommandError(str(exc)) from None
@@ -236,7 +236,7 @@ def serve_client(servers: TaskOwner, app, port: int, stop: asyncio.Event) -> asy
 async def wait_until_up(url: str, server: asyncio.Task) -> None:
     import aiohttp
 
-    from adapters.launch import LaunchError
+    from rawp_app.launch import LaunchError
 
     deadline = asyncio.get_running_loop().time() + READY_TIMEOUT_S
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
@@ -255,7 +255,6 @@ async def wait_until_up(url: str, server: asyncio.Task) -> None:
 
 
 async def run_up(options: UpOptions) -> int:
-    from adapters.launch import GatewayConfig, LaunchError, run_gateway
     from adapters.web import WebConfig
     from client.agents import AgentsFileError
     from client.app import create_app as create_client_app
@@ -263,6 +262,7 @@ async def run_up(options: UpOptions) -> int:
     from master.app import create_app as create_master_app
     from master.settings import EdgeSettings, Settings
     from rawp.clock import new_secret
+    from rawp_app.launch import GatewayConfig, LaunchError, run_gateway
 
     quiet_logging()
     options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)

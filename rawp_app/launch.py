@@ -21,7 +21,7 @@ bot around it, then run until stopped.
 - Discord and Slack run until SIGINT/SIGTERM; their sessions keep running on the master and
   are picked up again (`resume`) when the gateway restarts.
 - Tasks: the bots, the resuming and the wait for a stop signal run as one `race`
-  (rawp.tasks): whichever ends first ends the rest, a bot that fails (a refused login) is
+  (runtime.tasks): whichever ends first ends the rest, a bot that fails (a refused login) is
   raised here once, with its traceback, and the bots are closed on the way out. The console's
   chat loop races the session's pump and the stop signal the same way.
 - Replicas: with a Redis URL each platform's service joins the cluster
@@ -58,7 +58,7 @@ from gateway.settings import GatewayOptions
 from gateway.storage.conversation_store import ConversationStore, StoreError
 from gateway.storage.web_logins import WebLogins
 from gateway.storage.web_prompts import WebPrompts
-from rawp.tasks import TaskOwner, race
+from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 
