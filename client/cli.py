@@ -40,7 +40,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from client.agents import AgentsFileError
     from client.app import create_app
-    from client.server import serve_client
+    from client.server import CannotListen, serve_client
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = build_settings(args)
@@ -60,7 +60,6 @@ def run_serve(args: argparse.Namespace) -> int:
         # Which agents this machine offers: without an agents file, the ones found on PATH.
         offered = [a.name for a in app.config["client_services"].agents.values() if a.is_active]
         print(f"rawp client offers the agents: {', '.join(offered) or 'none'}", flush=True)
-        print(f"rawp client listening on {settings.address}", flush=True)
         await serve_client(
             app,
             settings.host,
@@ -68,10 +67,14 @@ def run_serve(args: argparse.Namespace) -> int:
             stop,
             certfile=settings.certfile,
             keyfile=settings.keyfile,
+            on_listening=lambda: print(f"rawp client listening on {settings.address}", flush=True),
         )
         print("rawp client stopped", flush=True)  # the one line of a clean stop
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except CannotListen as exc:  # one line, not a traceback
+        raise CommandError(str(exc)) from None
     return 0
 
 

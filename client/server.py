@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+from collections.abc import Callable
 from pathlib import Path
+
+
+class CannotListen(OSError):
+    """The client's address cannot be bound: in use, or not an address of this machine."""
 
 
 async def serve_client(
@@ -21,11 +27,28 @@ async def serve_client(
     *,
     certfile: Path | None = None,
     keyfile: Path | None = None,
+    on_listening: Callable[[], None] | None = None,
 ) -> None:
     """Serve `app` until `stop` is set. No access log: session WebSocket URLs carry tickets
-    (§4.2), and secrets are never logged. Raises OSError when the address cannot be bound."""
+    (§4.2), and secrets are never logged. Raises CannotListen, one line naming the address, when
+    it cannot be bound; `on_listening` runs once it can."""
     from hypercorn.asyncio import serve
     from hypercorn.config import Config
+
+    # hypercorn binds inside `serve` and says nothing we could wait for, so the address is
+    # tried first, as hypercorn binds it (SO_REUSEADDR): "listening" is then not a guess, and
+    # a port in use is one line (as the master's, master.server) rather than a traceback.
+    try:
+        for family, kind, proto, _, address in socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM
+        ):
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(address)
+    except OSError:
+        raise CannotListen(f"could not listen on {host}:{port} (in use, or not here)") from None
+    if on_listening is not None:
+        on_listening()
 
     config = Config()
     config.bind = [f"{host}:{port}"]
@@ -38,6 +61,8 @@ async def serve_client(
     loop.set_exception_handler(_cancelled_is_not_an_error)
     try:
         await serve(app, config, shutdown_trigger=stop.wait)
+    except OSError:  # taken between the try above and hypercorn's own bind
+        raise CannotListen(f"could not listen on {host}:{port} (in use, or not here)") from None
     finally:
         loop.set_exception_handler(before)
 

@@ -10,6 +10,7 @@ Redis, shared by several master replicas (issue 9), behind the same one method.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +39,13 @@ class Budget:
         return cls(per_second=number / seconds, burst=max(1, int(number)))
 
 
+def refused(wait: float) -> TooManyRequests:
+    """The 429 for a request `wait` seconds early; the text never says "retry in 0.0 seconds"
+    (every limiter, memory or Redis, words it alike)."""
+    shown = max(0.1, math.ceil(wait * 10) / 10)
+    return TooManyRequests(f"rate limit exceeded; retry in {shown:.1f} seconds", retry_after=wait)
+
+
 class RateLimiter(Protocol):
     async def hit(self, key: str, budget: Budget) -> None:
         """Spend one request of `key`'s budget, or raise `TooManyRequests` (429)."""
@@ -58,9 +66,7 @@ class MemoryRateLimiter:
         if tokens < 1.0:
             self._buckets[key] = (tokens, now)
             wait = (1.0 - tokens) / budget.per_second
-            raise TooManyRequests(
-                f"rate limit exceeded; retry in {wait:.1f} seconds", retry_after=wait
-            )
+            raise refused(wait)
         if len(self._buckets) >= self._max_keys and key not in self._buckets:
             self._forget_full_buckets(now, budget)
         self._buckets[key] = (tokens - 1.0, now)

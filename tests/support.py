@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
+import random
 import re
 import signal
 import socket
@@ -56,10 +58,45 @@ def serving(app):
     return app.test_app_class(app, startup_timeout=APP_START_S, shutdown_timeout=APP_START_S)
 
 
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel hands out on its own (to `bind(0)` and to every outgoing
+    connection's local end)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _port_slice() -> range:
+    """This test process's own ports: a share, by xdist worker, of the ports below the kernel's
+    ephemeral range. A port taken from `bind(0)` and closed again was free only at that moment:
+    on a busy suite the kernel gave the same number to another test's connection to PostgreSQL
+    or Redis before the server the port was meant for could bind it (CI, stop 36: "Address
+    already in use"). Below that range only a test asks for a port by number, and each worker
+    asks in its own slice."""
+    low, high = 10000, _ephemeral_floor()
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    size = max(1, (high - low) // max(1, workers))
+    return range(low + index * size, low + (index + 1) * size)
+
+
+_PORTS = _port_slice()
+_next_port = itertools.count(random.randrange(len(_PORTS)))
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback port no socket is bound to, from this process's slice, in turn, so that a
+    port is not handed out again while an earlier test's server may still hold it."""
+    for _ in range(len(_PORTS)):
+        port = _PORTS[next(_next_port) % len(_PORTS)]
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))  # fails on a listener, or a port in TIME_WAIT
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_PORTS}")
 
 
 def wait_for_http(url: str, timeout: float = 15.0, proc: subprocess.Popen | None = None) -> None:

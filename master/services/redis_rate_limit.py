@@ -20,8 +20,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from rawp.clock import Clock
-from rawp.errors import ServiceUnavailable, TooManyRequests
-from runtime.rate_limit import Budget
+from rawp.errors import ServiceUnavailable
+from runtime.rate_limit import Budget, refused
 
 log = logging.getLogger("rawp.master.rate_limit")
 
@@ -86,10 +86,7 @@ class RedisRateLimiter:
             log.warning("rate limiter: Redis did not answer (%s)", type(exc).__name__)
             raise ServiceUnavailable("the rate limiter is unavailable; retry shortly") from None
         if wait is not None:
-            seconds = float(wait)
-            raise TooManyRequests(
-                f"rate limit exceeded; retry in {seconds:.1f} seconds", retry_after=seconds
-            )
+            raise refused(float(wait))
 
     async def aclose(self) -> None:
         await self._redis.aclose()

@@ -4,6 +4,8 @@ shutdown cancelling its connections is not an error)."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from tests.edge.stack import demo_session, edge_for, recv, start_stack
@@ -30,3 +32,21 @@ async def test_sigterm_with_a_live_session_is_a_clean_stop(stack):
     assert "ERROR" not in said and "Traceback" not in said, said
     assert "CancelledError" not in said, said
     assert said.count("rawp client stopped") == 1, said
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "192.0.2.1"])  # in use; not this machine's
+def test_an_address_it_cannot_listen_on_is_one_line_and_no_listening_claim(
+    processes, tmp_path, host
+):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = processes.rawp(
+            "client", "--dev", "--host", host, "--port", str(port),
+            "--state-dir", str(tmp_path / "state"),
+        )  # fmt: skip
+        said = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode not in (0, None), said
+    assert f"could not listen on {host}:{port}" in said, said
+    assert "Traceback" not in said and "listening on" not in said, said

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -88,9 +89,13 @@ class Recorder:
 
 
 async def eventually(predicate, what: str = "condition") -> None:
-    """Wait for something a real thread does (the console's input reader); bounded, not timed."""
+    """Wait for something a real thread or task does (the console's input reader, a store
+    write after a post); bounded, not timed. `predicate` may return an awaitable."""
     for _ in range(1000):
-        if predicate():
+        result = predicate()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"{what} never happened")

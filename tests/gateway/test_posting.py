@@ -182,6 +182,11 @@ async def test_an_interim_message_from_before_a_restart_is_reused_and_deleted(st
     await eventually(lambda: before.of("send"), "the interim status message")
     [(_, text, interim)] = before.of("send")
     assert text.startswith("⏳")
+    # The id is recorded just after the post returns (gateway.rendering.posting, rule 1); the
+    # gateway dies after that. (Dying between the two is rule 3's case: found by its key.)
+    await eventually(
+        lambda: store.recorded(SID, "interim/turn-1/0"), "the interim message's id recorded"
+    )
     # The gateway dies; the one after it is replayed the turn's end only.
     after = RecordingPlatform()
     await render(

@@ -133,11 +133,18 @@ async def cluster(
     proxy: bool = False,
     agents: Path | None = None,
     master_args: tuple[str, ...] = (),
+    edge_rate: str | None = None,
 ):
     """`count` replicas and a running client paired through replica A, with the counter agent
     (or the agents of the `agents` file). With `proxy`, the client is paired at a
     CuttableProxy's address, so that the test can cut the replicas' links to it
-    (`made.proxy.cut()`). `master_args` go to every replica."""
+    (`made.proxy.cut()`). `master_args` go to every replica; `edge_rate` is the owner's Edge
+    API budget instead of the default 30/s, for a test that calls as fast as a load generator."""
+    # A user of its own: the database is shared by the whole test run, and this user's node
+    # listing must hold this client only.
+    owner = f"discord:{secrets.randbelow(10**12)}"
+    if edge_rate is not None:
+        master_args = (*master_args, "--edge-user-rate-limits", f"{owner}={edge_rate}")
     replicas = start_replicas(
         processes, tmp, pg_url, prefix, *master_args, count=count, redis_urls=redis_urls
     )
@@ -152,9 +159,6 @@ async def cluster(
             f'[agents.counter]\nkind = "script"\nmode = "plain"\n'
             f'command = ["{sys.executable}", "{tmp / "counter.py"}"]\n'
         )
-    # A user of its own: the database is shared by the whole test run, and this user's node
-    # listing must hold this client only.
-    owner = f"discord:{secrets.randbelow(10**12)}"
     async with edge_for(replicas.urls[0], owner) as edge:
         status, body = await edge.call("POST", "/v1/edge/pairing-urls")
         assert status == 201, body
