@@ -220,3 +220,28 @@ def test_agent_file_chunks_become_a_download_and_an_image(session_page, spa_serv
     link = page.locator(".file-card a[download='dot.png']")
     link.wait_for()
     page.wait_for_function("() => document.querySelector('.file-card img').naturalWidth === 1")
+
+
+def test_a_tool_card_header_names_the_tool_once(session_page, spa_server):
+    """Agents title a call `Edit src/app.py`: the header reads `Edit  src/app.py`, not the name
+    twice; a title that is only the name leaves the title empty; `Editor …` is not `Edit`."""
+    calls = {
+        "e1": ("Edit", "Edit src/app.py", "src/app.py"),
+        "e2": ("Bash", "bash: npm test", "npm test"),
+        "e3": ("Read", "Read", ""),
+        "e4": ("Edit", "Editor settings", "Editor settings"),
+    }
+    for invocation, (tool, title, _) in calls.items():
+        spa_server.send(
+            dps(
+                "tool.invoke.request",
+                {"invocation_id": invocation, "tool_name": tool, "input": {}, "title": title},
+                T,
+            )
+        )
+    page = session_page
+    page.locator(".tool-card[data-invocation-id='e4']").wait_for()
+    for invocation, (tool, _, shown) in calls.items():
+        card = page.locator(f".tool-card[data-invocation-id='{invocation}']")
+        assert card.locator(".tool-name").text_content() == tool
+        assert card.locator(".tool-title").text_content() == shown, invocation

@@ -1,6 +1,8 @@
 // The one status line (U-24…U-31): a single fixed element directly above the input box,
 // updated in place on agent.state.changed; never a bubble, never in the history.
 
+import { withoutName } from './util.js';
+
 const SWAP_MS = 150; // U-29: a 100–200 ms cross-fade
 const DETAIL_MAX = 60;
 const STATES = {
@@ -10,15 +12,6 @@ const STATES = {
   awaiting_input: ['⏸', 'Waiting for input'],
   error: ['⚠', 'Error occurred'],
 };
-
-// `detail` without a leading tool name: agents title a call `Edit src/app.py`, and the line
-// must not read `Edit (Edit src/app.py)` (U-28; gateway/rendering/views.py does the same for chat).
-function withoutName(detail, name) {
-  if (!name || detail.slice(0, name.length).toLowerCase() !== name.toLowerCase()) return detail;
-  const rest = detail.slice(name.length);
-  if (rest && !/^[\s:\-–—]/.test(rest)) return detail; // `Editor …` is not the tool `Edit`
-  return rest.replace(/^[\s:\-–—]+/, '') || null;
-}
 
 // U-28: what a tool.invoke.request works on: its title, else its path or command.
 export function toolDetail(p) {

@@ -1,6 +1,6 @@
 // Tool cards, diffs, task lists and approval prompts: the structured parts of a transcript.
 
-import { el } from './util.js';
+import { el, withoutName } from './util.js';
 
 // A tool card: header (tool and title) that expands to the output; tool.invoke.stream output
 // is shown live while the tool runs.
@@ -10,7 +10,7 @@ export class ToolCard {
     this.head = el('button', { class: 'tool-head', type: 'button', 'aria-expanded': 'true' });
     this.status = el('span', { class: 'tool-status' }, 'running');
     this.name = el('span', { class: 'tool-name' }, toolName || 'tool');
-    this.title = el('span', { class: 'tool-title' }, title || '');
+    this.title = el('span', { class: 'tool-title' }, cardTitle(title, toolName));
     this.head.append(this.name, this.title, this.status);
     this.body = el('div', { class: 'tool-body' });
     this.live = el('pre', { class: 'tool-output' });
@@ -25,7 +25,7 @@ export class ToolCard {
 
   setRequest(toolName, title) {
     if (toolName) this.name.textContent = toolName;
-    if (title) this.title.textContent = title;
+    if (title) this.title.textContent = cardTitle(title, this.name.textContent);
   }
 
   stream({ text = '', mode = 'append', stream }) {
@@ -54,6 +54,14 @@ export class ToolCard {
     // The live output stays when the result adds nothing to show.
     if (parts.length) this.body.replaceChildren(...parts);
   }
+}
+
+// The header shows the tool's name, then what the call works on: a title that starts with the
+// name (`Edit src/app.py`, as agents title calls) loses it, so the card does not read
+// `Edit Edit src/app.py`.
+function cardTitle(title, toolName) {
+  const text = typeof title === 'string' ? title.trim() : '';
+  return text ? (withoutName(text, toolName) || '') : '';
 }
 
 // G-DIFF-08: a unified diff as a table with two line-number columns: deleted lines carry only

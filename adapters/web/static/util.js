@@ -53,3 +53,13 @@ export async function api(path, options = {}) {
   }
   return { status: res.status, ok: res.ok, body };
 }
+
+// `detail` without a leading tool name: agents title a call `Edit src/app.py`, and neither the
+// status line nor a tool card may read `Edit (Edit src/app.py)` (U-28; gateway/rendering/views.py
+// does the same for chat). Null when nothing but the name is left.
+export function withoutName(detail, name) {
+  if (!name || detail.slice(0, name.length).toLowerCase() !== name.toLowerCase()) return detail;
+  const rest = detail.slice(name.length);
+  if (rest && !/^[\s:\-–—]/.test(rest)) return detail; // `Editor …` is not the tool `Edit`
+  return rest.replace(/^[\s:\-–—]+/, '') || null;
+}
