@@ -23,13 +23,27 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import aiohttp
 import orjson
+from pydantic import BaseModel, ValidationError
 
 from rawp.clock import SYSTEM_CLOCK, Clock
+from rawp.rest import (
+    CreateSession,
+    EdgeTokenGrant,
+    NodeInfo,
+    NodeList,
+    PairingUrl,
+    SessionCreated,
+    SessionInfo,
+    SessionList,
+    TicketGrant,
+)
+
+ReplyT = TypeVar("ReplyT", bound=BaseModel)
 
 log = logging.getLogger(__name__)
 
@@ -129,13 +143,13 @@ class EdgeClient:
                 {"subject": subject},
                 authorization=f"Bearer {self._secret}",
             )
-            if status != 200 or not isinstance(body, dict) or "access_token" not in body:
+            if status != 200:
                 raise _error(status, body)
-            expires_in = float(body.get("expires_in") or 0)
+            grant = _read(EdgeTokenGrant, body, "a user token")
             self._tokens[subject] = _Token(
-                body["access_token"], self._clock.monotonic() + expires_in
+                grant.access_token, self._clock.monotonic() + grant.expires_in
             )
-            return body["access_token"]
+            return grant.access_token
 
     def forget_token(self, subject: str) -> None:
         self._tokens.pop(subject, None)
@@ -180,19 +194,23 @@ class EdgeClient:
 
     # --- the routes (docs/edge-api.md) ---------------------------------------------------------
 
-    async def list_nodes(self, subject: str) -> list[dict[str, Any]]:
-        return (await self.call(subject, "GET", "/v1/edge/nodes"))["nodes"]
+    async def list_nodes(self, subject: str) -> list[NodeInfo]:
+        answer = await self.call(subject, "GET", "/v1/edge/nodes")
+        return _read(NodeList, answer, "the node listing").nodes
 
     async def create_session(
         self, subject: str, node_id: str, agent_name: str, workspace_path: str | None = None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"agent_name": agent_name}
-        if workspace_path:
-            body["workspace_path"] = workspace_path
-        return await self.call(subject, "POST", f"/v1/edge/nodes/{quote(node_id)}/sessions", body)
+    ) -> SessionCreated:
+        try:
+            body = CreateSession(agent_name=agent_name, workspace_path=workspace_path or None)
+        except ValidationError as exc:  # what the master would refuse, refused before the call
+            raise EdgeApiError(400, "INVALID_REQUEST", f"a start: {_problem(exc)}") from None
+        path = f"/v1/edge/nodes/{quote(node_id)}/sessions"
+        return _read(SessionCreated, await self.call(subject, "POST", path, body.wire()), "a start")
 
-    async def list_sessions(self, subject: str) -> list[dict[str, Any]]:
-        return (await self.call(subject, "GET", "/v1/edge/sessions"))["sessions"]
+    async def list_sessions(self, subject: str) -> list[SessionInfo]:
+        answer = await self.call(subject, "GET", "/v1/edge/sessions")
+        return _read(SessionList, answer, "the session listing").sessions
 
     async def end_session(self, subject: str, session_id: str) -> None:
         await self.call(subject, "DELETE", f"/v1/edge/sessions/{quote(session_id)}")
@@ -200,7 +218,7 @@ class EdgeClient:
     async def new_ticket(self, subject: str, session_id: str) -> str:
         """A-22: a fresh single-use `edge_ws_ticket` for the session."""
         answer = await self.call(subject, "POST", f"/v1/edge/sessions/{quote(session_id)}/tickets")
-        return answer["edge_ws_ticket"]
+        return _read(TicketGrant, answer, "a ticket").edge_ws_ticket
 
     async def usage(self, subject: str, session_id: str | None = None) -> dict[str, Any]:
         """Issue 16 §4: the user's usage per node (today, this month), and the session's."""
@@ -208,8 +226,9 @@ class EdgeClient:
         path = "/v1/edge/usage" + query
         return await self.call(subject, "GET", path)
 
-    async def pairing_url(self, subject: str) -> dict[str, Any]:
-        return await self.call(subject, "POST", "/v1/edge/pairing-urls")
+    async def pairing_url(self, subject: str) -> PairingUrl:
+        answer = await self.call(subject, "POST", "/v1/edge/pairing-urls")
+        return _read(PairingUrl, answer, "a pairing URL")
 
     def stream_url(self, session_id: str, ticket: str, last_message_id: str | None) -> str:
         """`/v1/edge/ws/stream` with the ticket (never logged: it is a credential)."""
@@ -218,6 +237,21 @@ class EdgeClient:
         if last_message_id:
             query["last_message_id"] = last_message_id
         return f"{base}/v1/edge/ws/stream?{urlencode(query)}"
+
+
+def _read(model: type[ReplyT], answer: Any, what: str) -> ReplyT:
+    """The master's answer as the model both sides share (rawp.rest), or a clear error."""
+    try:
+        return model.model_validate(answer)
+    except ValidationError as exc:
+        message = f"the master's answer to {what} did not read ({_problem(exc)})"
+        raise EdgeApiError(0, "BAD_REPLY", message) from None
+
+
+def _problem(exc: ValidationError) -> str:
+    """The first thing wrong, where: `agent_name: String should have at most 200 characters`."""
+    first = exc.errors()[0]
+    return f"{'.'.join(str(part) for part in first['loc']) or 'the body'}: {first['msg']}"
 
 
 def _error(status: int, body: Any) -> EdgeApiError:

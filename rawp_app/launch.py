@@ -409,10 +409,10 @@ async def _first_node(service: ConversationService, invocation: Invocation) -> s
             if exc.error_code != "MASTER_UNREACHABLE":  # a master restarting: wait
                 raise LaunchError(f"the master refused to list nodes: {exc.message}") from None
             raise _NotYet(f"the master refused to list nodes: {exc.message}") from None
-        online = [n for n in nodes if n.get("status") != "offline"]
+        online = [n for n in nodes if n.status != "offline"]
         if not online:
             raise _NotYet
-        return online[0]["node_id"]
+        return online[0].node_id
 
     try:
         async for attempt in _console_waits(lambda exc: isinstance(exc, _NotYet)):

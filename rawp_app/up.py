@@ -418,5 +418,5 @@ async def pair_if_needed(client_services, master_url: str, edge_secret: str, own
         await edge.close()
     # One word, so it can be typed in a chat command (`/rawp start <device> <agent>`).
     device = "-".join(socket.gethostname().split())[:100] or "this-machine"
-    await client_services.link.pair(answer["pairing_url"], device, client_services.auth.issue())
+    await client_services.link.pair(answer.pairing_url, device, client_services.auth.issue())
     (state.path / "address").write_text(client_services.settings.address)

@@ -248,7 +248,8 @@ class WebEdge:
         return _json({"subject": user.subject, "name": user.name})
 
     async def nodes(self, request: web.Request) -> web.StreamResponse:
-        return _json({"nodes": await self.edge.list_nodes(request[USER].subject)})
+        nodes = await self.edge.list_nodes(request[USER].subject)
+        return _json({"nodes": [node.wire() for node in nodes]})
 
     async def node_agents(self, request: web.Request) -> web.StreamResponse:
         """The node's config names no agents today (docs/edge-api.md); it is read all the same,
@@ -265,7 +266,8 @@ class WebEdge:
         return _json({"agents": [{"name": n} for n in self.agents], "source": "gateway"})
 
     async def sessions(self, request: web.Request) -> web.StreamResponse:
-        return _json({"sessions": await self.edge.list_sessions(request[USER].subject)})
+        sessions = await self.edge.list_sessions(request[USER].subject)
+        return _json({"sessions": [session.wire() for session in sessions]})
 
     async def start_session(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -279,7 +281,8 @@ class WebEdge:
         if workspace is not None and not isinstance(workspace, str):
             return error(400, "INVALID_WORKSPACE_PATH", "workspace_path must be a string")
         node_id = request.match_info["node_id"]
-        answer = await self.edge.create_session(request[USER].subject, node_id, agent, workspace)
+        created = await self.edge.create_session(request[USER].subject, node_id, agent, workspace)
+        answer = created.wire()
         for name in TICKET_FIELDS:  # rule 3
             answer.pop(name, None)
         return _json(answer, status=201)

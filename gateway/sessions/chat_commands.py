@@ -19,6 +19,7 @@ from gateway.rendering.usage import usage_text
 from gateway.sessions import busy
 from gateway.storage.web_logins import WebLinks, web_link_text
 from rawp.events import Command, FileCandidate, PromptRequest
+from rawp.rest import NodeInfo
 
 if TYPE_CHECKING:
     from gateway.replicas.cluster import LocalCluster
@@ -37,12 +38,8 @@ FRIENDLY = {
 }
 
 
-def folded(node: dict, key: str) -> str:
-    return str(node.get(key) or "").casefold()
-
-
-def _device(node: dict) -> str:
-    return str(node.get("device_name") or node["node_id"])
+def _device(node: NodeInfo) -> str:
+    return node.device_name or node.node_id
 
 
 def refusal(exc: EdgeApiError) -> str:
@@ -115,10 +112,10 @@ class ChatCommands:
             answer = await self.edge.pairing_url(self.subject_of(invocation))
         except EdgeApiError as exc:
             return refusal(exc)
-        minutes = max(1, int(answer.get("expires_in", 900)) // 60)
+        minutes = max(1, answer.expires_in // 60)
         return (
             "On the machine you want to use, run:\n"
-            f"rawp client pair '{answer['pairing_url']}'\n"
+            f"rawp client pair '{answer.pairing_url}'\n"
             f"then `rawp client`. The URL works once, for {minutes} minutes."
         )
 
@@ -134,9 +131,9 @@ class ChatCommands:
             return "You have no machines yet. Pair one with the pair command."
         lines = ["Your machines:"]
         for n in nodes:
-            count = n.get("active_sessions_count", 0)
+            count = n.active_sessions_count
             lines.append(
-                f"• {n.get('device_name') or '?'} (`{n['node_id']}`) — {n.get('status', '?')}"
+                f"• {n.device_name or '?'} (`{n.node_id}`) — {n.status}"
                 + (f", {count} session{'s' if count != 1 else ''}" if count else "")
             )
         return "\n".join(lines)
@@ -145,7 +142,7 @@ class ChatCommands:
         try:
             sessions = await self.edge.list_sessions(self.subject_of(invocation))
             names = {
-                n["node_id"]: n.get("device_name")
+                n.node_id: n.device_name
                 for n in await self.edge.list_nodes(self.subject_of(invocation))
             }
         except EdgeApiError as exc:
@@ -154,11 +151,8 @@ class ChatCommands:
             return "You have no open sessions."
         lines = ["Your sessions:"]
         for s in sessions:
-            device = names.get(s["node_id"]) or s["node_id"]
-            lines.append(
-                f"• `{s['session_id']}` — {s.get('agent_name', '?')} on {device}, "
-                f"{s.get('status', '?')}"
-            )
+            device = names.get(s.node_id) or s.node_id
+            lines.append(f"• `{s.session_id}` — {s.agent_name} on {device}, {s.status}")
         return "\n".join(lines)
 
     # --- autocomplete ------------------------------------------------------------------------
@@ -170,9 +164,9 @@ class ChatCommands:
             return []
         text = typed.casefold()
         return [
-            Suggestion(f"{_device(n)} ({n.get('status', '?')})", n["node_id"])
+            Suggestion(f"{_device(n)} ({n.status})", n.node_id)
             for n in nodes
-            if text in folded(n, "device_name") or text in folded(n, "node_id")
+            if text in n.device_name.casefold() or text in n.node_id.casefold()
         ]
 
     async def suggest_agents(

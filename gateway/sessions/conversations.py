@@ -68,13 +68,13 @@ from gateway.sessions.chat_commands import (
     NOT_YOURS,
     SESSION_ENDED,
     ChatCommands,
-    folded,
     refusal,
 )
 from gateway.sessions.live import ConnectedSession
 from gateway.storage.conversation_store import Binding, ConversationStore
 from gateway.storage.web_logins import WebLinks
 from rawp.events import PromptRequest
+from rawp.rest import NodeInfo
 from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
@@ -196,12 +196,12 @@ class ConversationService(ChatCommands, ConversationHooks):
             if isinstance(chosen, str):
                 raise StartRefused(chosen)
             created = await self.edge.create_session(
-                subject, chosen["node_id"], agent, self.settings.workspace_path
+                subject, chosen.node_id, agent, self.settings.workspace_path
             )
         except EdgeApiError as exc:
             raise StartRefused(refusal(exc), exc.error_code) from None
-        device = chosen.get("device_name") or chosen["node_id"]
-        session_id = created["session_id"]
+        device = chosen.device_name or chosen.node_id
+        session_id = created.session_id
         where = _channel_key(invocation.conversation)
         self._starting[where] = self._starting.get(where, 0) + 1
         try:
@@ -216,16 +216,16 @@ class ConversationService(ChatCommands, ConversationHooks):
                 thread,
                 subject=subject,
                 session_id=session_id,
-                node_id=chosen["node_id"],
+                node_id=chosen.node_id,
                 agent_name=agent,
             )
             # A prompt that found the binding already stored revives under this lock: one of
             # us makes the session live, the other finds it (never two renderers on it).
             async with self._reviving.setdefault(session_id, asyncio.Lock()):
                 live = self.live.get(session_id) or await self._go_live(
-                    binding, ticket=created.get("edge_ws_ticket")
+                    binding, ticket=created.edge_ws_ticket
                 )
-            await self.store.remember_start(subject, chosen["node_id"], agent)
+            await self.store.remember_start(subject, chosen.node_id, agent)
         finally:
             if session_id not in self.live:  # rule 10: a start that failed holds nothing
                 await self.cluster.release(session_id)
@@ -257,20 +257,26 @@ class ConversationService(ChatCommands, ConversationHooks):
                 log.info("previous session %s not ended: %s", previous.session_id, exc)
         await self.store.mark_ended(previous.session_id)
 
-    async def _resolve_node(self, subject: str, wanted: str) -> dict | str:
+    async def _resolve_node(self, subject: str, wanted: str) -> NodeInfo | str:
         nodes = await self.edge.list_nodes(subject)
         if not nodes:
             return "You have no machines yet. Pair one with the pair command."
         text = wanted.strip().casefold()
-        for key in ("node_id", "device_name"):
-            exact = [n for n in nodes if str(n.get(key, "")).casefold() == text]
+        for exact in (
+            [n for n in nodes if n.node_id.casefold() == text],
+            [n for n in nodes if n.device_name.casefold() == text],
+        ):
             if len(exact) == 1:
                 return exact[0]
-        keys = ("node_id", "device_name")
-        prefixed = [n for n in nodes if text and any(folded(n, k).startswith(text) for k in keys)]
+        prefixed = [
+            n
+            for n in nodes
+            if text and (n.node_id.casefold().startswith(text)
+                         or n.device_name.casefold().startswith(text))
+        ]  # fmt: skip
         if len(prefixed) == 1:
             return prefixed[0]
-        names = ", ".join(str(n.get("device_name") or n["node_id"]) for n in nodes)
+        names = ", ".join(n.device_name or n.node_id for n in nodes)
         if prefixed:
             return f"“{wanted}” matches several machines: {names}. Name one exactly."
         return f"No machine called “{wanted}”. Yours: {names}."

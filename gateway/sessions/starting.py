@@ -43,6 +43,7 @@ from gateway.sessions.chat_commands import refusal
 from gateway.sessions.conversations import StartRefused
 from rawp.events import PromptRequest
 from rawp.fileref import unescape
+from rawp.rest import NodeInfo
 
 if TYPE_CHECKING:
     from gateway.sessions.conversations import ConversationService
@@ -55,7 +56,7 @@ _WORD = re.compile(r"\s*(\S+)")
 class Target:
     """Where a start goes, and what is left of the prompt once the choice words are out."""
 
-    node: dict
+    node: NodeInfo
     agent: str
     prompt_text: str
 
@@ -66,22 +67,24 @@ def _take_word(text: str) -> tuple[str, str] | None:
     return (match.group(1), text[match.end() :]) if match else None
 
 
-def _named(nodes: Sequence[dict], word: str) -> dict | None:
+def _named(nodes: Sequence[NodeInfo], word: str) -> NodeInfo | None:
     wanted = word.rstrip(",:").casefold()
-    for key in ("node_id", "device_name"):
-        found = [n for n in nodes if str(n.get(key) or "").casefold() == wanted]
+    for found in (
+        [n for n in nodes if n.node_id.casefold() == wanted],
+        [n for n in nodes if n.device_name.casefold() == wanted],
+    ):
         if len(found) == 1:
             return found[0]
     return None
 
 
-def _device(node: dict) -> str:
-    return str(node.get("device_name") or node["node_id"])
+def _device(node: NodeInfo) -> str:
+    return node.device_name or node.node_id
 
 
 def inline_choice(
-    text: str, nodes: Sequence[dict], agents: Sequence[str]
-) -> tuple[dict | None, str | None, str]:
+    text: str, nodes: Sequence[NodeInfo], agents: Sequence[str]
+) -> tuple[NodeInfo | None, str | None, str]:
     """Rule 3a: (machine, agent, the rest of the prompt) from `on <machine> [agent] …`.
 
     `text` is a composed prompt (rawp.fileref escaping): words are compared unescaped, and the
@@ -104,7 +107,7 @@ def inline_choice(
 
 def choose(
     text: str,
-    nodes: Sequence[dict],
+    nodes: Sequence[NodeInfo],
     agents: Sequence[str],
     remembered: tuple[str, str] | None,
 ) -> Target | str:
@@ -113,7 +116,7 @@ def choose(
         return NO_MACHINES
     node, agent, rest = inline_choice(text, nodes, agents)
     if node is None and remembered is not None:
-        node = next((n for n in nodes if n["node_id"] == remembered[0]), None)
+        node = next((n for n in nodes if n.node_id == remembered[0]), None)
     if node is None and len(nodes) == 1:
         node = nodes[0]
     if node is None:
@@ -172,7 +175,7 @@ class Starter:
             return target
         try:
             live, greeting = await service.open_session(
-                invocation, target.node["node_id"], target.agent, on_message=True
+                invocation, target.node.node_id, target.agent, on_message=True
             )
         except StartRefused as refused:
             return refused.text

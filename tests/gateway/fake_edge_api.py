@@ -101,7 +101,12 @@ class FakeEdgeApi:
         refused = self._user(request)
         if refused is not None:
             return refused
-        return web.json_response({"nodes": [{"node_id": "n1", "device_name": "box"}]})
+        node = {  # as docs/edge-api.md's EP-E1 example (rawp.rest.NodeInfo)
+            "node_id": "n1", "device_name": "box", "status": "online",
+            "last_seen": "2026-12-01T09:30:00.000Z", "active_sessions_count": 0,
+            "config_versions": {"limits": 1, "capabilities": 1},
+        }  # fmt: skip
+        return web.json_response({"nodes": [node]})
 
     async def _ticket(self, request: web.Request) -> web.Response:
         refused = self._user(request)

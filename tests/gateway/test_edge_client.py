@@ -84,7 +84,7 @@ async def test_a_401_gets_a_new_token_and_the_call_is_retried_once(api, edge):
     await edge.list_nodes("discord:1")
     api.valid_tokens.clear()  # the master restarted and forgot every token
     nodes = await edge.list_nodes("discord:1")
-    assert nodes[0]["node_id"] == "n1"
+    assert nodes[0].node_id == "n1"
     assert len(token_calls(api)) == 2
 
 
@@ -105,6 +105,24 @@ async def test_an_error_body_becomes_its_code_and_message(api, edge):
         await edge.list_nodes("discord:1")
     assert (caught.value.status, caught.value.error_code) == (503, "CONFIG_NOT_SYNCED")
     assert caught.value.message == "the node has not synced"
+
+
+async def test_an_answer_of_the_wrong_shape_is_a_clear_error_not_a_key_error(api, edge):
+    """Replies are read through the models the master answers with (rawp.rest)."""
+    api.error_for["/v1/edge/nodes"] = (200, {"nodes": [{"node_id": "n1"}]})
+    with pytest.raises(EdgeApiError) as caught:
+        await edge.list_nodes("discord:1")
+    assert caught.value.error_code == "BAD_REPLY"
+    assert "node listing" in caught.value.message and "nodes.0.device_name" in caught.value.message
+
+
+async def test_a_start_the_master_would_refuse_is_refused_without_a_call(api, edge):
+    calls = len(api.calls)
+    with pytest.raises(EdgeApiError) as caught:
+        await edge.create_session("discord:1", "n1", "x" * 201)
+    assert (caught.value.status, caught.value.error_code) == (400, "INVALID_REQUEST")
+    assert "agent_name" in caught.value.message
+    assert len(api.calls) == calls  # nothing sent, not even for a token
 
 
 async def test_a_wrong_secret_is_refused_and_never_shown(api, clock):

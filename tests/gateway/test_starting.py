@@ -9,9 +9,19 @@ from hypothesis import strategies as st
 from gateway.sessions.starting import NO_MACHINES, Target, choose, inline_choice
 from gateway.storage.conversation_store import ConversationStore
 from rawp.fileref import compose, unescape
+from rawp.rest import NodeInfo
 
-LAPTOP = {"node_id": "n-laptop", "device_name": "Laptop", "status": "online"}
-DESKTOP = {"node_id": "n-desk", "device_name": "desktop", "status": "online"}
+
+def node(node_id: str, device_name: str) -> NodeInfo:
+    """A node as the Edge API's listing gives it (rawp.rest)."""
+    return NodeInfo(
+        node_id=node_id, device_name=device_name, status="online",
+        last_seen="2026-12-01T09:30:00.000Z", active_sessions_count=0,
+    )  # fmt: skip
+
+
+LAPTOP = node("n-laptop", "Laptop")
+DESKTOP = node("n-desk", "desktop")
 AGENTS = ("demo", "claude")
 
 

@@ -1,0 +1,176 @@
+"""REST bodies between the tiers, as one set of models both sides use (issue 29 step 1).
+
+The master validates what it is sent with these models and builds its answers from them; the
+client and the gateway build what they send with them and read the master's answers through
+them. A field renamed on one side is then renamed on the other, and a wrong shape is a clear
+error at the boundary rather than a `KeyError` deep inside a caller.
+
+Unknown keys are ignored everywhere (§1.3: a newer peer may send more). Requests are strict
+(`"1"` is not an integer); the spec's routes and fields are cited on each model. Error bodies
+are `{error_code, message}` on every route (§7.1): `ErrorBody`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SESSION_STATUSES = ("INIT", "RUNNING", "DETACHED", "TERMINATED")
+NodeStatus = Literal["online", "busy", "offline"]
+
+
+class Body(BaseModel):
+    """A REST body: unknown keys ignored (§1.3), strict types, frozen once read."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON object sent: fields left unset (`None`) are left out, as the spec's
+        examples leave out an absent optional field."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class ErrorBody(Body):
+    """Every HTTP error (§7.1)."""
+
+    error_code: str = Field(min_length=1)
+    message: str
+
+
+# --- pairing and tokens, client ↔ master (§3) ------------------------------------------------
+
+
+class ClientCredentials(Body):
+    """The tokens the master uses to call the client (§3.3, K-01): handed over at pairing."""
+
+    access_token: str = Field(min_length=1)
+    refresh_token: str = Field(min_length=1)
+    expires_in: int = Field(gt=0)
+
+
+class PairRequest(Body):
+    """`POST /v1/auth/pair` (§3.3, EP-M1)."""
+
+    pairing_token: str = Field(min_length=1)
+    client_address: str = Field(min_length=1)
+    device_name: str = Field(min_length=1, max_length=100)
+    client_credentials: ClientCredentials
+
+
+class RefreshRequest(Body):
+    """`POST /v1/auth/refresh` (§3.4)."""
+
+    refresh_token: str = Field(min_length=1)
+
+
+class TokenGrant(Body):
+    """The master's answer to pairing and to a refresh (§3.3, §3.4): the node's tokens and the
+    master's public key. A refresh may leave the key out; the client keeps the paired one."""
+
+    access_token: str = Field(min_length=1)
+    refresh_token: str = Field(min_length=1)
+    server_credentials: dict[str, Any] | None = None
+    node_id: str | None = None
+    expires_in: int | None = Field(default=None, gt=0)
+
+
+class ConfigSnapshot(Body):
+    """`PUT /v1/nodes/config/{scope}` (§4.1.6, C-CFG-04): one scope, every field, always."""
+
+    config_version: int = Field(ge=1)
+    effective_at: str
+    reason: str | None = None
+    limits: dict[str, Any] | None = None
+    capabilities: list[str] | None = None
+
+
+class ConfigConflict(Body):
+    """`409` to a stale `PUT` (K-02): the version the master holds."""
+
+    error_code: str
+    message: str
+    current_config_version: int
+
+
+# --- the Edge API (§9, docs/edge-api.md) -------------------------------------------------------
+
+
+class EdgeTokenRequest(Body):
+    """`POST /v1/edge/auth/token` (§9.1): a gateway's token for one platform user."""
+
+    subject: str = Field(min_length=1)
+
+
+class EdgeTokenGrant(Body):
+    access_token: str = Field(min_length=1)
+    token_type: Literal["Bearer"] = "Bearer"
+    expires_in: int = Field(gt=0)
+
+
+class PairingUrl(Body):
+    """`POST /v1/edge/pairing-urls` → 201."""
+
+    pairing_url: str
+    expires_at: str
+    expires_in: int
+
+
+class ConfigVersions(Body):
+    limits: int | None = None
+    capabilities: int | None = None
+
+
+class NodeInfo(Body):
+    """One entry of `GET /v1/edge/nodes` (EP-E1, K-09)."""
+
+    node_id: str
+    device_name: str
+    status: NodeStatus
+    last_seen: str
+    active_sessions_count: int = Field(ge=0)
+    config_versions: ConfigVersions = ConfigVersions()
+    capabilities: list[str] | None = None
+
+
+class NodeList(Body):
+    nodes: list[NodeInfo]
+
+
+class CreateSession(Body):
+    """`POST /v1/edge/nodes/{node_id}/sessions` (EP-E4); no workspace: the client's default
+    (A-21)."""
+
+    agent_name: str = Field(min_length=1, max_length=200)
+    workspace_path: str | None = Field(default=None, min_length=1, max_length=4096)
+
+
+class TicketGrant(Body):
+    """`POST /v1/edge/sessions/{id}/tickets` → 201 (A-22): a fresh single-use ticket."""
+
+    session_id: str
+    edge_ws_ticket: str = Field(min_length=1)
+    ticket_expires_in: int = Field(gt=0)
+
+
+class SessionCreated(TicketGrant):
+    """EP-E4 → 201: the session, RUNNING, with its first ticket and pinned config (A-09)."""
+
+    status: str
+    pinned_config_versions: ConfigVersions
+
+
+class SessionInfo(Body):
+    """One entry of `GET /v1/edge/sessions` (EP-E5)."""
+
+    session_id: str
+    node_id: str
+    agent_name: str
+    status: str
+    created_at: str
+    last_activity_at: str
+    pinned_config_versions: ConfigVersions
+
+
+class SessionList(Body):
+    sessions: list[SessionInfo]
