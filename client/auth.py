@@ -13,6 +13,7 @@ from typing import Any
 from client.state import StateDir
 from rawp.clock import SYSTEM_CLOCK, Clock, new_secret
 from rawp.errors import Unauthorized
+from rawp.rest import ClientCredentials
 from rawp.tokens import SigningKey, bearer, fingerprint, verify
 
 KIND = "client"
@@ -24,12 +25,12 @@ class TokenPair:
     refresh_token: str
     expires_in: int
 
-    def to_body(self) -> dict[str, Any]:
-        return {
-            "access_token": self.access_token,
-            "refresh_token": self.refresh_token,
-            "expires_in": self.expires_in,
-        }
+    def to_body(self) -> ClientCredentials:
+        return ClientCredentials(
+            access_token=self.access_token,
+            refresh_token=self.refresh_token,
+            expires_in=self.expires_in,
+        )
 
 
 class ClientAuth:

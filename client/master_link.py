@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
+from pydantic import ValidationError
 
 from client.agents import AgentsFileError, load_agents
 from client.settings import ClientSettings
@@ -31,6 +32,7 @@ from client.state import StateDir
 from rawp.clock import SYSTEM_CLOCK, Clock, iso
 from rawp.config import Limits, PinnedConfig
 from rawp.errors import Unauthorized
+from rawp.rest import ConfigSnapshot, PairRequest, RefreshRequest, TokenGrant
 from rawp.tokens import verify_peer
 
 log = logging.getLogger(__name__)
@@ -97,13 +99,14 @@ class MasterLink:
         base, token = parse_pairing_url(pairing_url, dev=self.settings.dev)
         if not 0 < len(device_name) <= 100:
             raise MasterLinkError("the device name must be 1 to 100 characters")
-        body = {
-            "pairing_token": token,
-            "client_address": self.settings.address,
-            "device_name": device_name,
-            "client_credentials": client_pair.to_body(),
-        }
-        status, answer, _ = await self._send("POST", f"{base}/v1/auth/pair", body, token=None)
+        body = PairRequest(
+            pairing_token=token,
+            client_address=self.settings.address,
+            device_name=device_name,
+            client_credentials=client_pair.to_body(),
+        )
+        url = f"{base}/v1/auth/pair"
+        status, answer, _ = await self._send("POST", url, body.wire(), token=None)
         if status != 200:
             raise MasterLinkError(f"pairing refused ({status}): {_message(answer)}")
         self._store_tokens(answer, master_url=base)
@@ -112,26 +115,26 @@ class MasterLink:
 
     def _store_tokens(self, answer: Any, *, master_url: str | None = None) -> None:
         creds = self.state.credentials
+        try:
+            grant = TokenGrant.model_validate(answer)
+        except ValidationError:
+            grant = None
         # Pairing must bring the key; a refresh may leave it out and keep the paired one.
-        known_key = None if master_url is not None else creds.server_credentials
-        if isinstance(answer, dict) and known_key and not answer.get("server_credentials"):
-            answer = {**answer, "server_credentials": known_key}
-        if not isinstance(answer, dict) or not all(
-            answer.get(k) for k in ("access_token", "refresh_token", "server_credentials")
-        ):
+        key = grant and (
+            grant.server_credentials or (master_url is None and creds.server_credentials)
+        )
+        if grant is None or not key:
             raise MasterLinkError("the master's answer lacks tokens or server_credentials")
         try:
-            claims = verify_peer(
-                answer["access_token"], answer["server_credentials"], clock=self.clock
-            )
+            claims = verify_peer(grant.access_token, key, clock=self.clock)
         except Unauthorized as exc:
             raise MasterLinkError(f"the master's token does not verify: {exc.message}") from None
         if master_url is not None:
             creds.master_url = master_url
-        creds.node_id = answer.get("node_id") or claims.get("sub") or creds.node_id
-        creds.access_token = answer["access_token"]
-        creds.refresh_token = answer["refresh_token"]
-        creds.server_credentials = answer["server_credentials"]
+        creds.node_id = grant.node_id or claims.get("sub") or creds.node_id
+        creds.access_token = grant.access_token
+        creds.refresh_token = grant.refresh_token
+        creds.server_credentials = key
         self.state.save()
 
     async def unpair(self) -> None:
@@ -177,17 +180,14 @@ class MasterLink:
         await self._put_scope("capabilities", reason)
 
     def _snapshot(self, scope: str, reason: str | None) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "config_version": self.versions[scope],
-            "effective_at": iso(self.clock.now()),
-        }
-        if reason:
-            body["reason"] = reason
-        if scope == "limits":
-            body["limits"] = self.limits.model_dump()  # C-CFG-04: every field, always
-        else:
-            body["capabilities"] = list(self.capabilities)
-        return body
+        limits = scope == "limits"
+        return ConfigSnapshot(
+            config_version=self.versions[scope],
+            effective_at=iso(self.clock.now()),
+            reason=reason or None,
+            limits=self.limits.model_dump() if limits else None,  # C-CFG-04: every field
+            capabilities=None if limits else list(self.capabilities),
+        ).wire()
 
     async def _put_scope(self, scope: str, reason: str | None = None) -> None:
         for _ in range(MAX_CONFLICT_RETRIES):
@@ -223,7 +223,7 @@ class MasterLink:
         status, answer, _ = await self._send(
             "POST",
             f"{creds.master_url}/v1/auth/refresh",
-            {"refresh_token": creds.refresh_token},
+            RefreshRequest(refresh_token=creds.refresh_token).wire(),
             token=None,
         )
         if status != 200:

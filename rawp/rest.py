@@ -73,6 +73,7 @@ class TokenGrant(Body):
     server_credentials: dict[str, Any] | None = None
     node_id: str | None = None
     expires_in: int | None = Field(default=None, gt=0)
+    token_type: str = "Bearer"  # RFC 6749 §5.1: compared without case by whoever reads it
 
 
 class ConfigSnapshot(Body):

@@ -86,4 +86,4 @@ async def post_refresh():
     token = data.get("refresh_token")
     if not isinstance(token, str) or not token:
         raise BadRequest("refresh_token is required", "INVALID_REQUEST")
-    return services().auth.refresh(token).to_body()
+    return services().auth.refresh(token).to_body().wire()

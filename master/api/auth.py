@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field
 from quart import Blueprint, request
 
 from master.api.common import json_body, limit_by_address, services
-from master.services.pairing import PAIR_PATH, PairRequest
+from master.services.pairing import PAIR_PATH
+from rawp.rest import PairRequest, RefreshRequest
 from runtime.http import validate
 
 blueprint = Blueprint("auth", __name__)
-
-
-class RefreshRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    refresh_token: str = Field(min_length=1)
 
 
 @blueprint.get(PAIR_PATH)
@@ -37,11 +31,11 @@ async def pairing_note():
 async def pair():
     await limit_by_address()
     body = validate(PairRequest, await json_body())
-    return await services().pairing.pair(body)
+    return (await services().pairing.pair(body)).wire()
 
 
 @blueprint.post("/v1/auth/refresh")
 async def refresh():
     await limit_by_address()
     body = validate(RefreshRequest, await json_body())
-    return await services().tokens.refresh(body.refresh_token)
+    return (await services().tokens.refresh(body.refresh_token)).wire()

@@ -11,10 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 from urllib.parse import quote
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from master.services.addresses import AddressPolicy
 from master.services.sockets import NodeSockets
@@ -24,30 +21,12 @@ from master.storage import nodes as store
 from master.storage.db import Database, utc
 from rawp.clock import Clock, new_id, new_secret
 from rawp.errors import Unauthorized
+from rawp.rest import PairRequest, TokenGrant
 from rawp.tokens import fingerprint
 
 log = logging.getLogger("rawp.master.pairing")
 
 PAIR_PATH = "/v1/auth/pair"
-
-
-class ClientCredentialsIn(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    access_token: str = Field(min_length=1)
-    refresh_token: str = Field(min_length=1)
-    expires_in: int = Field(gt=0)
-
-
-class PairRequest(BaseModel):
-    """`POST /v1/auth/pair` (§3.3, EP-M1). Unknown keys are ignored (§1.3)."""
-
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    pairing_token: str = Field(min_length=1)
-    client_address: str = Field(min_length=1)
-    device_name: str = Field(min_length=1, max_length=100)
-    client_credentials: ClientCredentialsIn
 
 
 @dataclass(frozen=True)
@@ -89,7 +68,7 @@ class PairingService:
         url = f"{self._base_url}{PAIR_PATH}?token={quote(token)}"
         return PairingTicket(token=token, url=url, expires_at=expires_at)
 
-    async def pair(self, request: PairRequest) -> dict[str, Any]:
+    async def pair(self, request: PairRequest) -> TokenGrant:
         """§3.3: check the address, burn the token, create the node, hand out our tokens."""
         # The address is checked before the token is spent, so a client with a bad address can
         # fix it and retry with the same URL.
@@ -129,7 +108,7 @@ class PairingService:
             )
             issued = await self._tokens.issue(conn, node_id)
         log.info("paired node %s (%s) for user %s", node_id, request.device_name, row.user_id)
-        return {"node_id": node_id, **issued}
+        return issued
 
     async def unregister(self, node: store.Node) -> None:
         """§3.5: every token of the node dies, its sessions end and its sockets close."""

@@ -18,6 +18,7 @@ from master.storage import nodes as store
 from master.storage.db import Database, utc
 from rawp.clock import Clock, new_secret
 from rawp.errors import Unauthorized
+from rawp.rest import TokenGrant
 from rawp.tokens import SigningKey, bearer, fingerprint, verify
 
 NODE_TOKEN_KIND = "node"
@@ -44,7 +45,7 @@ class TokenService:
         """The public JWK clients verify our tokens with (§3.3 `server_credentials`)."""
         return self._key.public_jwk()
 
-    async def issue(self, conn: AsyncConnection, node_id: str) -> dict[str, Any]:
+    async def issue(self, conn: AsyncConnection, node_id: str) -> TokenGrant:
         """A fresh access + refresh token pair in the §3.3 response shape."""
         now = self._clock.now()
         access = self._key.sign(
@@ -54,15 +55,15 @@ class TokenService:
         await store.insert_refresh_token(
             conn, fingerprint(refresh), node_id, now, now + timedelta(seconds=self.refresh_ttl)
         )
-        return {
-            "access_token": access,
-            "refresh_token": refresh,
-            "expires_in": self.access_ttl,
-            "token_type": "Bearer",
-            "server_credentials": self.server_credentials(),
-        }
+        return TokenGrant(
+            access_token=access,
+            refresh_token=refresh,
+            expires_in=self.access_ttl,
+            server_credentials=self.server_credentials(),
+            node_id=node_id,
+        )
 
-    async def refresh(self, refresh_token: str) -> dict[str, Any]:
+    async def refresh(self, refresh_token: str) -> TokenGrant:
         """§3.4.1: trade a live refresh token for a new pair; the old one dies (rotation)."""
         now = self._clock.now()
         fp = fingerprint(refresh_token)
@@ -86,7 +87,7 @@ class TokenService:
                     "the refresh token was already used; use the newest one", "INVALID_TOKEN"
                 )
             await store.touch_node(conn, node.id, now)
-            return {"node_id": node.id, **await self.issue(conn, node.id)}
+            return await self.issue(conn, node.id)
 
     async def authenticate(self, authorization: str | None) -> store.Node:
         """The active node behind `Authorization: Bearer <access token>`, or 401 (§4)."""
