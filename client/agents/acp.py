@@ -17,7 +17,7 @@ when the command is missing. The `agent-client-protocol` package is the client s
 * `control.prompt.cancel` → `session/cancel`; an agent that does not answer within the grace
   period is ended (SIGTERM, SIGKILL);
 * `fs/read_text_file` and `fs/write_text_file` are served only inside the workspace (§7.2,
-  `PathGuard`), off the event loop (`client.fs`), at most `FILE_MAX_BYTES`.
+  `PathGuard`), off the event loop (`client.files.fs`), at most `FILE_MAX_BYTES`.
 
 A missing command or a crash ends the turn with `agent.error` (`fatal`); the next prompt starts
 the agent again, in a new ACP session.
@@ -50,8 +50,8 @@ from acp.schema import (
 from client.agents.acp_updates import AcpTurn
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.kinds import AcpSettings
-from client.fs import FileTooLarge, read_text, write_text
-from client.paths import PathGuard
+from client.files.fs import FileTooLarge, read_text, write_text
+from client.files.paths import PathGuard
 from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
 from rawp.clock import new_id
