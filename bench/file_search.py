@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import monorepo
 
-from client.files import FileSearchService
+from client.files.search import FileSearchService
 from rawp.events import FileSearch, SearchFilters
 
 TREE_SIZE = 100_000  # bench/search_relay.py's tree (from /usr, with QUERIES)
@@ -168,10 +168,10 @@ def summary(samples: list[float]) -> dict[str, float]:
 def in_memory_child(count: int) -> dict[str, float]:
     """(Run in a fresh process.) The index table and the search view built from the path list
     alone: what the index costs without the walk."""
-    from client.files.index import ChangeLog, RootIndex
-    from client.files.scope import Part
-    from client.files.view import SearchView, ViewKey
-    from client.files.walk import pack
+    from client.files.search.index import ChangeLog, RootIndex
+    from client.files.search.scope import Part
+    from client.files.search.view import SearchView, ViewKey
+    from client.files.search.walk import pack
 
     # As a listing arrives (`git ls-files`, a walk): one text, split into fresh strings inside
     # the measured span — the path strings are most of the index, and must be counted.

@@ -4,7 +4,7 @@
 token check, file search, master link, agent processes) and registers the blueprints.
 
 While serving (the lifespan, which owns its tasks: issue 14 §6): first the agent process
-groups a previous run left are ended (client.agent_groups), then the expiry sweep and the
+groups a previous run left are ended (client.processes.groups), then the expiry sweep and the
 config sync with the master start; all of it stops with the server, every agent with it.
 """
 
@@ -18,21 +18,21 @@ from quart import Quart
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 from werkzeug.exceptions import HTTPException
 
-from client.agent_groups import GroupRecord
 from client.agents import load_agents
 from client.agents.base import AgentSpec
 from client.api.common import error_response
 from client.api.metrics import metrics
 from client.api.routes import agents, auth, fs, health, session
 from client.api.stream import stream
-from client.auth import ClientAuth
-from client.master_link import MasterLink, MasterLinkError
-from client.paths import PathGuard
-from client.process import AgentProcesses
-from client.sessions import SessionManager
+from client.files.paths import PathGuard
+from client.link.auth import ClientAuth
+from client.link.master import MasterLink, MasterLinkError
+from client.link.tickets import TicketStore
+from client.processes.children import AgentProcesses
+from client.processes.groups import GroupRecord
+from client.sessions.table import SessionManager
 from client.settings import ClientSettings
 from client.state import StateDir
-from client.tickets import TicketStore
 from rawp.clock import SYSTEM_CLOCK, Clock, new_id
 from rawp.errors import RawpError
 from rawp.events import FileCandidates, FileSearch
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 
 class SearchUnavailable:
-    """Stands in when the file index (client/files) is not installed."""
+    """Stands in when the file index (client/files/search) is not installed."""
 
     async def search(self, request: FileSearch, workspace: Any) -> FileCandidates:
         raise RuntimeError("file search is not available in this build")
@@ -55,9 +55,9 @@ class SearchUnavailable:
 
 def default_search(settings: ClientSettings) -> Any:
     try:
-        from client.files import FileSearchService
+        from client.files.search import FileSearchService
     except ImportError:
-        log.warning("client.files is missing: file search answers FILE_SEARCH_FAILED")
+        log.warning("client.files.search is missing: file search answers FILE_SEARCH_FAILED")
         return SearchUnavailable()
     return FileSearchService(settings.allowed_roots)
 

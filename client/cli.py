@@ -81,8 +81,8 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_pair(args: argparse.Namespace) -> int:
     import asyncio
 
-    from client.auth import ClientAuth
-    from client.master_link import MasterLink, MasterLinkError
+    from client.link.auth import ClientAuth
+    from client.link.master import MasterLink, MasterLinkError
     from client.state import StateDir
 
     settings = build_settings(args)
@@ -114,7 +114,7 @@ def run_pair(args: argparse.Namespace) -> int:
 def run_unpair(args: argparse.Namespace) -> int:
     import asyncio
 
-    from client.master_link import MasterLink, MasterLinkError
+    from client.link.master import MasterLink, MasterLinkError
     from client.state import StateDir
 
     settings = build_settings(args)

@@ -167,17 +167,18 @@ def ask_approval(invocation_id: str) -> str:
     return "none (no answer before stdin closed)"
 
 
-def run(args: argparse.Namespace) -> int:
-    prompt = os.environ.get("RAWP_PROMPT", "")
-    input_type = os.environ.get("RAWP_INPUT_TYPE", "text")
-    files = list(args.files)
+def think() -> None:
     emit("agent.state.changed", {"previous_state": "idle", "current_state": "thinking"})
     emit("agent.thinking.delta", {"content_index": 0, "text": "Reading the prompt"})
     pause()
     emit("agent.thinking.delta", {"content_index": 0, "text": " and the files it names."})
     emit("agent.thinking.done", {"content_index": 0, "duration_ms": 50})
     emit("agent.commands.publish", {"commands": COMMANDS})
-    target = files[0] if files else "src/app.py"
+
+
+def use_tools(target: str, prompt: str) -> str | None:
+    """One `Edit` of `target` (approved first when the prompt says `approve`) and a task list;
+    the user's choice when one was asked for."""
     emit("agent.state.changed", {"previous_state": "thinking", "current_state": "tool_calling"})
     emit(
         "tool.invoke.request",
@@ -217,6 +218,11 @@ def run(args: argparse.Namespace) -> int:
             "output": {"tasks": tasks},
         },
     )
+    return choice
+
+
+def answer(prompt: str, files: list[str], input_type: str, choice: str | None) -> str:
+    """The answer in 400-character deltas, then the files the prompt asked for; its text."""
     emit("agent.state.changed", {"previous_state": "tool_calling", "current_state": "thinking"})
     text = answer_text(prompt, files, input_type)
     if choice is not None:
@@ -229,6 +235,16 @@ def run(args: argparse.Namespace) -> int:
         send_file("demo-report", "report.txt", "text/plain", report_text(prompt))
     if "bigfile" in prompt:
         send_file("demo-plot", "plot.png", "image/png", demo_png())
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    prompt = os.environ.get("RAWP_PROMPT", "")
+    input_type = os.environ.get("RAWP_INPUT_TYPE", "text")
+    files = list(args.files)
+    think()
+    choice = use_tools(files[0] if files else "src/app.py", prompt)
+    text = answer(prompt, files, input_type, choice)
     used = {"input_tokens": len(prompt) // 4 + 1, "output_tokens": len(text) // 4 + 1}
     # A made-up price (a dollar per 10,000 tokens) so usage and budgets show a cost in demos.
     cost = round((used["input_tokens"] + used["output_tokens"]) / 10_000, 6)

@@ -378,7 +378,7 @@ async def leave_stale_pairing(settings, master_url: str) -> None:
     (§3.5) and the credentials are cleared. If the master does not know it any more, the
     credentials are cleared all the same.
     """
-    from client.master_link import MasterLink, MasterLinkError
+    from client.link.master import MasterLink, MasterLinkError
     from client.state import StateDir
 
     state = StateDir.open(settings.state_dir)

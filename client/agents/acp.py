@@ -17,7 +17,7 @@ when the command is missing. The `agent-client-protocol` package is the client s
 * `control.prompt.cancel` → `session/cancel`; an agent that does not answer within the grace
   period is ended (SIGTERM, SIGKILL);
 * `fs/read_text_file` and `fs/write_text_file` are served only inside the workspace (§7.2,
-  `PathGuard`), off the event loop (`client.fs`), at most `FILE_MAX_BYTES`.
+  `PathGuard`), off the event loop (`client.files.fs`), at most `FILE_MAX_BYTES`.
 
 A missing command or a crash ends the turn with `agent.error` (`fatal`); the next prompt starts
 the agent again, in a new ACP session.
@@ -50,8 +50,8 @@ from acp.schema import (
 from client.agents.acp_updates import AcpTurn
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.kinds import AcpSettings
-from client.fs import FileTooLarge, read_text, write_text
-from client.paths import PathGuard
+from client.files.fs import FileTooLarge, read_text, write_text
+from client.files.paths import PathGuard
 from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
 from rawp.clock import new_id
@@ -261,46 +261,7 @@ class AcpAgent(Agent):
             self.early_updates = []
             prompt = await self.images_as_files(prompt)
             await turn.states.set(AgentState.THINKING)
-            blocks: list[Any] = [text_block(prompt.text)]
-            blocks += [image_block(image.data, image.mime_type) for image in prompt.images]
-            for path in prompt.files:
-                target = self.workspace / path
-                blocks.append(resource_link_block(target.name, target.resolve().as_uri()))
-            assert self._conn is not None and self._acp_session is not None
-            try:
-                answer = await self._until_exit(
-                    self._conn.prompt(session_id=self._acp_session, prompt=blocks)
-                )
-            except ConnectionError:
-                status = self._proc.returncode if self._proc else None
-                await self._stop()
-                if self._cancelled:
-                    await turn.finish("cancelled", None)
-                    return "cancelled"
-                await self._fatal(
-                    "AGENT_EXITED",
-                    f"the ACP agent exited (status {status}) during the turn: {self._tail()}; "
-                    "the next prompt starts it again",
-                )
-                await turn.finish("error", None)
-                return "error"
-            except RequestError as exc:
-                await self.emit(
-                    "agent.error",
-                    {
-                        "code": "AGENT_ERROR",
-                        "message": f"{exc} {exc.data or ''}".strip()[:2000],
-                        "severity": "error",
-                    },
-                )
-                await turn.finish("error", None)
-                return "error"
-            stop = answer.stop_reason if answer.stop_reason in STOP_REASONS else "end_turn"
-            if self._cancelled:
-                stop = "cancelled"
-            await turn.finish(stop, answer.usage)
-            self.cost_total = turn.cost_total
-            return stop  # type: ignore[return-value]
+            return await self._exchange(turn, self._blocks(prompt))
         finally:
             self.turn = None
             self._turn_over.set()
@@ -308,6 +269,54 @@ class AcpAgent(Agent):
                 if not future.done():
                     future.set_result(None)
             self._asks.clear()
+
+    def _blocks(self, prompt: Prompt) -> list[Any]:
+        """The ACP content of a prompt: its text, its images, each referenced file as a link."""
+        blocks: list[Any] = [text_block(prompt.text)]
+        blocks += [image_block(image.data, image.mime_type) for image in prompt.images]
+        for path in prompt.files:
+            target = self.workspace / path
+            blocks.append(resource_link_block(target.name, target.resolve().as_uri()))
+        return blocks
+
+    async def _exchange(self, turn: AcpTurn, blocks: list[Any]) -> StopReason:
+        """Send the prompt and wait for its answer; an agent that exits or refuses ends the
+        turn with `agent.error` (a cancel that killed it ends it as cancelled)."""
+        assert self._conn is not None and self._acp_session is not None
+        try:
+            answer = await self._until_exit(
+                self._conn.prompt(session_id=self._acp_session, prompt=blocks)
+            )
+        except ConnectionError:
+            status = self._proc.returncode if self._proc else None
+            await self._stop()
+            if self._cancelled:
+                await turn.finish("cancelled", None)
+                return "cancelled"
+            await self._fatal(
+                "AGENT_EXITED",
+                f"the ACP agent exited (status {status}) during the turn: {self._tail()}; "
+                "the next prompt starts it again",
+            )
+            await turn.finish("error", None)
+            return "error"
+        except RequestError as exc:
+            await self.emit(
+                "agent.error",
+                {
+                    "code": "AGENT_ERROR",
+                    "message": f"{exc} {exc.data or ''}".strip()[:2000],
+                    "severity": "error",
+                },
+            )
+            await turn.finish("error", None)
+            return "error"
+        stop = answer.stop_reason if answer.stop_reason in STOP_REASONS else "end_turn"
+        if self._cancelled:
+            stop = "cancelled"
+        await turn.finish(stop, answer.usage)
+        self.cost_total = turn.cost_total
+        return stop  # type: ignore[return-value]
 
     # --- approvals ----------------------------------------------------------------------------
 

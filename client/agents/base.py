@@ -16,7 +16,7 @@ its agent only through these methods:
   `invoke_tool(request)` runs one of them when it is published with `direct: true`;
 * `close()` ends everything the agent runs, SIGTERM then SIGKILL after the grace period.
 
-Attachments (client.attachments): files other than images arrive already saved in the
+Attachments (client.files.attachments): files other than images arrive already saved in the
 workspace and referenced like any file token. Images arrive in `Prompt.images`; a kind sends
 those whose type `image_types()` names as image content and calls `images_as_files` for the
 rest, which saves them under the agent's `attachments_dir`, names them in the prompt and
@@ -24,7 +24,7 @@ tells the user (`agent.error` warning `ATTACHMENT_NOT_DELIVERED`) — never sile
 
 A kind starts its processes with `self.processes.spawn` and ends them with
 `self.processes.terminate` (or `reap` for one that ends by itself), so no agent outlives the
-client and none is left unrecorded (client.process).
+client and none is left unrecorded (client.processes.children).
 
 Nothing that arrives over the network becomes a command line (§7.2): a kind builds its
 command only from its `AgentSpec`, which comes from the agents file.
@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from client.agents.kinds import AgentEntry
-from client.attachments import DEFAULT_ATTACHMENTS_DIR, AttachmentRefused, save_attachment
-from client.process import AgentProcesses
+from client.files.attachments import DEFAULT_ATTACHMENTS_DIR, AttachmentRefused, save_attachment
+from client.processes.children import AgentProcesses
 from rawp.attachments import NOT_DELIVERED
 from rawp.events import CatalogTool, InteractionResponse, StopReason, ToolInvokeRequest
 from rawp.fileref import Part
@@ -69,7 +69,7 @@ class ImageAttachment:
 
     name: str
     mime_type: str  # the type its bytes really are (rawp.attachments.image_type)
-    data: str  # base64, checked by the client (client.attachments.receive)
+    data: str  # base64, checked by the client (client.files.attachments.receive)
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,8 @@ class Agent(ABC):
         self.session_id = session_id
         self.emit = emit
         self.kill_grace = kill_grace
-        # Every process a kind starts goes through here: supervised, recorded (client.process).
+        # Every process a kind starts goes through here: supervised and recorded
+        # (client.processes.children).
         self.processes = processes or AgentProcesses()
 
     async def start(self) -> None:  # noqa: B027 - most kinds have nothing to prepare

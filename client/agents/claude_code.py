@@ -7,7 +7,7 @@ The CLI runs headless with stream-json both ways:
 
 and this kind speaks the CLI's control protocol on the same pipes (the protocol the
 `claude-agent-sdk` package wraps; we speak it directly so that every stream event reaches the
-mapping in `claude_stream`):
+mapping in `claude_stream`; each line's shape is built in `claude_wire`):
 
 * `control_request {subtype: initialize}` once after start; its answer lists the slash
   commands → `agent.commands.publish` (re-sent when the list changes);
@@ -48,7 +48,21 @@ from typing import Any
 
 from client.agents.base import Agent, Prompt, Reference
 from client.agents.claude_stream import ClaudeTurn
-from client.agents.claude_tools import CATEGORIES, DESCRIPTIONS, catalog
+from client.agents.claude_tools import catalog
+from client.agents.claude_wire import (
+    EOF,
+    Inbox,
+    approval_answer,
+    approval_request,
+    cli_argv,
+    control_error,
+    control_request,
+    control_success,
+    mention,
+    published_commands,
+    published_tools,
+    user_message,
+)
 from client.agents.kinds import ClaudeCodeSettings
 from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
@@ -58,64 +72,6 @@ from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
-EOF = object()
-LIST_SETTINGS = ("allowed_tools", "disallowed_tools")
-INBOX_MAX = 1024  # CLI messages read ahead of the turn; past it the CLI waits on its stdout
-
-
-class Inbox:
-    """What one CLI process wrote, in order, bounded: the reader waits when it is full
-    (backpressure on the CLI's stdout), and `EOF` comes after the last message once the
-    process has ended, however full the queue was (issue 14 §6)."""
-
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=INBOX_MAX)
-        self._ended = False
-
-    async def put(self, message: dict[str, Any]) -> None:
-        await self._queue.put(message)
-
-    def end(self) -> None:
-        self._ended = True
-        if not self._queue.full():  # wakes a turn waiting on an empty queue
-            self._queue.put_nowait(EOF)
-
-    async def get(self) -> Any:
-        if self._ended and self._queue.empty():
-            return EOF
-        message = await self._queue.get()
-        if message is EOF:
-            self._queue.put_nowait(EOF)  # every later get sees the end too
-        return message
-
-    def drop_leftovers(self) -> None:
-        """What the last turn left behind (after an interrupt); the end stays."""
-        while not self._queue.empty():
-            if self._queue.get_nowait() is EOF:
-                self._queue.put_nowait(EOF)
-                return
-
-
-def mention(path: str) -> str:
-    return f'@"{path}"' if any(c.isspace() for c in path) else f"@{path}"
-
-
-def user_content(prompt: Prompt) -> str | list[dict[str, Any]]:
-    """The `content` of the stream-json user message: the text alone, or with images, the
-    Anthropic Messages content blocks — each image as a base64 `image` block, then the text."""
-    text = prompt.text if prompt.input_type != "slash_command" else prompt.text.strip()
-    if not prompt.images:
-        return text
-    blocks: list[dict[str, Any]] = [
-        {
-            "type": "image",
-            "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
-        }
-        for image in prompt.images
-    ]
-    if text:
-        blocks.append({"type": "text", "text": text})
-    return blocks
 
 
 class ClaudeCodeAgent(Agent):
@@ -163,29 +119,6 @@ class ClaudeCodeAgent(Agent):
 
     # --- the process -------------------------------------------------------------------------
 
-    def _argv(self, binary: str) -> list[str]:
-        s = self.settings
-        argv = [binary, *s.command[1:]]
-        argv += ["--input-format", "stream-json", "--output-format", "stream-json"]
-        argv += ["--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"]
-        for key, flag in (
-            ("model", "--model"),
-            ("permission_mode", "--permission-mode"),
-            ("append_system_prompt", "--append-system-prompt"),
-            ("max_turns", "--max-turns"),
-        ):
-            if (value := getattr(s, key)) is not None:
-                argv.append(f"{flag}={value}")
-        for key, flag in (
-            ("allowed_tools", "--allowedTools"),
-            ("disallowed_tools", "--disallowedTools"),
-        ):
-            if names := getattr(s, key):
-                argv.append(f"{flag}={','.join(names)}")
-        if self._claude_session:
-            argv.append(f"--resume={self._claude_session}")
-        return argv
-
     async def _ensure_process(self) -> str | None:
         """Start the CLI if it is not running; return a problem, or None."""
         if self._proc is not None and self._proc.returncode is None:
@@ -214,7 +147,11 @@ class ClaudeCodeAgent(Agent):
             return f"the Claude Code CLI {name!r} was not found; {INSTALL_HINT}"
         env = {**os.environ, **self.settings.env}
         try:
-            self._proc = await self.processes.spawn(self._argv(binary), cwd=self.workspace, env=env)
+            self._proc = await self.processes.spawn(
+                cli_argv(binary, self.settings, self._claude_session),
+                cwd=self.workspace,
+                env=env,
+            )
         except OSError as exc:
             return f"cannot start {name!r}: {exc.strerror or exc}; {INSTALL_HINT}"
         self._inbox = Inbox()
@@ -290,21 +227,12 @@ class ClaudeCodeAgent(Agent):
         request_id = f"rawp-{next(self._ids)}"
         future = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = future
-        await self._write({"type": "control_request", "request_id": request_id, "request": request})
+        await self._write(control_request(request_id, request))
         return await future
 
     async def _answer(self, request_id: str, response: dict[str, Any]) -> None:
         with contextlib.suppress(ConnectionError):
-            await self._write(
-                {
-                    "type": "control_response",
-                    "response": {
-                        "subtype": "success",
-                        "request_id": request_id,
-                        "response": response,
-                    },
-                }
-            )
+            await self._write(control_success(request_id, response))
 
     # --- one turn -----------------------------------------------------------------------------
 
@@ -323,14 +251,7 @@ class ClaudeCodeAgent(Agent):
             try:
                 await self._publish_commands()
                 await turn.states.set(AgentState.THINKING)
-                await self._write(
-                    {
-                        "type": "user",
-                        "message": {"role": "user", "content": user_content(prompt)},
-                        "parent_tool_use_id": None,
-                        "session_id": "default",
-                    }
-                )
+                await self._write(user_message(prompt))
                 return await self._run(turn)
             except ConnectionError:
                 return await self._crashed(turn)
@@ -379,33 +300,13 @@ class ClaudeCodeAgent(Agent):
         if self.spec.tools or not isinstance(names, list) or names == self._tool_names:
             return
         self._tool_names = names
-        tools = [
-            CatalogTool(
-                name=str(name),
-                description=DESCRIPTIONS.get(str(name), ""),
-                category=CATEGORIES.get(str(name), "other"),
-            ).model_dump(mode="json")
-            for name in names
-        ]
-        await self.emit("tool.catalog.publish", {"tools": tools})
+        await self.emit("tool.catalog.publish", {"tools": published_tools(names)})
 
     async def _publish_commands(self) -> None:
         if self._commands is None or self._commands == (self._published or []):
             return
         self._published = self._commands
-        commands = [
-            {
-                "name": str(c.get("name", "")).lstrip("/"),
-                "description": str(c.get("description", "")),
-                **(
-                    {"parameters": [{"name": str(c["argumentHint"]), "required": False}]}
-                    if c.get("argumentHint")
-                    else {}
-                ),
-            }
-            for c in self._commands
-            if c.get("name")
-        ]
+        commands = published_commands(self._commands)
         await self.emit("agent.commands.publish", {"commands": commands})
 
     # --- approvals (DPS §4 interaction requests) --------------------------------------------
@@ -415,53 +316,22 @@ class ClaudeCodeAgent(Agent):
         request = message.get("request") or {}
         if request.get("subtype") != "can_use_tool":
             with contextlib.suppress(ConnectionError):
-                await self._write(
-                    {
-                        "type": "control_response",
-                        "response": {
-                            "subtype": "error",
-                            "request_id": request_id,
-                            "error": f"{request.get('subtype')} is not supported by RAWP",
-                        },
-                    }
-                )
+                error = f"{request.get('subtype')} is not supported by RAWP"
+                await self._write(control_error(request_id, error))
             return
         await turn.flush()  # the tool call is shown before the question about it
         self._approvals[request_id] = request
-        name = str(request.get("display_name") or request.get("tool_name") or "a tool")
-        options = [{"option_id": "allow", "label": "Allow", "kind": "allow_once"}]
-        if request.get("permission_suggestions"):
-            options.append(
-                {"option_id": "allow_always", "label": "Always allow", "kind": "allow_always"}
-            )
-        options.append({"option_id": "deny", "label": "Deny", "kind": "reject_once"})
-        payload = {
-            "interaction_id": request_id,
-            "kind": "approval",
-            "prompt": f"Allow {name}: {summary(request.get('input') or {})}?",
-            "options": options,
-        }
-        if request.get("tool_use_id"):
-            payload["invocation_id"] = str(request["tool_use_id"])
         await turn.states.set(AgentState.AWAITING_INPUT)
-        await self.emit("agent.interaction.request", payload)
+        await self.emit("agent.interaction.request", approval_request(request_id, request))
 
     async def respond(self, response: InteractionResponse) -> None:
         request = self._approvals.pop(response.interaction_id, None)
         if request is None:
             return
         turn = self._turn
-        if response.option_id in ("allow", "allow_always"):
-            answer: dict[str, Any] = {
-                "behavior": "allow",
-                "updatedInput": request.get("input") or {},
-            }
-            if response.option_id == "allow_always" and request.get("permission_suggestions"):
-                answer["updatedPermissions"] = request["permission_suggestions"]
-        else:
-            answer = {"behavior": "deny", "message": response.text or "The user denied this."}
-            if turn is not None and request.get("tool_use_id"):
-                turn.denied.add(str(request["tool_use_id"]))
+        answer = approval_answer(request, response)
+        if answer["behavior"] == "deny" and turn is not None and request.get("tool_use_id"):
+            turn.denied.add(str(request["tool_use_id"]))
         if turn is not None:
             await turn.states.set(AgentState.TOOL_CALLING)
         await self._answer(response.interaction_id, answer)
@@ -478,13 +348,7 @@ class ClaudeCodeAgent(Agent):
                 request_id, {"behavior": "deny", "message": "cancelled", "interrupt": True}
             )
         with contextlib.suppress(ConnectionError):
-            await self._write(
-                {
-                    "type": "control_request",
-                    "request_id": f"rawp-{next(self._ids)}",
-                    "request": {"subtype": "interrupt"},
-                }
-            )
+            await self._write(control_request(f"rawp-{next(self._ids)}", {"subtype": "interrupt"}))
         try:
             await asyncio.wait_for(self._turn_over.wait(), max(self.kill_grace, 5.0))
         except TimeoutError:  # the CLI did not stop: end it; the next prompt resumes
@@ -515,11 +379,3 @@ class ClaudeCodeAgent(Agent):
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-
-
-def summary(tool_input: dict[str, Any]) -> str:
-    """A short description of what a tool call will do, for the approval prompt."""
-    for key in ("command", "file_path", "path", "url", "pattern", "query"):
-        if isinstance(tool_input.get(key), str):
-            return tool_input[key][:300]
-    return json.dumps(tool_input)[:300]

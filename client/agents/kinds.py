@@ -22,7 +22,7 @@ from pydantic import (
     field_validator,
 )
 
-from client.attachments import DEFAULT_ATTACHMENTS_DIR, check_attachments_dir
+from client.files.attachments import DEFAULT_ATTACHMENTS_DIR, check_attachments_dir
 from rawp.events import CatalogTool
 
 SCRIPT_MODES = ("plain", "jsonl")

@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from client.agents.base import Agent, Prompt, Reference
-from client.process import LINE_LIMIT
+from client.processes.children import LINE_LIMIT
 from rawp.errors import FrameError
 from rawp.events import EVENTS, Direction, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal

@@ -5,8 +5,8 @@ from __future__ import annotations
 from quart import Blueprint, Response, request
 
 from client.api.common import body, require_master, services
-from client.fs import list_directory
-from client.sessions import InitRequest
+from client.files.fs import list_directory
+from client.sessions.table import InitRequest
 from rawp.clock import is_uuid4
 from rawp.errors import BadRequest
 from runtime.http import validate

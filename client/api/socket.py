@@ -1,4 +1,5 @@
-"""The Quart WebSocket as `client.stream.Socket`, writing queued frames in one go (issue 20).
+"""The Quart WebSocket as `client.sessions.stream.Socket`, writing queued frames in one go
+(issue 20).
 
 Through Quart and hypercorn every `websocket.send` is a yield to the event loop (Quart's own
 `sleep(0)`), an ASGI message, a wsproto event and a socket write: per frame, more than the

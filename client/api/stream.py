@@ -6,7 +6,7 @@ from quart import Blueprint, websocket
 
 from client.api.common import error_response, services
 from client.api.socket import QuartSocket
-from client.stream import StreamHandler
+from client.sessions.stream import StreamHandler
 from rawp.errors import RawpError, UpgradeRequired
 from rawp.frames import SUBPROTOCOLS
 from runtime.logs import bind_session

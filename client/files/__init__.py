@@ -1,5 +1,3 @@
-"""The local client's file index and fuzzy file search (DPS §16.1); see docs/file-search.md."""
-
-from client.files.service import FileSearchService
-
-__all__ = ["FileSearchService"]
+"""The workspace's files as the client touches them: every network path confined first
+(paths), directories listed and files read off the event loop (fs), prompt attachments checked
+and saved (attachments), and the fuzzy file search with its index (search)."""

@@ -1,6 +1,6 @@
 """Busy is visible (issue 16 §5): prompts waiting behind a running turn, marked in the chat.
 
-The client runs one turn at a time and queues a prompt sent during a turn (client.session
+The client runs one turn at a time and queues a prompt sent during a turn (client.sessions.session
 rule 3, dps-profile §6); the gateway only shows it. Rules:
 
 1. A prompt is *queued* when, the moment it is sent, a turn is running or an earlier prompt of

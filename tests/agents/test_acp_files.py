@@ -1,6 +1,6 @@
 """ACP `fs/read_text_file` / `fs/write_text_file` (RAWP §7.2): a real child process (the fake
 ACP agent) asks the client for files over stdio; the client answers through `PathGuard` and the
-async, size-capped helpers of `client.fs`."""
+async, size-capped helpers of `client.files.fs`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from client.agents.acp import FILE_MAX_BYTES
-from client.fs import FileTooLarge, read_text, write_text
+from client.files.fs import FileTooLarge, read_text, write_text
 from tests.agents.wire import drive, of, open_session, write_agents_file
 from tests.client.harness import running_client
 

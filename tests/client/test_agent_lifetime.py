@@ -19,8 +19,8 @@ import aiohttp
 import psutil
 from websockets.asyncio.client import connect
 
-from client.agent_groups import RECORD_FILE, start_time
-from client.auth import ClientAuth
+from client.link.auth import ClientAuth
+from client.processes.groups import RECORD_FILE, start_time
 from client.state import StateDir
 from rawp.clock import new_id, new_secret
 from tests.client.harness import frame, recv, recv_until

@@ -1,4 +1,4 @@
-"""Attachments on the client (client.attachments): saved confined, named safely, never
+"""Attachments on the client (client.files.attachments): saved confined, named safely, never
 overwriting; and end to end through a script agent, which takes files but no images."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from client.agents import AgentsFileError, load_agents
-from client.attachments import (
+from client.files.attachments import (
     MAX_NAME_BYTES,
     AttachmentRefused,
     check_attachments_dir,
@@ -22,7 +22,7 @@ from client.attachments import (
     safe_name,
     save_attachment,
 )
-from client.paths import PathGuard
+from client.files.paths import PathGuard
 from gateway.sessions.prompt import PromptDraft, PromptError
 from rawp.events import Attachment
 from tests.agents.wire import of, open_session, send_prompt, write_agents_file

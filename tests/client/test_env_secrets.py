@@ -1,4 +1,4 @@
-"""The workspace's `.env` values leave the client only as fingerprints (client.env_secrets,
+"""The workspace's `.env` values leave the client only as fingerprints (client.sessions.env_secrets,
 issue 15 §3): which files are read, which values count, and that a real client's
 `session.capabilities` carries them and never a value."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from client.env_secrets import env_files, secret_fingerprints
+from client.sessions.env_secrets import env_files, secret_fingerprints
 from rawp.fingerprints import fingerprint, new_salt
 from tests.client.harness import recv, running_client
 

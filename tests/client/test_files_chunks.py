@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from client.files import FileSearchService, ranking, view
+from client.files.search import FileSearchService, ranking, view
 from tests.client.test_files_helpers import make_tree, search
 
 SHORT = [f"m/f{i:02}.py" for i in range(30)]  # the shortest paths: the first chunks

@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from client.files import FileSearchService
+from client.files.search import FileSearchService
 from rawp.clock import new_id
 from rawp.events import FileCandidates, FileSearch, SearchFilters
 

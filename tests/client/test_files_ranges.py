@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client.files import FileSearchService
-from client.files.ranking import highlight, matcher, merge_ranges
+from client.files.search import FileSearchService
+from client.files.search.ranking import highlight, matcher, merge_ranges
 from tests.client.test_files_helpers import make_tree, search
 
 # Letters with and without case, multi-byte UTF-8 (2, 3 and 4 bytes) and path punctuation.

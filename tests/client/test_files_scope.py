@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from client.files import FileSearchService
+from client.files.search import FileSearchService
 from tests.client.test_files_helpers import make_tree, paths, search
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from client.files import FileSearchService
+from client.files.search import FileSearchService
 from rawp.clock import parse_iso
 from tests.client.test_files_helpers import make_tree, paths, search, set_mtime
 

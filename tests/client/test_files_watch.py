@@ -10,7 +10,7 @@ import shutil
 import psutil
 import pytest
 
-from client.files import FileSearchService
+from client.files.search import FileSearchService
 from tests.client.test_files_helpers import eventually, make_tree, paths, search
 
 

@@ -9,7 +9,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.buffer import FrameBuffer
+from client.sessions.buffer import FrameBuffer
 from tests.client.harness import frame, recv, recv_until, running_client
 
 

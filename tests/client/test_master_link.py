@@ -15,8 +15,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from client.auth import ClientAuth
-from client.master_link import MasterLink, MasterLinkError, parse_pairing_url
+from client.link.auth import ClientAuth
+from client.link.master import MasterLink, MasterLinkError, parse_pairing_url
 from client.settings import ClientSettings
 from client.state import StateDir
 from rawp.config import DEFAULT_LIMITS, LIMIT_FIELDS

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client.paths import PathGuard
+from client.files.paths import PathGuard
 from rawp.errors import BadRequest, Forbidden
 from tests.client.harness import frame, recv, recv_until, running_client
 

@@ -17,7 +17,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from client.agents import AgentsFileError, load_agents
-from client.auth import ClientAuth
+from client.link.auth import ClientAuth
 from client.state import StateDir
 from rawp.clock import new_id, new_secret
 from tests.client.harness import frame, recv, recv_until, running_client

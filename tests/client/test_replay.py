@@ -149,7 +149,7 @@ async def test_reattach_after_the_window_is_404_and_the_agent_is_gone(tmp_path, 
             for p in psutil.Process().children(recursive=True)
             if "demo-agent" in " ".join(p.cmdline())
         ]
-        assert len(agents) == 2  # the agent and its supervisor (client/supervisor.py)
+        assert len(agents) == 2  # the agent and its supervisor (client/processes/supervisor.py)
         cut(ws)
         session = client.services.sessions.sessions[sid]
         await eventually(lambda: session.state == SessionState.DETACHED, "detached")

@@ -21,8 +21,8 @@ from aiohttp import web
 from joserfc import jwt
 from joserfc.jwk import ECKey, OKPKey, RSAKey
 
-from client.auth import ClientAuth
-from client.master_link import MasterLink, MasterLinkError
+from client.link.auth import ClientAuth
+from client.link.master import MasterLink, MasterLinkError
 from client.settings import ClientSettings
 from client.state import StateDir
 from rawp.clock import new_id, new_secret

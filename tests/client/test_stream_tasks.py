@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from client.paths import PathGuard
-from client.session import Session
-from client.stream import StreamHandler
+from client.files.paths import PathGuard
+from client.sessions.session import Session
+from client.sessions.stream import StreamHandler
 from rawp.clock import FakeClock, new_id
 from rawp.config import DEFAULT_LIMITS, PinnedConfig
 from rawp.events import FileSearch

@@ -11,7 +11,7 @@ import aiohttp
 import orjson
 from websockets.asyncio.client import connect
 
-from client.auth import ClientAuth
+from client.link.auth import ClientAuth
 from client.state import StateDir
 from rawp.clock import new_id, new_secret
 from tests.support import free_port, self_signed_certificate

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client.agents.claude_code import EOF, INBOX_MAX, Inbox
-from client.buffer import FrameBuffer
-from client.chunking import TRUNCATION_NOTE, encoded_size, shorten, split_text
-from client.tickets import TicketStore
+from client.agents.claude_wire import EOF, INBOX_MAX, Inbox
+from client.link.tickets import TicketStore
+from client.sessions.buffer import FrameBuffer
+from client.sessions.chunking import TRUNCATION_NOTE, encoded_size, shorten, split_text
 from rawp.clock import FakeClock, new_id
 from rawp.errors import Unauthorized
 

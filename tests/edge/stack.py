@@ -238,7 +238,7 @@ async def push_tighter_limits(client_state: Path, root: Path, versions: dict) ->
     """The client changes its limits at run time (§4.1.5): the client's own code, with the
     running client's credentials, PUTs a snapshot with `rate_limit` 40 to the master it paired
     with. Returns that master's URL and the new limits version."""
-    from client.master_link import MasterLink
+    from client.link.master import MasterLink
     from client.settings import ClientSettings
     from client.state import StateDir
     from rawp.config import DEFAULT_LIMITS

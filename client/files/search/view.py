@@ -26,10 +26,10 @@ from operator import itemgetter, methodcaller
 
 from frizbee import Haystacks
 
-from client.files.ignore import GitignorePatterns
-from client.files.index import ADD, MODIFY, REMOVE, RootIndex
-from client.files.scope import Part
-from client.files.walk import Cancelled, Stamp
+from client.files.search.ignore import GitignorePatterns
+from client.files.search.index import ADD, MODIFY, REMOVE, RootIndex
+from client.files.search.scope import Part
+from client.files.search.walk import Cancelled, Stamp
 
 RECENT_LIMIT = 50
 CHUNK = 1 << 17  # 131,072 paths per haystack: a view up to this size is matched in one piece

@@ -28,11 +28,11 @@ from pydantic import BaseModel, ConfigDict
 
 from client.agents import create_agent
 from client.agents.base import AgentSpec
+from client.files.paths import PathGuard
+from client.link.tickets import TicketStore
 from client.metrics import ClientMetrics
-from client.paths import PathGuard
-from client.process import AgentProcesses
-from client.session import Session
-from client.tickets import TicketStore
+from client.processes.children import AgentProcesses
+from client.sessions.session import Session
 from rawp.clock import Clock, is_uuid4
 from rawp.config import PinnedConfig
 from rawp.errors import BadRequest, Conflict, Forbidden, NotFound

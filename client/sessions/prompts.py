@@ -10,7 +10,7 @@
    agent kind with `session.error` `INVALID_PROMPT`, and nothing runs: no process can take
    it in an argument or an environment variable (the script kind's `RAWP_PROMPT`), and one
    rule for all kinds is clearer than a kind-dependent one (docs/protocol.md, Decisions).
-5. Attachments (client.attachments) are checked last, once nothing else can refuse the
+5. Attachments (client.files.attachments) are checked last, once nothing else can refuse the
    prompt: an oversize or undecodable one refuses it (nothing runs); images go on to the
    kind in `Prompt.images`; every other file is saved into the workspace and referenced by
    a file token appended to the text ("Attached: …"), which each kind converts as it converts
@@ -23,8 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from client.agents.base import Agent, ImageAttachment, Prompt, Reference, SavedAttachment
-from client.attachments import AttachmentRefused, Received, receive, save_attachment
-from client.paths import PathGuard
+from client.files.attachments import AttachmentRefused, Received, receive, save_attachment
+from client.files.paths import PathGuard
 from rawp.errors import BadRequest, Forbidden
 from rawp.events import PromptRequest
 from rawp.fileref import FileToken, Part, parse, to_literal

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from client.paths import PathGuard
+from client.files.paths import PathGuard
 from rawp.attachments import (
     DEFAULT_LIMITS,
     INVALID,

@@ -3,7 +3,8 @@
 `serve` drains the session's outbox into the socket and reads the master's frames:
 
 * a frame that cannot be read gets `session.error` and the loop goes on (dps-profile §1);
-* `control.prompt.request` is parsed, validated and queued (client.prompts, dps-profile §6);
+* `control.prompt.request` is parsed, validated and queued (client.sessions.prompts,
+  dps-profile §6);
 * `control.prompt.cancel` stops the running turn (`stop_reason: cancelled`);
 * `control.interaction.response` goes to the agent;
 * `tool.invoke.request` runs only a tool published with `direct: true`; anything else gets
@@ -19,9 +20,9 @@ import logging
 from collections import OrderedDict
 from typing import Any, Protocol
 
-from client.paths import PathGuard
-from client.prompts import PromptRefused, build_prompt
-from client.session import CLOSE, Outbox, Session, item_size
+from client.files.paths import PathGuard
+from client.sessions.prompts import PromptRefused, build_prompt
+from client.sessions.session import CLOSE, Outbox, Session, item_size
 from rawp.errors import FrameError
 from rawp.events import (
     FileSearch,

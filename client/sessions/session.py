@@ -3,12 +3,14 @@
 Rules:
 
 1. Every frame the session emits goes through `emit`: split to the pinned `max_frame_size`
-   (`client.chunking`), serialized once, kept in the `FrameBuffer` (RAWP §5.1, dps-profile §8)
-   and, when a socket is attached, queued for it. The buffer decides what survives a detach.
+   (`client.sessions.chunking`), serialized once, kept in the `FrameBuffer` (RAWP §5.1,
+   dps-profile §8) and, when a socket is attached, queued for it. The buffer decides what
+   survives a detach.
 2. `attach` queues, in this order and before any live frame: `session.capabilities`,
    `tool.catalog.publish`, then on a reattach `session.history` and the replay (dps-profile
    §7–§8). These greeting frames are per socket and are not buffered. The capabilities carry
-   the fingerprints of the workspace's `.env` values, read at each attach (client.env_secrets).
+   the fingerprints of the workspace's `.env` values, read at each attach
+   (client.sessions.env_secrets).
 3. Prompts run one turn at a time; a prompt during a turn waits in a bounded queue and past
    the bound gets `session.error` `TURN_QUEUE_FULL` (dps-profile §6).
 4. The state column follows `rawp.session_state` only; TERMINATED is final and ends the agent
@@ -34,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from client.agents.base import Agent, Prompt
-from client.buffer import BufferedFrame, FrameBuffer
-from client.chunking import SHORTENABLE, SPLITTABLE, shorten, split_text
-from client.env_secrets import secret_fingerprints
 from client.metrics import ClientMetrics
+from client.sessions.buffer import BufferedFrame, FrameBuffer
+from client.sessions.chunking import SHORTENABLE, SPLITTABLE, shorten, split_text
+from client.sessions.env_secrets import secret_fingerprints
 from rawp.clock import Clock, new_id
 from rawp.config import PinnedConfig
 from rawp.events import EVENTS, Capabilities, Direction, Payload
@@ -128,7 +130,7 @@ class Session:
         # The session's own work: its turn worker and the cancels its sockets asked for.
         self.tasks = TaskOwner(f"session {session_id}", log)
         self.closed = asyncio.Event()
-        self._salt = new_salt()  # of the `.env` fingerprints (client.env_secrets)
+        self._salt = new_salt()  # of the `.env` fingerprints (client.sessions.env_secrets)
         self._controls: OrderedDict[str, None] = OrderedDict()  # rule 6
 
     def first_control(self, message_id: str) -> bool:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from client.paths import PathGuard
+from client.files.paths import PathGuard
 from rawp.clock import iso
 from rawp.errors import BadRequest, NotFound
 

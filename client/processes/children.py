@@ -2,14 +2,14 @@
 
 Rules:
 
-1. `AgentProcesses.spawn` starts the agent under `client/supervisor.py` in a new session:
+1. `AgentProcesses.spawn` starts the agent under `client/processes/supervisor.py` in a new session:
    the supervisor leads the process group, the agent and everything it starts are in it,
    and the whole group dies within a few seconds of the client dying, SIGKILL included
    (issue 14 §3; the supervisor's docstring says how). The agent's stdio pipes are the ones
    the caller reads: the supervisor proxies nothing.
 2. `spawn` returns once the agent's `execvpe` has run; a command that cannot be executed
    raises the `OSError` it raised there (FileNotFoundError, PermissionError…), as before.
-3. Each running group is recorded in the state directory (`client.agent_groups`) from spawn
+3. Each running group is recorded in the state directory (`client.processes.groups`) from spawn
    until it has ended, so a client that starts after a crash can end what it left.
 4. `terminate` sends SIGTERM to the whole group, waits `grace` seconds for the supervisor
    (which stays until the agent exits and leaves with its status), then SIGKILLs the group
@@ -28,7 +28,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from client.agent_groups import GroupRecord
+from client.processes.groups import GroupRecord
 
 log = logging.getLogger(__name__)
 

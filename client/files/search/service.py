@@ -24,11 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from client.files.index import RootIndex
-from client.files.ranking import Ranked, rank
-from client.files.scope import Part, normalise_roots, resolve_scope
-from client.files.view import SearchView, ViewKey, normalise_extensions
-from client.files.walk import Stamp
+from client.files.search.index import RootIndex
+from client.files.search.ranking import Ranked, rank
+from client.files.search.scope import Part, normalise_roots, resolve_scope
+from client.files.search.view import SearchView, ViewKey, normalise_extensions
+from client.files.search.walk import Stamp
 from rawp.clock import iso
 from rawp.events import FileCandidate, FileCandidates, FileSearch, MatchRange
 

@@ -1,8 +1,8 @@
 """The agent supervisor: ties an agent's whole process group to the client (issue 14 §3).
 
-`client.process` runs every agent as
+`client.processes.children` runs every agent as
 
-    python -I -S client/supervisor.py STATUS_FD CLIENT_PID -- argv…
+    python -I -S client/processes/supervisor.py STATUS_FD CLIENT_PID -- argv…
 
 in a new session, so this process leads the agent's process group. Rules:
 
@@ -22,7 +22,7 @@ in a new session, so this process leads the agent's process group. Rules:
 
 PR_SET_PDEATHSIG fires when the *thread* that forked us ends; the client starts agents from
 its event loop thread, which lives as long as the client. Linux only (prctl); elsewhere the
-supervisor still forwards the status, and the client's start-up sweep (client.agent_groups)
+supervisor still forwards the status, and the client's start-up sweep (client.processes.groups)
 ends what a dead client left.
 
 Only the standard library, loaded without `site` (-I -S): it starts once per agent process.

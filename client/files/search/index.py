@@ -19,9 +19,9 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from client.files.ignore import IgnoreRules
-from client.files.walk import SKIPPED_DIRS, Stamp, stat_entry, unpack, walk
-from client.files.watcher import TreeWatcher
+from client.files.search.ignore import IgnoreRules
+from client.files.search.walk import SKIPPED_DIRS, Stamp, stat_entry, unpack, walk
+from client.files.search.watcher import TreeWatcher
 from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)

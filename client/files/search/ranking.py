@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 from frizbee import Haystacks, Match, Matcher
 
-from client.files.view import CHUNK, SearchView
-from client.files.walk import Cancelled
+from client.files.search.view import CHUNK, SearchView
+from client.files.search.walk import Cancelled
 
 POOL = 200  # Rule 3
 # Large views are matched on several cores (frizbee's own threads): a third off the median

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from typing import NamedTuple
 
-from client.files.ignore import IgnoreRules
+from client.files.search.ignore import IgnoreRules
 
 SKIPPED_DIRS = frozenset({".git"})
 
