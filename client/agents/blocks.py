@@ -12,11 +12,11 @@ Every agent kind streams text and reasoning in pieces. `Blocks` turns those piec
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Literal
 
 from client.agents.base import Emit
+from rawp.clock import SYSTEM_CLOCK, Clock
 
 BlockKind = Literal["text", "thinking"]
 
@@ -31,8 +31,9 @@ class _Open:
 
 
 class Blocks:
-    def __init__(self, emit: Emit) -> None:
+    def __init__(self, emit: Emit, clock: Clock = SYSTEM_CLOCK) -> None:
         self.emit = emit
+        self.clock = clock  # times a thinking block's `duration_ms`
         self.next_index = 0
         self.open: _Open | None = None
         self.texts: list[str] = []  # the whole text of every closed text block, in order
@@ -50,7 +51,7 @@ class Blocks:
     async def start(self, kind: BlockKind) -> int:
         """Close the open block and open an empty one; return its `content_index`."""
         await self.close()
-        self.open = _Open(kind, self.next_index, "", time.monotonic())
+        self.open = _Open(kind, self.next_index, "", self.clock.monotonic())
         self.next_index += 1
         return self.open.index
 
@@ -71,7 +72,7 @@ class Blocks:
             self.texts.append(block.text)
             await self.emit("agent.text.done", {"content_index": block.index, "text": block.text})
         else:
-            elapsed = int((time.monotonic() - block.started) * 1000)
+            elapsed = int((self.clock.monotonic() - block.started) * 1000)
             await self.emit(
                 "agent.thinking.done",
                 {"content_index": block.index, "redacted": False, "duration_ms": max(0, elapsed)},

@@ -264,3 +264,25 @@ async def test_unparsable_pattern_lines_are_skipped_as_git_does(service, workspa
     assert set(await paths(service, workspace, "a")) == {"a.txt"}
     found = await paths(service, workspace, "a", exclude_patterns=["[z-a]", "*.txt"])
     assert found == []
+
+
+async def test_an_unwatched_tree_is_walked_again_only_when_the_clock_says_so(tmp_path):
+    """Without a watcher, a search re-walks the tree at most every REWALK_INTERVAL_S by the
+    injected clock: typing does not walk the disk per keystroke, yet new files show up."""
+    from client.files.search.index import REWALK_INTERVAL_S, RootIndex
+    from rawp.clock import FakeClock
+
+    clock = FakeClock()
+    (tmp_path / "old.py").write_text("x")
+    index = RootIndex(str(tmp_path), respect_gitignore=True, watch=False, clock=clock)
+    try:
+        await index.settled()
+        (tmp_path / "new.py").write_text("y")
+        clock.advance(REWALK_INTERVAL_S - 1)
+        await index.settled()
+        assert sorted(index.entries) == ["old.py"]
+        clock.advance(2)
+        await index.settled()
+        assert sorted(index.entries) == ["new.py", "old.py"]
+    finally:
+        await index.close()

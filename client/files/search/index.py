@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from dataclasses import dataclass, field
 
 from client.files.search.ignore import IgnoreRules
 from client.files.search.walk import SKIPPED_DIRS, Stamp, stat_entry, unpack, walk
 from client.files.search.watcher import TreeWatcher
+from rawp.clock import SYSTEM_CLOCK, Clock
 from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,11 @@ class ChangeLog:
 
 
 class RootIndex:
-    def __init__(self, root: str, *, respect_gitignore: bool, watch: bool = True) -> None:
+    def __init__(
+        self, root: str, *, respect_gitignore: bool, watch: bool = True, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.root = root
+        self._clock = clock  # paces the re-walks of an unwatched tree
         self.rules = IgnoreRules(root, enabled=respect_gitignore)
         # root-relative POSIX path → size and mtime, packed (walk.pack): one int per file
         self.entries: dict[str, int] = {}
@@ -70,8 +73,8 @@ class RootIndex:
         await asyncio.shield(self._built)
         if not self._built_ok:  # the owner logged why; every search says it failed
             raise RuntimeError(f"the file index of {self.root} could not be built")
-        if not self.watching and time.monotonic() - self._walked_at > REWALK_INTERVAL_S:
-            self._walked_at = time.monotonic()  # one re-walk, not one per keystroke
+        if not self.watching and self._clock.monotonic() - self._walked_at > REWALK_INTERVAL_S:
+            self._walked_at = self._clock.monotonic()  # one re-walk, not one per keystroke
             self._spawn(self._rewalk(""))
 
     async def settled(self) -> None:
@@ -98,7 +101,7 @@ class RootIndex:
                 log.warning("cannot start the file watcher for %s", self.root, exc_info=True)
         async with self._maintenance:
             watch_was_ready = self._watcher is not None and self._watcher.ready.is_set()
-            self._walked_at = time.monotonic()
+            self._walked_at = self._clock.monotonic()
             self.entries = await asyncio.to_thread(walk, self.root, self.rules)
             self._reset_log()
             self._built_ok = True
@@ -150,7 +153,7 @@ class RootIndex:
     async def _rewalk(self, dir_rel: str) -> None:
         """Walk `dir_rel` again and make the index below it agree with the disk."""
         async with self._maintenance:
-            self._walked_at = time.monotonic()
+            self._walked_at = self._clock.monotonic()
             fresh, stale = await asyncio.to_thread(self._walk_subtree, dir_rel)
             for rel in stale:
                 self._drop(rel)

@@ -17,7 +17,6 @@ import asyncio
 import mimetypes
 import os
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +28,7 @@ from client.files.search.ranking import Ranked, rank
 from client.files.search.scope import Part, normalise_roots, resolve_scope
 from client.files.search.view import SearchView, ViewKey, normalise_extensions
 from client.files.search.walk import Stamp
-from rawp.clock import iso
+from rawp.clock import SYSTEM_CLOCK, Clock, iso
 from rawp.events import FileCandidate, FileCandidates, FileSearch, MatchRange
 
 MAX_RESULTS = 50  # DPS §16.1.1
@@ -60,8 +59,10 @@ class FileSearchService:
         *,
         respect_gitignore: bool = True,
         watch: bool = True,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._roots = normalise_roots(allowed_roots)
+        self._clock = clock  # the scope cache's age, and each index's re-walk pace
         self._respect_gitignore = respect_gitignore
         self._watch = watch
         self._indexes: dict[str, RootIndex] = {}
@@ -125,7 +126,7 @@ class FileSearchService:
         runs in a thread — and is remembered for `SCOPE_TTL_S`, since a user types several
         queries a second from the same workspace and each thread hop costs latency."""
         key = (scope, str(workspace))
-        now = time.monotonic()
+        now = self._clock.monotonic()
         cached = self._scopes.get(key)
         if cached is not None and now - cached[0] < SCOPE_TTL_S:
             return cached[1]
@@ -142,7 +143,12 @@ class FileSearchService:
     def _index(self, root: str) -> RootIndex:
         index = self._indexes.get(root)
         if index is None:
-            index = RootIndex(root, respect_gitignore=self._respect_gitignore, watch=self._watch)
+            index = RootIndex(
+                root,
+                respect_gitignore=self._respect_gitignore,
+                watch=self._watch,
+                clock=self._clock,
+            )
             self._indexes[root] = index
         return index
 
