@@ -29,7 +29,6 @@ import asyncio
 import logging
 import os
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +47,7 @@ from acp.schema import (
 )
 
 from client.agents.acp_updates import AcpTurn
-from client.agents.base import Agent, Prompt, Reference
+from client.agents.base import Agent, Prompt
 from client.agents.kinds import AcpSettings
 from client.files.fs import FileTooLarge, read_text, write_text
 from client.files.paths import PathGuard
@@ -57,7 +56,6 @@ from rawp.attachments import IMAGE_TYPES
 from rawp.clock import new_id
 from rawp.errors import RawpError
 from rawp.events import InteractionResponse, StopReason
-from rawp.fileref import Part, extract_paths, to_literal
 from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
@@ -153,16 +151,6 @@ class AcpAgent(Agent):
         self.cost_total = 0.0
         self._takes_images = False  # promptCapabilities.image of the running agent
 
-    def convert(
-        self,
-        message_id: str,
-        parts: Sequence[Part],
-        references: Sequence[Reference],
-        input_type: str,
-    ) -> Prompt:
-        files = extract_paths(parts, references).paths
-        return Prompt(message_id, to_literal(parts), tuple(files), input_type)
-
     def image_types(self) -> frozenset[str]:
         return IMAGE_TYPES if self._takes_images else frozenset()
 
@@ -254,7 +242,7 @@ class AcpAgent(Agent):
                 await turn.finish("cancelled", None)
                 return "cancelled"
             if problem is not None:
-                await self._fatal("AGENT_START_FAILED", problem)
+                await self.fatal("AGENT_START_FAILED", problem)
                 return "error"
             for update in self.early_updates:
                 await turn.update(update)
@@ -293,7 +281,7 @@ class AcpAgent(Agent):
             if self._cancelled:
                 await turn.finish("cancelled", None)
                 return "cancelled"
-            await self._fatal(
+            await self.fatal(
                 "AGENT_EXITED",
                 f"the ACP agent exited (status {status}) during the turn: {self._tail()}; "
                 "the next prompt starts it again",
@@ -403,12 +391,6 @@ class AcpAgent(Agent):
 
     async def close(self) -> None:
         await self._stop()
-
-    async def _fatal(self, code: str, message: str) -> None:
-        await self.emit(
-            "agent.error",
-            {"code": code, "message": message, "severity": "fatal", "retryable": False},
-        )
 
 
 def _as_start(tool_call: Any) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from client.files.attachments import DEFAULT_ATTACHMENTS_DIR, AttachmentRefused,
 from client.processes.children import AgentProcesses
 from rawp.attachments import NOT_DELIVERED
 from rawp.events import CatalogTool, InteractionResponse, StopReason, ToolInvokeRequest
-from rawp.fileref import Part
+from rawp.fileref import Part, extract_paths, to_literal
 
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 
@@ -128,14 +128,18 @@ class Agent(ABC):
     async def start(self) -> None:  # noqa: B027 - most kinds have nothing to prepare
         """Prepare for the session's first prompt."""
 
-    @abstractmethod
     def convert(
         self,
         message_id: str,
         parts: Sequence[Part],
         references: Sequence[Reference],
         input_type: str,
-    ) -> Prompt: ...
+    ) -> Prompt:
+        """The prompt as this kind takes it. By default (DPS §16.3's script example) the text
+        keeps each file token's display_path and the files travel beside it as paths; a kind
+        that writes references into the text itself (Claude's @-mentions) overrides this."""
+        files = extract_paths(parts, references).paths
+        return Prompt(message_id, to_literal(parts), tuple(files), input_type)
 
     @abstractmethod
     async def prompt(self, prompt: Prompt) -> StopReason: ...
@@ -154,6 +158,13 @@ class Agent(ABC):
     def image_types(self) -> frozenset[str]:
         """The image types this agent takes as image content (ACP: known once it started)."""
         return frozenset()
+
+    async def fatal(self, code: str, message: str) -> None:
+        """An error that ends what the agent was doing: not retryable (DPS `agent.error`)."""
+        await self.emit(
+            "agent.error",
+            {"code": code, "message": message, "severity": "fatal", "retryable": False},
+        )
 
     async def not_delivered(self, name: str, why: str) -> None:
         """Tell the user an attachment did not reach the agent as sent (never silence)."""

@@ -244,7 +244,7 @@ class ClaudeCodeAgent(Agent):
             if self._cancelling:  # cancelled while the CLI was starting
                 return "cancelled"
             if problem is not None:
-                await self._fatal("AGENT_START_FAILED", problem)
+                await self.fatal("AGENT_START_FAILED", problem)
                 return "error"
             self._inbox.drop_leftovers()
             turn = self._turn = ClaudeTurn(self.emit, cost_so_far=self.cost_total)
@@ -288,7 +288,7 @@ class ClaudeCodeAgent(Agent):
         await self._stop_process()
         if self._cancelling:
             return await turn.finish(None, cancelled=True)
-        await self._fatal(
+        await self.fatal(
             "AGENT_EXITED",
             f"Claude Code exited (status {status}) during the turn: {self._stderr()}; "
             "the next prompt starts it again",
@@ -368,12 +368,6 @@ class ClaudeCodeAgent(Agent):
 
     async def close(self) -> None:
         await self._stop_process()
-
-    async def _fatal(self, code: str, message: str) -> None:
-        await self.emit(
-            "agent.error",
-            {"code": code, "message": message, "severity": "fatal", "retryable": False},
-        )
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:

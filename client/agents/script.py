@@ -29,16 +29,15 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 
-from client.agents.base import Agent, Prompt, Reference
+from client.agents.base import Agent, Prompt
 from client.processes.children import LINE_LIMIT
 from rawp.errors import FrameError
 from rawp.events import EVENTS, Direction, InteractionResponse, StopReason
-from rawp.fileref import Part, extract_paths, to_literal
 
 # What a jsonl script may emit: agent-side events, minus those the client itself owns.
 CLIENT_OWNED = {
@@ -69,17 +68,6 @@ class ScriptAgent(Agent):
         self._in_turn = False
         self._cancelled = False
 
-    def convert(
-        self,
-        message_id: str,
-        parts: Sequence[Part],
-        references: Sequence[Reference],
-        input_type: str,
-    ) -> Prompt:
-        # §16.3 script example: paths become arguments, the sentence keeps display_path.
-        files = extract_paths(parts, references).paths
-        return Prompt(message_id, to_literal(parts), tuple(files), input_type)
-
     async def prompt(self, prompt: Prompt) -> StopReason:
         self._cancelled = False
         self._in_turn = True
@@ -106,14 +94,8 @@ class ScriptAgent(Agent):
         try:
             proc = self._proc = await self.processes.spawn(argv, cwd=self.workspace, env=env)
         except OSError as exc:  # not found, not executable: the agents file is wrong
-            await self.emit(
-                "agent.error",
-                {
-                    "code": "AGENT_START_FAILED",
-                    "message": f"cannot start {self.spec.name}: {exc.strerror or exc}",
-                    "severity": "fatal",
-                    "retryable": False,
-                },
+            await self.fatal(
+                "AGENT_START_FAILED", f"cannot start {self.spec.name}: {exc.strerror or exc}"
             )
             return "error"
         assert proc.stdin and proc.stdout and proc.stderr
