@@ -16,8 +16,8 @@ from werkzeug.exceptions import HTTPException
 
 from master.api import auth, health, metrics, nodes
 from master.api.common import EXTENSION
-from master.edge import api as edge_api
-from master.edge import ws as edge_ws
+from master.edge.api import rest as edge_api
+from master.edge.api import ws as edge_ws
 from master.metrics import MasterMetrics
 from master.settings import Settings
 from master.wiring import build_services

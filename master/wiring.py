@@ -6,8 +6,8 @@ import logging
 from dataclasses import dataclass
 
 from master.client_calls import ClientCaller
-from master.edge.notify import NotifyingConfigScopes
-from master.edge.relay import InProcessRelay, Relay
+from master.edge.relay.notify import NotifyingConfigScopes
+from master.edge.relay.relay import InProcessRelay, Relay
 from master.edge.wiring import EdgeServices, build_edge
 from master.metrics import MasterMetrics
 from master.services.addresses import AddressPolicy
@@ -139,7 +139,7 @@ def _relay(settings: Settings) -> Relay:
     edge = settings.edge
     if not settings.redis_url:
         return InProcessRelay(edge.replay_frames, edge.dedupe_window)
-    from master.edge.redis_relay import RedisRelay  # imports redis: only here
+    from master.edge.replicas.redis_relay import RedisRelay  # imports redis: only here
 
     return RedisRelay(
         settings.redis_url,

@@ -1,7 +1,7 @@
 """`RedisRelay` against the machine's real Redis, two relays in one process standing for two
-replicas (master/edge/redis_relay.py rules 1–5). The edge sockets are real `EdgeSocket`s over
-the recording wire of tests/edge/test_backpressure.py; the session layer's side of the hooks
-is a recorder, as the relay only reports to it."""
+replicas (master/edge/replicas/redis_relay.py rules 1–5). The edge sockets are real
+`EdgeSocket`s over the recording wire of tests/edge/test_backpressure.py; the session layer's
+side of the hooks is a recorder, as the relay only reports to it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import contextlib
 import orjson
 import pytest
 
-from master.edge.edge_socket import EdgeSocket
-from master.edge.redis_relay import RedisRelay
+from master.edge.relay.edge_socket import EdgeSocket
+from master.edge.replicas.redis_relay import RedisRelay
 from tests.edge.test_backpressure import Wire
 from tests.scale.conftest import REDIS_URL
 

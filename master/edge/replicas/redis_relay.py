@@ -2,10 +2,10 @@
 
 A session's client link is held by exactly one replica, its *owner*; its edge sockets may be
 on any replica. The relay is composed of parts with one job each (issue 14 §6): `Leases`
-(who holds a session, master.edge.redis_leases), `OrderedWriter` (frames, greetings and
-notices written in order, bounded and idempotent, master.edge.redis_writer) and
-`Subscriptions` (the one pub/sub connection and its reader, master.edge.redis_subscriptions),
-with every task owned by one `TaskOwner`. Local sockets are kept as in one process (the
+(who holds a session, redis_leases), `OrderedWriter` (frames, greetings and notices written
+in order, bounded and idempotent, redis_writer) and `Subscriptions` (the one pub/sub
+connection and its reader, redis_subscriptions), with every task owned by one `TaskOwner`.
+Local sockets are kept as in one process (the
 inherited hubs). Rules:
 
 1. Ownership is a lease (redis_leases); losing it (`ownership_lost`) closes this replica's
@@ -49,12 +49,8 @@ import orjson
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from master.edge.edge_socket import EdgeSocket
-from master.edge.redis_leases import Leases
-from master.edge.redis_scripts import NODE_FRAMES_KEPT, SESSION_TTL_MS, Keys, stream_position
-from master.edge.redis_subscriptions import Subscriptions
-from master.edge.redis_writer import OrderedWriter
-from master.edge.relay import (
+from master.edge.relay.edge_socket import EdgeSocket
+from master.edge.relay.relay import (
     GREETING_TYPES,
     NOT_A_CURSOR,
     InProcessRelay,
@@ -63,6 +59,15 @@ from master.edge.relay import (
     kind_and_id,
     resume_from_client,
 )
+from master.edge.replicas.redis_leases import Leases
+from master.edge.replicas.redis_scripts import (
+    NODE_FRAMES_KEPT,
+    SESSION_TTL_MS,
+    Keys,
+    stream_position,
+)
+from master.edge.replicas.redis_subscriptions import Subscriptions
+from master.edge.replicas.redis_writer import OrderedWriter
 from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.redis_relay")

@@ -42,15 +42,15 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.client_calls import ClientCaller, NodeCallError
-from master.edge.auth import EdgeUser
-from master.edge.client_link import ClientLink
-from master.edge.dataplane import DataPlane
-from master.edge.edge_socket import GOING_AWAY, NORMAL
-from master.edge.link_pings import LinkPings
+from master.edge.access.auth import EdgeUser
+from master.edge.access.tickets import EdgeTickets
+from master.edge.links.client_link import ClientLink
+from master.edge.links.dataplane import DataPlane
+from master.edge.links.link_pings import LinkPings
 from master.edge.live import RelayedSession
-from master.edge.nodes import NodeDirectory
-from master.edge.relay import Relay, Resumed
-from master.edge.tickets import EdgeTickets
+from master.edge.relay.edge_socket import GOING_AWAY, NORMAL
+from master.edge.relay.relay import Relay, Resumed
+from master.edge.sessions.nodes import NodeDirectory
 from master.services.config_scopes import ConfigScopes
 from master.services.session_start import SessionInitFailed, SessionStarter
 from master.services.sockets import NodeSockets
@@ -367,7 +367,7 @@ class EdgeSessions:
             else:
                 self._outage.worked()
 
-    # --- what other replicas did (master.edge.relay.OwnerHooks) ------------------------------
+    # --- what other replicas did (master.edge.relay.relay.OwnerHooks) ------------------------
 
     async def session_ended(self, session_id: str) -> None:
         await self.let_go(session_id)

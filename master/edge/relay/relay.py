@@ -2,7 +2,7 @@
 in-process implementation.
 
 `Relay` is the seam: the `InProcessRelay` here keeps every socket in this process's memory;
-`master.edge.redis_relay.RedisRelay` implements the same methods across several master
+`master.edge.replicas.redis_relay.RedisRelay` implements the same methods across several master
 replicas (issue 9, docs/scale-out.md), so the rest of the master does not know which it runs on.
 
 Rules of the in-process relay:
@@ -44,7 +44,7 @@ from typing import Protocol
 
 import orjson
 
-from master.edge.edge_socket import GOING_AWAY, EdgeSocket
+from master.edge.relay.edge_socket import GOING_AWAY, EdgeSocket
 from rawp.frames import dump_frame, make_frame
 
 log = logging.getLogger("rawp.master.edge.relay")
@@ -66,7 +66,7 @@ class Resumed:
 
 
 class ClientSide(Protocol):
-    """The master's link to the client for one session (master.edge.client_link)."""
+    """The master's link to the client for one session (master.edge.links.client_link)."""
 
     async def send(self, text: str) -> bool: ...
 
