@@ -294,7 +294,11 @@ class InProcessRelay(Relay):
                 edge.offer(text)
             if replayed:
                 hub.skips[edge] = replayed
-        hub.edges.add(edge)
+        self.go_live(edge)
+
+    def go_live(self, edge: EdgeSocket) -> None:
+        """From now on `edge` gets the session's and its node's live frames (rules 1, 2)."""
+        self._hub(edge.session_id).edges.add(edge)
         self._by_node.setdefault(edge.node_id, set()).add(edge)
 
     def _kept_after(self, hub: _Hub, node_id: str, last_message_id: str) -> list[str] | None:
@@ -351,10 +355,13 @@ class InProcessRelay(Relay):
         return sum(1 for edge in edges if edge.offer(text))
 
     async def to_client(self, session_id: str, text: str) -> bool:
+        client = self.client_of(session_id)
+        return client is not None and await client.send(text)
+
+    def client_of(self, session_id: str) -> ClientSide | None:
+        """The session's client link when this process holds it (rule 6)."""
         hub = self._hubs.get(session_id)
-        if hub is None or hub.client is None:
-            return False
-        return await hub.client.send(text)
+        return hub.client if hub is not None else None
 
     def bind_client(self, session_id: str, link: ClientSide) -> None:
         self._hub(session_id).client = link
