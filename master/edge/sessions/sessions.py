@@ -1,4 +1,4 @@
-"""Edge sessions (RAWP §9.3): create, list, end, re-ticket — and the links behind them.
+"""Edge sessions (RAWP §9.3): create, list, end, re-ticket, and the edge socket's way in.
 
 Rules:
 
@@ -13,43 +13,26 @@ Rules:
    value, TERMINATED included, is `400 INVALID_STATUS` (A-23).
 3. Ending (DELETE): the link is closed first (so it does not reattach), then the client's
    `DELETE /v1/session/{id}`, then the edges are closed with code 1000.
-4. One process holds a session's client link (relay rule 6). Sessions a previous master
-   process left alive are reattached when this one starts (`resume_all`), and any that no
-   process holds when an edge connects to it (client_link `resume`). With several replicas
-   (a shared relay, docs/scale-out.md) a replica holds only the sessions whose lease it wins;
-   a sweep every few seconds takes over those whose holder died, reattaching after the last
-   frame relayed, and edges on a replica that does not hold the session are served through
-   the relay.
-5. Link state changes are written through as transitions of `rawp.session_state`'s table,
-   each a conditional write (`ConfigScopes.move_session`): DETACH while the client is away,
-   ATTACH when it is back, TERMINATE when it is gone, and DETACH at shutdown (a RUNNING
-   session only). A write the table refuses because the session is TERMINATED — another
-   replica's DELETE won — makes this replica let the session go: TERMINATED is final (§5,
-   issue 14 §5). A terminated session's edges are closed.
-6. Every task here — each client link's loop, the takeover sweep — is a child of one
-   `runtime.tasks.TaskOwner`, started in `start()` and closed in `close()`; a child's failure is
-   logged there with its traceback.
+4. The client links behind the sessions — held by one replica each, reattached, taken over,
+   their state written through — are `HeldLinks`' (master.edge.sessions.held_links).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
-from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.client_calls import ClientCaller, NodeCallError
 from master.edge.access.auth import EdgeUser
 from master.edge.access.tickets import EdgeTickets
-from master.edge.links.client_link import ClientLink
 from master.edge.links.dataplane import DataPlane
-from master.edge.links.link_pings import LinkPings
 from master.edge.live import RelayedSession
-from master.edge.relay.edge_socket import GOING_AWAY, NORMAL
-from master.edge.relay.relay import Relay, Resumed
+from master.edge.relay.edge_socket import NORMAL
+from master.edge.relay.relay import Relay
+from master.edge.sessions.held_links import HeldLinks, detached
 from master.edge.sessions.nodes import NodeDirectory
 from master.services.config_scopes import ConfigScopes
 from master.services.session_start import SessionInitFailed, SessionStarter
@@ -57,21 +40,15 @@ from master.services.sockets import NodeSockets
 from master.settings import EdgeSettings
 from master.storage import edge_sessions as store
 from master.storage.db import Database, utc
-from master.storage.reach import Outage
 from rawp.clock import Clock, iso
-from rawp.config import Limits
 from rawp.errors import BadRequest, NotFound, RawpError
 from rawp.session_state import SessionEvent, SessionState
 from runtime.http import validate
 from runtime.logs import bind_session
-from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.sessions")
 
 PASSED_ON = (400, 403, 404, 409)  # client refusals the edge can act on (rule 1)
-# Longer than a start can take (the client call's 30 s timeout, then the data plane's WebSocket):
-# an INIT session younger than this is being started by its replica (`_being_started`).
-START_GRACE = timedelta(seconds=90)
 
 
 class CreateSession(BaseModel):
@@ -106,17 +83,19 @@ class EdgeSessions:
         self._starter = starter
         self._tickets = tickets
         self._relay = relay
-        self._plane = plane
         self._nodes = nodes
-        self._sockets = sockets
-        self._settings = settings
-        self.live: dict[str, RelayedSession] = {}  # the sessions whose client link is held here
-        self._tasks = TaskOwner("edge sessions", log)  # rule 6
-        self._sweeper: asyncio.Task | None = None
-        self._pings = LinkPings()  # every client link's keepalive, from one task
-        # seconds between takeover sweeps (several replicas only)
-        self.sweep_interval = settings.takeover_sweep_seconds
-        self._outage = Outage("the takeover sweep", db.url)  # issue 34 §2: logged once each way
+        self._held = HeldLinks(
+            db=db,
+            clock=clock,
+            config=config,
+            calls=calls,
+            starter=starter,
+            relay=relay,
+            plane=plane,
+            sockets=sockets,
+            settings=settings,
+        )
+        self.live = self._held.live  # the sessions whose client link is held here
 
     # --- EP-E4 ---------------------------------------------------------------------------------
 
@@ -143,22 +122,22 @@ class EdgeSessions:
             limits=started.pinned.limits,
         )
         await self._relay.claim(live.id)  # a new id: no other replica can hold it
-        link = self._link(live)
+        link = self._held.link(live)
         try:
             await link.start(started.stream_url)
         except Exception as exc:
             log.warning("session %s: could not open the data plane: %s", live.id, exc)
             await link.close()
-            await self._end_on_client(live)
+            await self._held.end_on_client(live)
             await self._config.move_session(live.id, SessionEvent.TERMINATE)
             raise NodeCallError(
                 "the client accepted the session but its WebSocket could not be opened"
             ) from None
-        self._adopt(live, link)
+        self._held.adopt(live, link)
         # INIT → RUNNING; the link may have got there first (it dropped and came back), but a
-        # DELETE that found the new id in a listing ends it for good (rule 5).
+        # DELETE that found the new id in a listing ends it for good (held_links rule 2).
         if (await self._config.move_session(live.id, SessionEvent.ATTACH)).ended:
-            await self._forget(live, NORMAL, "session terminated")
+            await self._held.forget(live, NORMAL, "session terminated")
             raise NotFound("the session was ended while it started", "SESSION_NOT_FOUND")
         ticket = await self._tickets.issue(live.id, user.id)
         log.info("session %s: started on node %s for %s", live.id, node_id, user.id)
@@ -185,44 +164,6 @@ class EdgeSessions:
                 "WORKSPACE_PATH_REQUIRED",
             )
         return default
-
-    def _link(self, live: RelayedSession) -> ClientLink:
-        async def may_hold() -> bool:  # client_link rule 6: the relay's lease says
-            try:
-                return await self._relay.claim(live.id)
-            except Exception:  # Redis unreachable: another replica may hold it; do not contest
-                log.warning("session %s: could not check its lease; letting go", live.id)
-                return False
-
-        async def let_go() -> None:  # …and when it does not: no state written, the holder has it
-            await self.let_go(live.id)
-            try:
-                await self._relay.release(live.id)
-            except Exception as exc:  # the lease lapses by itself; nothing else to undo
-                log.warning("session %s: could not release its lease: %r", live.id, exc)
-
-        return ClientLink(
-            live,
-            plane=self._plane,
-            starter=self._starter,
-            on_state=self._state,
-            clock=self._clock,
-            owner=self._tasks,
-            may_hold=may_hold,
-            let_go=let_go,
-            deliver_within=self._settings.delivery_seconds,
-            pings=self._pings,
-        )
-
-    def _adopt(self, live: RelayedSession, link: ClientLink) -> None:
-        live.link = link
-        self.live[live.id] = live
-        self._relay.bind_client(live.id, link)
-
-        async def closer() -> None:  # §3.5: unregistering the node closes this session's link
-            await self._forget(live, GOING_AWAY, "node unregistered")
-
-        live.unregister = self._sockets.register(live.node_id, closer)
 
     # --- EP-E5 ---------------------------------------------------------------------------------
 
@@ -278,9 +219,9 @@ class EdgeSessions:
 
     async def terminate(self, user: EdgeUser, session_id: str) -> None:
         row = await self.owned(user, session_id)
-        live = self.live.get(row.id) or _detached(row)
-        await self._forget(live, NORMAL, "session terminated")
-        await self._end_on_client(live)
+        live = self.live.get(row.id) or detached(row)
+        await self._held.forget(live, NORMAL, "session terminated")
+        await self._held.end_on_client(live)
         log.info("session %s: ended by %s", live.id, user.id)
 
     async def new_ticket(self, user: EdgeUser, session_id: str) -> dict[str, Any]:
@@ -296,7 +237,8 @@ class EdgeSessions:
     # --- the edge WebSocket's way in ---------------------------------------------------------
 
     async def admit(self, ticket: str | None, session_id: str | None) -> RelayedSession:
-        """Burn the ticket and return the live session, reattaching it if needed (rule 4)."""
+        """Burn the ticket and return the live session, reattaching it if needed (held_links
+        rule 1)."""
         admission = await self._tickets.burn(ticket, session_id)
         live = self.live.get(admission.session_id)
         if live is not None:
@@ -306,188 +248,14 @@ class EdgeSessions:
         if row is None:
             raise NotFound("the session has ended", "SESSION_NOT_FOUND")
         if await self._relay.claim(row.id):
-            return await self._resume(row)
-        return _detached(row)  # another replica holds the link: frames cross the relay
-
-    async def _resume(self, row: Any) -> RelayedSession:
-        live = _detached(row)
-        link = self._link(live)
-        self._adopt(live, link)
-        await link.resume(cursor=await self._relay.cursor(live.id))
-        return live
-
-    async def resume_all(self) -> int:
-        """Reattach every live session no process holds (rule 4): at start, so that its state
-        stays true and its usage is counted even before an edge returns, and with several
-        replicas on every sweep, so that a dead replica's sessions go on elsewhere."""
-        now = self._clock.now()
-        async with self._db.connect() as conn:
-            rows = [
-                row
-                for row in await store.live_sessions(conn)
-                if row.id not in self.live and not self._being_started(row, now)
-            ]
-        free = set(await self._relay.unowned([row.id for row in rows]))
-        taken = 0
-        for row in rows:
-            if row.id in free and row.id not in self.live and await self._relay.claim(row.id):
-                await self._resume(row)
-                taken += 1
-        if taken:
-            log.info("reattaching %d session(s) no master process holds", taken)
-        return taken
-
-    def _being_started(self, row: Any, now: datetime) -> bool:
-        """Rule 4: with several replicas, an INIT row younger than `START_GRACE` belongs to the
-        replica creating it, which claims its lease only once the client has accepted the
-        session (`create`): another replica's sweep that took it over in that window found a
-        client without the session yet and ended it. An older INIT row's creator died
-        mid-start, and it is free."""
-        if not self._relay.shared or row.status != SessionState.INIT.value:
-            return False
-        created = utc(row.created_at)
-        return created is not None and now - created < START_GRACE
+            return await self._held.resume(row)
+        return detached(row)  # another replica holds the link: frames cross the relay
 
     async def start(self) -> None:
-        await self._tasks.start()  # rule 6: before any link starts
-        # Named apart from the links' own "client-link-<session>" tasks.
-        self._tasks.spawn(self._pings.run(), name="link-pings")
-        await self._relay.start(self)
-        await self.resume_all()
-        if self._relay.shared:
-            self._sweeper = self._tasks.spawn(self._sweep(), name="edge-session-sweep")
-
-    async def _sweep(self) -> None:
-        while True:
-            await asyncio.sleep(self.sweep_interval)
-            try:
-                await self.resume_all()
-            except Exception as exc:  # a database or Redis outage: the next sweep tries again
-                self._outage.failed(exc)
-            else:
-                self._outage.worked()
-
-    # --- what other replicas did (master.edge.relay.relay.OwnerHooks) ------------------------
-
-    async def session_ended(self, session_id: str) -> None:
-        await self.let_go(session_id)
-
-    async def ownership_lost(self, session_id: str) -> None:
-        await self.let_go(session_id)
-
-    async def let_go(self, session_id: str) -> None:
-        """Another replica ended the session or holds it now: close our link, write nothing."""
-        live = self.live.pop(session_id, None)
-        if live is not None:
-            await self._close_link(live)
-
-    async def _close_link(self, live: RelayedSession) -> None:
-        """This process stops holding the session's client link."""
-        if live.unregister is not None:
-            live.unregister()
-            live.unregister = None
-        if live.link is not None:
-            await live.link.close()
-        self._relay.unbind_client(live.id)
-
-    async def node_closed(self, node_id: str) -> None:
-        await self._sockets.close_local(node_id)  # the closers end this replica's sessions
-
-    async def frames_after(self, node_id: str, session_id: str, after: str) -> Resumed | None:
-        """Relay rule 4: the client's buffered frames after an edge's cursor, for a relay that
-        no longer keeps them (this process restarted, or its ring moved past the cursor)."""
-        path = f"/v1/session/{session_id}/frames?after={quote(after, safe='')}"
-        try:
-            reply = await self._calls.call(node_id, "GET", path, session_id=session_id)
-        except RawpError as exc:
-            log.warning("session %s: the client's replay failed: %s", session_id, exc.message)
-            return None
-        body = reply.body if isinstance(reply.body, dict) else {}
-        frames, dropped = body.get("frames"), body.get("dropped", 0)
-        if reply.status != 200 or not isinstance(frames, list) or not isinstance(dropped, int):
-            log.warning("session %s: a replay answered %s", session_id, reply.status)
-            return None
-        texts = [text for text in frames if isinstance(text, str)]
-        return Resumed(found=body.get("found") is True, frames=texts, dropped=dropped)
-
-    async def take_over(self, session_id: str) -> bool:
-        if session_id in self.live:
-            return True
-        async with self._db.connect() as conn:
-            row = await store.live_session(conn, session_id)
-        if row is None or not await self._relay.claim(session_id):
-            return False
-        if session_id not in self.live:
-            await self._resume(row)
-        return True
-
-    # --- link state (rule 5) ---------------------------------------------------------------------
-
-    async def _state(self, live: RelayedSession, event: SessionEvent, reason: str) -> bool:
-        """The link's `on_state` (client_link rule 7): True while the session lives on."""
-        if event is SessionEvent.TERMINATE:
-            log.info("session %s: ending (%s)", live.id, reason)
-            await self._forget(live, GOING_AWAY, f"session ended: {reason}")
-            return False
-        move = await self._config.move_session(live.id, event)
-        if move.ended:
-            log.info(
-                "session %s: %s refused, the session is %s; letting it go",
-                live.id,
-                event.value,
-                move.state.value if move.state else "gone",
-            )
-            await self._forget(live, GOING_AWAY, "session ended")
-            return False
-        log.info("session %s: %s (%s)", live.id, move.state.value if move.state else "?", reason)
-        return True
-
-    async def _forget(self, live: RelayedSession, code: int, reason: str) -> None:
-        """End the session here: link closed first (so it does not reattach), then TERMINATE —
-        a no-op on a row already TERMINATED, so every replica may say it (rule 5)."""
-        self.live.pop(live.id, None)
-        await self._close_link(live)
-        self._relay.forget_session(live.id, code, reason)
-        await self._config.move_session(live.id, SessionEvent.TERMINATE)
-        await self._relay.release(live.id)
-
-    async def _end_on_client(self, live: RelayedSession) -> None:
-        try:
-            reply = await self._calls.call(live.node_id, "DELETE", f"/v1/session/{live.id}")
-        except RawpError as exc:
-            log.warning("session %s: the client's DELETE failed: %s", live.id, exc.message)
-            return
-        if reply.status not in (204, 404):
-            log.warning("session %s: the client answered DELETE with %s", live.id, reply.status)
+        await self._held.start()
 
     async def close(self) -> None:
-        """Shutting down: links close, sessions stay for a later reattach (DETACHED) — by this
-        process when it starts again, or at once by another replica."""
-        sweeper, self._sweeper = self._sweeper, None
-        if sweeper is not None:  # first, so that it takes no session over while links close
-            sweeper.cancel()
-            await asyncio.wait({sweeper})
-        for live in list(self.live.values()):
-            await self._close_link(live)
-            try:  # RUNNING → DETACHED only: an INIT or TERMINATED row is left as it is
-                await self._config.move_session(live.id, SessionEvent.DETACH)
-            except Exception:
-                log.exception("session %s: could not mark it DETACHED at shutdown", live.id)
-            self._relay.drop_local(live.id, GOING_AWAY, "the master is shutting down")
-            await self._relay.release(live.id)
-        self.live.clear()
-        await self._tasks.close()  # whatever is left (a link's `_forget` under way) ends here
-        await self._relay.close()
-
-
-def _detached(row: Any) -> RelayedSession:
-    return RelayedSession(
-        id=row.id,
-        node_id=row.node_id,
-        user_id=row.user_id,
-        agent_name=row.agent_name,
-        limits=Limits.model_validate(row.pinned_limits),
-    )
+        await self._held.close()
 
 
 def _passed_on(exc: SessionInitFailed) -> RawpError:
