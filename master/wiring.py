@@ -62,18 +62,9 @@ async def build_services(
     metrics: MasterMetrics | None = None,
 ) -> Services:
     metrics = metrics or MasterMetrics()
-    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    db = Database(database_url(settings.database_url, settings.state_dir))
-    await migrate(db)
-    log.info("database: %s", redacted(db.url))
+    db = await _database(settings)
     key = load_or_create_signing_key(settings.state_dir)
-    tokens = TokenService(
-        db,
-        key,
-        clock,
-        access_ttl=settings.access_token_ttl,
-        refresh_ttl=settings.refresh_token_ttl,
-    )
+    tokens = _tokens(settings, db, key, clock)
     sockets = NodeSockets()
     relay = _relay(settings)
     sockets.tell_others = relay.node_closed  # §3.5 on every replica (docs/scale-out.md)
@@ -121,6 +112,26 @@ async def build_services(
         addresses=addresses,
         edge=edge,
         metrics=metrics,
+    )
+
+
+async def _database(settings: Settings) -> Database:
+    """The master's database, migrated, under its state directory (created private)."""
+    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    db = Database(database_url(settings.database_url, settings.state_dir))
+    await migrate(db)
+    log.info("database: %s", redacted(db.url))
+    return db
+
+
+def _tokens(settings: Settings, db: Database, key: SigningKey, clock: Clock) -> TokenService:
+    """Node access and refresh tokens (§3.3), signed with the master's key."""
+    return TokenService(
+        db,
+        key,
+        clock,
+        access_ttl=settings.access_token_ttl,
+        refresh_ttl=settings.refresh_token_ttl,
     )
 
 

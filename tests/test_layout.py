@@ -322,6 +322,9 @@ MASTER_EDGE_ROOMS: dict[str, set[str]] = {
     },
     "api": {"master.edge.access", "master.edge.relay", "master.edge.wiring"},
 }
+MAX_MASTER_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+MAX_CLASS_METHODS = 25
 
 
 def test_the_master_edge_stands_in_rooms_of_readable_size():
@@ -360,3 +363,43 @@ def test_the_master_edge_room_check_sees_violations(tmp_path):
         "master.edge.wiring",
         "master.edge.usage.budgets",
     }
+
+
+def oversized(path: Path) -> list[str]:
+    """What in `path` is past the readable sizes: the module's lines, a function's lines, a
+    class's own methods."""
+    text = path.read_text()
+    found = []
+    if (lines := len(text.splitlines())) > MAX_MASTER_MODULE_LINES:
+        found.append(f"{lines} lines")
+    for node in ast.walk(ast.parse(text, filename=str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if (lines := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
+                found.append(f"{node.name}: {lines} lines")
+        elif isinstance(node, ast.ClassDef):
+            methods = [
+                n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            ]
+            if len(methods) > MAX_CLASS_METHODS:
+                found.append(f"{node.name}: {len(methods)} methods")
+    return found
+
+
+def test_the_master_stays_readable():
+    """Issue 29: no master module over 500 lines, function over 60, class over 25 methods."""
+    big = {
+        str(p.relative_to(ROOT)): found
+        for p in sorted((ROOT / "master").rglob("*.py"))
+        if (found := oversized(p))
+    }
+    assert not big, f"split these: {big}"
+
+
+def test_the_size_check_sees_violations(tmp_path):
+    probe = tmp_path / "probe.py"
+    methods = "".join(f"    def m{n}(self):\n        pass\n" for n in range(26))
+    body = "".join(f"    x = {n}\n" for n in range(60))
+    probe.write_text(f"class Big:\n{methods}\n\ndef long():\n{body}\n")
+    assert oversized(probe) == ["Big: 26 methods", "long: 61 lines"]
+    probe.write_text(probe.read_text() + "\n" * 500)
+    assert oversized(probe)[0].endswith(" lines") and len(oversized(probe)) == 3
