@@ -88,6 +88,8 @@ class HeldLinks:
         self.sweep_interval = settings.takeover_sweep_seconds
         self._outage = Outage("the takeover sweep", db.url)  # issue 34 §2: logged once each way
 
+    # --- links held here (rule 1) --------------------------------------------------------------
+
     def link(self, live: RelayedSession) -> ClientLink:
         async def may_hold() -> bool:  # client_link rule 6: the relay's lease says
             try:
@@ -157,9 +159,9 @@ class HeldLinks:
     def _being_started(self, row: Any, now: datetime) -> bool:
         """Rule 1: with several replicas, an INIT row younger than `START_GRACE` belongs to the
         replica creating it, which claims its lease only once the client has accepted the
-        session (`create`): another replica's sweep that took it over in that window found a
-        client without the session yet and ended it. An older INIT row's creator died
-        mid-start, and it is free."""
+        session (`EdgeSessions.create`): another replica's sweep that took it over in that
+        window found a client without the session yet and ended it. An older INIT row's creator
+        died mid-start, and it is free."""
         if not self._relay.shared or row.status != SessionState.INIT.value:
             return False
         created = utc(row.created_at)
