@@ -16,7 +16,7 @@ Three paths, measured in the same run and interleaved round by round:
   bench signs a client token with the client's own key, as the master holds one), read on the
   client's WebSocket.
 
-Every socket is uncompressed, as the master's link to the client is (master.edge.client_link).
+Every socket is uncompressed, as the master's link to the client is (master.edge.links.client_link).
 
 Figures: delivered frames/s in flood mode (direct / wire, target ≥ 50 %, issue 20; master /
 direct, target ≥ 80 %), per-frame latency at a paced 1,000 frames/s (added p50 / p99 = master −
@@ -282,7 +282,7 @@ class Stack:
         ws_url = self.client_url.replace("http://", "ws://") + (
             f"/v1/ws/stream?ticket={body['ticket']}&session_id={body['session_id']}"
         )
-        # Uncompressed, as the master's own link to the client is (master.edge.client_link).
+        # Uncompressed, as the master's own link to the client is (master.edge.links.client_link).
         ws = await connect(ws_url, subprotocols=SUBPROTOCOLS, max_size=None, compression=None)
         return body["session_id"], ws
 

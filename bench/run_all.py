@@ -63,8 +63,8 @@ style. To look again: cProfile over `discord` and `slack`; the chunker
 Throughput: the CPU rows say which process pays per frame. Profile the client or the master
 with `py-spy record --pid <pid>` while `bench/relay.py` floods: the client's frame building
 (`Session._fit`, `rawp.frames.encode_frame`), its stdout reading (`client/agents/script.py`)
-and its socket writes (`client/api/socket.py`), the master's pump (`master/edge/dataplane.py`)
-and edge writes (`master/edge/wire_batch.py`). On two cores the master path shares the CPUs
+and its socket writes (`client/api/socket.py`), the master's pump (`master/edge/links/dataplane.py`)
+and edge writes (`master/edge/api/wire_batch.py`). On two cores the master path shares the CPUs
 among four busy processes where the direct path has three. Latency: compare the p99 rows; the
 master path adds a second WebSocket hop and a second Python event loop, whose scheduling
 jitter shows in the tail on a shared machine.""",
@@ -151,13 +151,13 @@ FIXED = """\
   timestamps are cheap, stdout is read by chunk with orjson, and frames that queue are framed
   one by one and written together (`client/api/socket.py`; one text frame per event as
   before). The master's edge sockets write queued frames together the same way
-  (`master/edge/wire_batch.py`).
+  (`master/edge/api/wire_batch.py`).
 - **The master at 61–78 % of direct → above 80 %** (issue 20; py-spy on the master during a
   flood). websockets parses each incoming frame through a chain of generators
   (`Protocol.parse` → `Frame.parse` → `read_exact`): a third of the master's time per relayed
   frame. Framing each edge frame through websockets' `send_text` cost another tenth. The
   master's link to a client now parses whole unmasked data frames in one pass and gives every
-  other frame to websockets whole (`master/edge/link_reader.py`, checked against websockets'
+  other frame to websockets whole (`master/edge/links/link_reader.py`, checked against websockets'
   own reader on the same bytes, cut anywhere). Where no extension was negotiated, the edge
   writer puts each frame's two-to-ten-byte header in front itself (`wire_batch.py`). Master CPU
   per relayed frame went from 14.0 to 10.5 µs."""
@@ -171,7 +171,7 @@ SCALE_MEMORY = """\
 edge user is paired to 1,000 sessions open; run 2026-12-03 18:13 UTC, load average 15–18, the
 code before the shrinks at 5edd48f and after them on this branch, h/perfscale, in the same
 minutes). A
-session holds two sockets in the master — the edge's (uvicorn → Quart → `master.edge.ws`) and
+session holds two sockets in the master — the edge's (uvicorn → Quart → `master.edge.api.ws`) and
 the link to the client (`websockets` client) — and most of its ~80 KB is those two stacks'
 objects, a few hundred bytes each: asyncio Events and Queues (an empty `asyncio.Queue` is
 3.3 KB: three deques and an Event's deque), tasks, and the handshake headers uvicorn and
@@ -209,20 +209,21 @@ After (traced heap at 1,000 sessions: 128.5 MiB, −7.1 MiB: −7.3 KB per sessi
 
 **What was shrunk** (issue 20 §3; every change keeps its module's tests green):
 
-- *A Queue per edge socket* (`master/edge/edge_socket.py`): a bare deque and a future while the
-  sender waits, instead of an `asyncio.Queue` for the socket's life (3.3 KB).
+- *A Queue per edge socket* (`master/edge/relay/edge_socket.py`): a bare deque and a future
+  while the sender waits, instead of an `asyncio.Queue` for the socket's life (3.3 KB).
 - *A task per edge socket waiting for its kick*: the kick now cancels the sender, which ends
   the socket's race; the task, its Event and the Event's deque are gone (~2.5 KB).
 - *An Event per race* (`runtime/tasks.race`, one per edge socket): a future (~0.8 KB).
 - *A keepalive task per client link* (websockets' `ping_interval`): one task pings every link,
-  a slice a second (`master/edge/link_pings.py`; ~1.5 KB per session, and 10,000 timers fewer).
+  a slice a second (`master/edge/links/link_pings.py`; ~1.5 KB per session, and 10,000 timers
+  fewer).
 - Together: Events per session 9 → 6, Queues 3 → 2, tasks per session 2 fewer; the traced
   heap −7.3 KB per session; RSS per idle session at 10,000 ~89–91 KB (read off the run before,
   which stopped at 9,475 sessions when its edge token expired) → 78 KB.
 - *Not per-session memory, but found on the way*: issuing a ticket read the whole ticket table
   to delete expired ones, so opening N sessions was O(N²) — the run before slowed from 25 to a
   few sessions a second near 9,000; the sweep now runs at most once a minute
-  (`master/edge/tickets.py`): 10,000 sessions
+  (`master/edge/access/tickets.py`): 10,000 sessions
   opened in 331 s, where the run before had opened 9,475 in 15 minutes.
 - *Left*: the rest is the server stack's per connection — uvicorn's protocol, Queue and
   handshake headers, Quart's websocket task pair, Queue, request context and werkzeug

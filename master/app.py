@@ -16,8 +16,8 @@ from werkzeug.exceptions import HTTPException
 
 from master.api import auth, health, metrics, nodes
 from master.api.common import EXTENSION
-from master.edge import api as edge_api
-from master.edge import ws as edge_ws
+from master.edge.api import rest as edge_api
+from master.edge.api import ws as edge_ws
 from master.metrics import MasterMetrics
 from master.settings import Settings
 from master.wiring import build_services
@@ -52,6 +52,29 @@ def create_app(
     app.after_request(nodes.add_legacy_warning)
     app_metrics = MasterMetrics()  # this app's own registry (several apps in one test process)
 
+    _name_what_is_served(app)
+
+    @app.before_serving
+    async def start() -> None:
+        app.extensions[EXTENSION] = services = await build_services(
+            settings, clock, limiter, app_metrics
+        )
+        if services.edge is not None:
+            await services.edge.start()  # reattach sessions a previous process left (Edge API)
+
+    @app.after_serving
+    async def stop() -> None:
+        services = app.extensions.pop(EXTENSION, None)
+        if services is not None:
+            await services.close()
+
+    _answer_errors(app)
+    return app
+
+
+def _name_what_is_served(app: Quart) -> None:
+    """runtime.logs rule 1: every line logged while serving a request or a socket names it."""
+
     @app.before_request
     async def name_the_request() -> None:
         # runtime.logs rule 1: every line logged while serving it names this request, and the
@@ -75,19 +98,9 @@ def create_app(
             response.headers["X-Request-Id"] = request_id
         return response
 
-    @app.before_serving
-    async def start() -> None:
-        app.extensions[EXTENSION] = services = await build_services(
-            settings, clock, limiter, app_metrics
-        )
-        if services.edge is not None:
-            await services.edge.start()  # reattach sessions a previous process left (Edge API)
 
-    @app.after_serving
-    async def stop() -> None:
-        services = app.extensions.pop(EXTENSION, None)
-        if services is not None:
-            await services.close()
+def _answer_errors(app: Quart) -> None:
+    """The one error policy (module docstring): §7.1 bodies, never a stack trace."""
 
     @app.errorhandler(RawpError)
     async def rawp_error(error: RawpError):
@@ -107,5 +120,3 @@ def create_app(
         log.exception("unhandled error while serving a request")
         body = {"error_code": "INTERNAL_ERROR", "message": "internal error; see the master's log"}
         return body, 500
-
-    return app

@@ -54,7 +54,7 @@ async def records(
     since: str | None,
     limit: int,
 ) -> list[dict[str, Any]]:
-    from master.edge.audit import describe
+    from master.edge.usage.audit import describe
     from master.storage import audit
     from master.storage.db import Database, database_url
     from master.storage.migrations import migrate

@@ -68,7 +68,23 @@ async def serve_asgi(
     # uvicorn logs each accepted WebSocket's path *with its query* at INFO on "uvicorn.error";
     # edge tickets travel in that query (§4.2), so only warnings and errors get through.
     logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
-    config = uvicorn.Config(
+    server = Server(_uvicorn_config(app, host, port, certfile, keyfile))
+
+    async def exit_when_told() -> None:
+        await stop.wait()
+        server.should_exit = True  # uvicorn closes its connections, then `serve()` returns
+
+    # The watcher is owned for the life of the server (issue 14 §6); uvicorn itself runs here,
+    # not in a task, so that its SystemExit is caught in `startup` rather than thrown at the loop.
+    async with TaskOwner("master server", log) as owner:
+        owner.spawn(exit_when_told(), name="stop-signal")
+        await server.serve()
+
+
+def _uvicorn_config(app, host: str, port: int, certfile: Path | None, keyfile: Path | None):
+    import uvicorn
+
+    return uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -82,17 +98,6 @@ async def serve_asgi(
         ssl_certfile=str(certfile) if certfile else None,
         ssl_keyfile=str(keyfile) if keyfile else None,
     )
-    server = Server(config)
-
-    async def exit_when_told() -> None:
-        await stop.wait()
-        server.should_exit = True  # uvicorn closes its connections, then `serve()` returns
-
-    # The watcher is owned for the life of the server (issue 14 §6); uvicorn itself runs here,
-    # not in a task, so that its SystemExit is caught in `startup` rather than thrown at the loop.
-    async with TaskOwner("master server", log) as owner:
-        owner.spawn(exit_when_told(), name="stop-signal")
-        await server.serve()
 
 
 async def run(settings: Settings) -> None:

@@ -6,8 +6,8 @@ import logging
 from dataclasses import dataclass
 
 from master.client_calls import ClientCaller
-from master.edge.notify import NotifyingConfigScopes
-from master.edge.relay import InProcessRelay, Relay
+from master.edge.relay.notify import NotifyingConfigScopes
+from master.edge.relay.relay import InProcessRelay, Relay
 from master.edge.wiring import EdgeServices, build_edge
 from master.metrics import MasterMetrics
 from master.services.addresses import AddressPolicy
@@ -62,18 +62,9 @@ async def build_services(
     metrics: MasterMetrics | None = None,
 ) -> Services:
     metrics = metrics or MasterMetrics()
-    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    db = Database(database_url(settings.database_url, settings.state_dir))
-    await migrate(db)
-    log.info("database: %s", redacted(db.url))
+    db = await _database(settings)
     key = load_or_create_signing_key(settings.state_dir)
-    tokens = TokenService(
-        db,
-        key,
-        clock,
-        access_ttl=settings.access_token_ttl,
-        refresh_ttl=settings.refresh_token_ttl,
-    )
+    tokens = _tokens(settings, db, key, clock)
     sockets = NodeSockets()
     relay = _relay(settings)
     sockets.tell_others = relay.node_closed  # §3.5 on every replica (docs/scale-out.md)
@@ -124,6 +115,26 @@ async def build_services(
     )
 
 
+async def _database(settings: Settings) -> Database:
+    """The master's database, migrated, under its state directory (created private)."""
+    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    db = Database(database_url(settings.database_url, settings.state_dir))
+    await migrate(db)
+    log.info("database: %s", redacted(db.url))
+    return db
+
+
+def _tokens(settings: Settings, db: Database, key: SigningKey, clock: Clock) -> TokenService:
+    """Node access and refresh tokens (§3.3), signed with the master's key."""
+    return TokenService(
+        db,
+        key,
+        clock,
+        access_ttl=settings.access_token_ttl,
+        refresh_ttl=settings.refresh_token_ttl,
+    )
+
+
 def _limiter(settings: Settings, clock: Clock) -> RateLimiter:
     """In-process buckets, or buckets shared by every replica when a Redis URL is set."""
     if not settings.redis_url:
@@ -139,7 +150,7 @@ def _relay(settings: Settings) -> Relay:
     edge = settings.edge
     if not settings.redis_url:
         return InProcessRelay(edge.replay_frames, edge.dedupe_window)
-    from master.edge.redis_relay import RedisRelay  # imports redis: only here
+    from master.edge.replicas.redis_relay import RedisRelay  # imports redis: only here
 
     return RedisRelay(
         settings.redis_url,

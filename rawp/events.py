@@ -324,7 +324,7 @@ class History(Payload):
 
 class BudgetState(Payload):
     """Which budget a `BUDGET_EXCEEDED` / `BUDGET_WARNING` is about (issue 16 §4, an extension
-    field of `session.error`; master.edge.budgets rule 5)."""
+    field of `session.error`; master.edge.usage.budgets rule 5)."""
 
     name: str  # cost_per_day / cost_per_month / tokens_per_session
     scope: str  # user / node

@@ -5,7 +5,7 @@ never talks to Redis). A lease is a key holding its owner's id, set with `SET NX
   ours → 1, else 0: a replica never renews a lease another has taken since.
 - `RELEASE` (KEYS[1] the lease, ARGV[1] me) deletes it only while it is ours → 1, else 0.
 
-Users: the master's session leases (master/edge/redis_scripts.py), the gateway's renderer
+Users: the master's session leases (master/edge/replicas/redis_scripts.py), the gateway's renderer
 leases (gateway/replicas/cluster_redis.py) and its Discord shard leases
 (adapters/discord/shard_leases.py).
 """

@@ -232,8 +232,9 @@ MAX_GATEWAY_MODULE_LINES = 500
 
 
 def package_imports(path: Path, package: str) -> set[str]:
-    """The modules of `package` that `path` imports, as dotted names (`from gateway.x import y`
-    → the module `gateway.x.y` when that is a module or a package, else `gateway.x`)."""
+    """The modules of `package` (dotted, e.g. "gateway" or "master.edge") that `path` imports
+    (`from gateway.x import y` → the module `gateway.x.y` when that is a module or a package,
+    else `gateway.x`)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found = set()
     for node in ast.walk(tree):
@@ -321,6 +322,27 @@ CLIENT_ROOMS: dict[str, set[str]] = {
 }
 CLIENT_SEAM = ("settings", "metrics", "state")
 MAX_MODULE_LINES = 500
+
+# Issue 29: the master's Edge API in rooms, and which other master.edge modules each may import
+# (a name covers its submodules). The top level holds the seam they share (`live`, the session
+# the master relays) and the composition of the rooms (`wiring`); the rooms stand in layers:
+# access and relay at the bottom, replicas on relay, usage, links on usage and relay, sessions
+# on links, api (the Quart routes) on top — nothing imports api, and only api imports wiring.
+MASTER_EDGE_ROOMS: dict[str, set[str]] = {
+    "access": set(),
+    "relay": set(),
+    "replicas": {"master.edge.relay"},
+    "usage": {"master.edge.live", "master.edge.access"},
+    "links": {"master.edge.live", "master.edge.relay", "master.edge.usage"},
+    "sessions": {
+        "master.edge.live",
+        "master.edge.access",
+        "master.edge.relay",
+        "master.edge.links",
+        "master.edge.usage",
+    },
+    "api": {"master.edge.access", "master.edge.relay", "master.edge.wiring"},
+}
 MAX_FUNCTION_LINES = 60
 MAX_CLASS_METHODS = 25
 
@@ -402,6 +424,54 @@ def oversized(path: Path) -> list[str]:
 )
 def test_client_modules_functions_and_classes_stay_readable(path):
     assert not oversized(path), f"{path.relative_to(ROOT)}: split {oversized(path)}"
+
+
+def test_the_master_edge_stands_in_rooms_of_readable_size():
+    edge = ROOT / "master" / "edge"
+    rooms = {p.name for p in edge.iterdir() if (p / "__init__.py").is_file()}
+    assert rooms == set(MASTER_EDGE_ROOMS), "a master.edge room came or went: update the table"
+    for package in [edge, *(edge / room for room in rooms)]:
+        modules = [p.name for p in package.glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= MAX_TOP_LEVEL_MODULES, f"{package.name}/ holds {len(modules)}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for room in MASTER_EDGE_ROOMS for p in sorted((ROOT / "master/edge" / room).glob("*.py"))],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_a_master_edge_room_imports_only_what_it_may(path):
+    room = path.parent.name
+    allowed = MASTER_EDGE_ROOMS[room] | {f"master.edge.{room}"}
+    bad = {
+        name
+        for name in package_imports(path, "master.edge")
+        if not any(name == a or name.startswith(a + ".") for a in allowed)
+    }
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}: not in MASTER_EDGE_ROOMS"
+
+
+def test_the_master_edge_room_check_sees_violations(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from master.edge.relay.relay import Relay\nfrom master.edge import wiring\n"
+        "import master.edge.usage.budgets\nfrom master.storage.db import Database\n"
+    )
+    assert package_imports(probe, "master.edge") == {
+        "master.edge.relay.relay",
+        "master.edge.wiring",
+        "master.edge.usage.budgets",
+    }
+
+
+def test_the_master_stays_readable():
+    """Issue 29: no master module over 500 lines, function over 60, class over 25 methods."""
+    big = {
+        str(p.relative_to(ROOT)): found
+        for p in sorted((ROOT / "master").rglob("*.py"))
+        if (found := oversized(p))
+    }
+    assert not big, f"split these: {big}"
 
 
 def test_the_size_check_sees_violations(tmp_path):

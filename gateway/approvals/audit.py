@@ -1,4 +1,4 @@
-"""Approval records for the master's audit log (issue 15 §4; master/edge/audit.py).
+"""Approval records for the master's audit log (issue 15 §4; master/edge/usage/audit.py).
 
 Rules:
 

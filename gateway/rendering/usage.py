@@ -7,7 +7,7 @@ Rules:
    `response_type: ephemeral`) with the master's figures (`GET /v1/edge/usage`): the session of
    the conversation it is typed in (when there is one and it is the user's), today and this
    month in total and per node, and the budgets that apply. The per-node figures are the same
-   sums the node metrics endpoint shows for that period (master.edge.usage_report rule 2).
+   sums the node metrics endpoint shows for that period (master.edge.usage.usage_report rule 2).
 2. Amounts are shown as the master sent them: tokens in and out with thousands separators,
    cost in USD with 2 decimals from $1, 4 below it. Periods are UTC calendar periods.
 3. The footer (render option `usage_footer`, off by default) follows the turn's last message:

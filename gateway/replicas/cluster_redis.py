@@ -4,7 +4,7 @@ Imported only when `RAWP_REDIS_URL` is set (gateway.replicas.cluster rule 1). Ke
 gateway's prefix (`RAWP_GATEWAY_REDIS_PREFIX`, default `rawp:gw:`):
 
 - `own:{sid}` = the replica id that renders the session. Rules, as the master's
-  (master/edge/redis_leases.py): `SET NX PX lease` to claim, compare-and-extend every third
+  (master/edge/replicas/redis_leases.py): `SET NX PX lease` to claim, compare-and-extend every third
   of the lease to renew, compare-and-delete to release. A renewal that finds the lease gone
   or another's, or Redis unreachable for longer than a lease, reports the session lost
   (`on_lost`): the conversation layer stops rendering it without ending anything.

@@ -15,7 +15,7 @@ class RelayedSession:
     user_id: str
     agent_name: str
     limits: Limits  # pinned at init (§4.1.8): frame size and reattach window come from here
-    link: Any = None  # master.edge.client_link.ClientLink
+    link: Any = None  # master.edge.links.client_link.ClientLink
     last_activity: float = 0.0  # clock.monotonic() of the last frame either way
     activity_written: float = float("-inf")
     unregister: Any = None  # forgets the NodeSockets closer

@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from master.client_calls import ClientCaller
-from master.edge.audit import AuditLog
-from master.edge.auth import EdgeAuth
-from master.edge.budgets import BudgetGuard
-from master.edge.dataplane import DataPlane, NodeErrors
-from master.edge.nodes import NodeDirectory
-from master.edge.policy import SecurityPolicy
-from master.edge.relay import Relay
-from master.edge.sessions import EdgeSessions
-from master.edge.tickets import EdgeTickets
-from master.edge.usage import UsageBook
-from master.edge.usage_report import UsageReports
+from master.edge.access.auth import EdgeAuth
+from master.edge.access.tickets import EdgeTickets
+from master.edge.links.dataplane import DataPlane, NodeErrors
+from master.edge.links.policy import SecurityPolicy
+from master.edge.relay.relay import Relay
+from master.edge.sessions.nodes import NodeDirectory
+from master.edge.sessions.sessions import EdgeSessions
+from master.edge.usage.audit import AuditLog
+from master.edge.usage.budgets import BudgetGuard
+from master.edge.usage.usage import UsageBook
+from master.edge.usage.usage_report import UsageReports
 from master.metrics import MasterMetrics
 from master.services.config_scopes import ConfigScopes
 from master.services.session_start import SessionStarter

@@ -193,8 +193,8 @@ Index("ix_audit_node_time", approval_audit.c.node_id, approval_audit.c.recorded_
 Index("ix_usage_user_time", usage_records.c.user_id, usage_records.c.recorded_at)
 Index("ix_usage_session", usage_records.c.session_id)
 
-# One row per budget warning sent (master.edge.budgets rule 4): the 80 % warning of a budget goes
-# out once per period, whichever replica sees the prompt — the primary key decides.
+# One row per budget warning sent (master.edge.usage.budgets rule 4): the 80 % warning of a budget
+# goes out once per period, whichever replica sees the prompt — the primary key decides.
 budget_warnings = Table(
     "budget_warnings",
     metadata,

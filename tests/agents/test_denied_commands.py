@@ -20,7 +20,7 @@ import pytest
 from client.agents import create_agent
 from client.agents.base import AgentSpec, Reference
 from client.agents.kinds import kind_settings
-from master.edge.policy import command_names
+from master.edge.links.policy import command_names
 from rawp.events import FileReference, PromptRequest
 from rawp.fileref import parse
 from tests.agents.conftest import model_env

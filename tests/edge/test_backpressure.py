@@ -10,8 +10,8 @@ import asyncio
 
 import orjson
 
-from master.edge.edge_socket import TOO_SLOW, EdgeSocket
-from master.edge.relay import InProcessRelay, Resumed
+from master.edge.relay.edge_socket import TOO_SLOW, EdgeSocket
+from master.edge.relay.relay import InProcessRelay, Resumed
 
 
 class Wire:

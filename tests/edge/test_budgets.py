@@ -1,5 +1,5 @@
-"""Budgets at the master (issue 16 §4; master.edge.budgets) and the usage endpoint, at the wire
-on both sides: the edge socket under Quart's test client, the client as a fake WebSocket server
+"""Budgets at the master (issue 16 §4; master.edge.usage.budgets) and the usage endpoint, at the
+wire on both sides: the edge socket under Quart's test client, the client as a fake WebSocket server
 on loopback. Usage is what the client reports (`session.usage`), recorded in the real database
 (SQLite and PostgreSQL)."""
 

@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from master.edge.edge_socket import INTERNAL_ERROR, NORMAL, EdgeSocket
+from master.edge.relay.edge_socket import INTERNAL_ERROR, NORMAL, EdgeSocket
 
 
 class Wire:

@@ -1,6 +1,6 @@
-"""Client links are owned (sessions rule 6, client_link rule 8): every link's loop is a child
+"""Client links are owned (held_links rule 3, client_link rule 8): every link's loop is a child
 of the session layer's TaskOwner, and a master that stops ends them all and leaves its RUNNING
-sessions DETACHED for a later reattach (a transition, sessions rule 5). Real master app under
+sessions DETACHED for a later reattach (a transition, held_links rule 2). Real master app under
 Quart's test client, fake client at the wire."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The master's shared keepalive for client links (master.edge.link_pings): real WebSockets on
+"""The master's shared keepalive for client links (master.edge.links.link_pings): real WebSockets on
 loopback; a peer that stops reading never answers a Ping, a reading one always does."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 from websockets.protocol import State
 
-from master.edge.link_pings import LinkPings
+from master.edge.links.link_pings import LinkPings
 
 
 async def test_a_link_without_pongs_is_aborted_and_a_live_one_kept():

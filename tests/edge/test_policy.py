@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from master.edge.policy import INVISIBLE, SecurityPolicy, slash_command
+from master.edge.links.policy import INVISIBLE, SecurityPolicy, slash_command
 from rawp.events import PromptRequest
 
 

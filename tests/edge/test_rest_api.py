@@ -83,7 +83,7 @@ async def test_every_route_needs_a_user_token(edge_master, fake_client):
 
 
 def test_an_expired_user_token_is_refused():
-    from master.edge.auth import EdgeAuth
+    from master.edge.access.auth import EdgeAuth
     from master.settings import EdgeSettings
     from rawp.errors import Unauthorized
     from rawp.tokens import SigningKey
@@ -264,7 +264,7 @@ async def test_nodes_and_metrics(edge_master, fake_client):
 
 async def test_expired_tickets_are_swept_at_most_once_a_minute(make_edge_master, fake_client):
     """Issuing a ticket deletes those expired for an hour, but reads the table at most once a
-    minute (master.edge.tickets: a sweep per issue made opening N sessions O(N²))."""
+    minute (master.edge.access.tickets: a sweep per issue made opening N sessions O(N²))."""
     from datetime import UTC, datetime
 
     from sqlalchemy import func, select

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import inspect, text
 
-from master.edge.usage import UsageBook, period_start
+from master.edge.usage.usage import UsageBook, period_start
 from master.storage import schema
 from master.storage.db import Database
 from master.storage.migrations import MIGRATIONS, migrate

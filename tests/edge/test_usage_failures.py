@@ -1,5 +1,5 @@
 """A `session.usage` the database refuses is never dropped silently (issue 29 §4;
-master.edge.usage): it is tried again, and one that fails every try is logged as an error and
+master.edge.usage.usage): it is tried again, and one that fails every try is logged as an error and
 counted in `rawp_master_usage_unrecorded_total`. The edge gets the frame either way. The
 database's refusal is real: the usage table is renamed away under the running master."""
 

@@ -1,4 +1,4 @@
-"""The master's client-link reader (master.edge.link_reader) against websockets' own reader.
+"""The master's client-link reader (master.edge.links.link_reader) against websockets' own reader.
 
 A raw TCP server on loopback answers the WebSocket handshake, then writes a script of frame
 bytes cut into chunks at arbitrary places (the 101 response's head shares a chunk with the
@@ -21,7 +21,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 
-from master.edge.link_reader import LinkConnection, Mode
+from master.edge.links.link_reader import LinkConnection, Mode
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 

@@ -19,7 +19,7 @@ from websockets.frames import Frame, Opcode
 
 from client.api.socket import QuartSocket
 from client.server import serve_client
-from master.edge.wire_batch import BatchWriter, text_frame_header
+from master.edge.api.wire_batch import BatchWriter, text_frame_header
 from master.server import serve_asgi
 from tests.support import free_port
 

@@ -10,7 +10,7 @@ import hashlib
 import socket
 import threading
 
-from master.edge.redis_scripts import PUBLISH_SCRIPT
+from master.edge.replicas.redis_scripts import PUBLISH_SCRIPT
 from tests.support import free_port
 
 WRITER_CALL = hashlib.sha1(PUBLISH_SCRIPT.encode()).hexdigest().encode()  # EVALSHA's argument

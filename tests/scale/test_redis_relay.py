@@ -1,7 +1,7 @@
 """`RedisRelay` against the machine's real Redis, two relays in one process standing for two
-replicas (master/edge/redis_relay.py rules 1–5). The edge sockets are real `EdgeSocket`s over
-the recording wire of tests/edge/test_backpressure.py; the session layer's side of the hooks
-is a recorder, as the relay only reports to it."""
+replicas (master/edge/replicas/redis_relay.py rules 1–5). The edge sockets are real
+`EdgeSocket`s over the recording wire of tests/edge/test_backpressure.py; the session layer's
+side of the hooks is a recorder, as the relay only reports to it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import contextlib
 import orjson
 import pytest
 
-from master.edge.edge_socket import EdgeSocket
-from master.edge.redis_relay import RedisRelay
+from master.edge.relay.edge_socket import EdgeSocket
+from master.edge.replicas.redis_relay import RedisRelay
 from tests.edge.test_backpressure import Wire
 from tests.scale.conftest import REDIS_URL
 
@@ -125,11 +125,11 @@ async def test_a_late_socket_gets_replay_then_live_without_a_gap_and_no_second_g
 async def test_a_replica_that_lost_its_lease_cannot_write(pair):
     (a, hooks_a), (b, _) = pair
     await a.claim("s3")
-    await a.redis.delete(f"{a._prefix}own:{{s3}}")  # the lease expired while A stalled…
+    await a.redis.delete(f"{a.keys.prefix}own:{{s3}}")  # the lease expired while A stalled…
     assert await b.claim("s3")  # …and B took the session over
     a.publish("s3", "stale", "from the old holder", "agent.text.delta")
     await until(lambda: hooks_a.lost == ["s3"], "A told it lost the session")
-    assert await a.redis.xlen(f"{a._prefix}s:{{s3}}:frames") == 0  # fenced: nothing written
+    assert await a.redis.xlen(f"{a.keys.prefix}s:{{s3}}:frames") == 0  # fenced: nothing written
     b.publish("s3", "fresh", "from the new holder", "agent.text.delta")
     await until(lambda: b.writer.idle, "B's write")
     assert await b.cursor("s3") == "fresh"
@@ -158,7 +158,7 @@ async def test_edge_frames_reach_the_holders_client_and_control_ids_are_shared(p
     link = Link()
     await a.claim("s4")
     a.bind_client("s4", link)
-    await until(lambda: f"{a._prefix}c:s4" in a.subscriptions.channels, "A listens for s4")
+    await until(lambda: f"{a.keys.prefix}c:s4" in a.subscriptions.channels, "A listens for s4")
     assert await b.to_client("s4", "prompt from an edge on B")
     await until(lambda: link.got == ["prompt from an edge on B"], "the frame at A's link")
     assert hooks_b.taken == []  # A holds it: B did not take it over
@@ -186,7 +186,8 @@ async def test_an_end_and_a_node_push_reach_sockets_on_the_other_replica(pair):
     await asyncio.wait_for(task, 5)
     assert wire.closed == (1000, "session terminated")
     await until(lambda: hooks_b.ended == ["s6"], "B told the session ended")
-    assert await a.redis.exists(f"{a._prefix}s:{{s6}}:frames", f"{a._prefix}own:{{s6}}") == 0
+    gone = (f"{a.keys.prefix}s:{{s6}}:frames", f"{a.keys.prefix}own:{{s6}}")
+    assert await a.redis.exists(*gone) == 0
 
 
 async def test_a_replayed_frame_arriving_late_from_the_channel_is_not_sent_again(pair):
@@ -197,13 +198,13 @@ async def test_a_replayed_frame_arriving_late_from_the_channel_is_not_sent_again
     for n in range(3):
         a.publish("s7", f"m{n}", f"t{n}", "agent.text.delta")
     await until(lambda: a.writer.idle, "writes flushed")
-    entries = await b.redis.xrange(f"{b._prefix}s:{{s7}}:frames")
+    entries = await b.redis.xrange(f"{b.keys.prefix}s:{{s7}}:frames")
     edge, wire = edge_on("s7")
     await b.attach(edge, last_message_id="m0")  # replays t1, t2
     late = orjson.dumps([entries[2][0], "t2"]).decode()  # t2's own message, arriving now
-    b._deliver_frames("s7", late)
+    b.attachments.deliver("s7", late)
     newer = orjson.dumps([f"{int(entries[2][0].split('-')[0]) + 1}-0", "t3"]).decode()
-    b._deliver_frames("s7", newer)
+    b.attachments.deliver("s7", newer)
     task = await serve(edge)
     await until(lambda: len(wire.sent) >= 4, "history, t1, t2, t3")
     await asyncio.sleep(0.05)

@@ -1,4 +1,4 @@
-"""A replica's relay loops are critical (master/edge/redis_relay.py rule 6, issue 29 §4): a
+"""A replica's relay loops are critical (master/edge/replicas/redis_relay.py rule 6, issue 29 §4): a
 writer that dies is started again and loses nothing of what was queued; one that keeps dying
 ends the replica. Two relays in one process on the machine's real Redis stand for two replicas
 (as in test_redis_relay.py); the writer is killed the way a bug kills it — the session layer's
@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from master.edge.redis_relay import RedisRelay
+from master.edge.replicas.redis_relay import RedisRelay
 from runtime.tasks import RESTARTS
 from tests.scale.conftest import REDIS_URL
 from tests.scale.test_redis_relay import Hooks, edge_on, serve, until

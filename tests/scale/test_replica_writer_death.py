@@ -1,5 +1,5 @@
 """A master replica whose Redis writer keeps dying ends itself, and its turn goes on through
-another replica with nothing lost (issue 29 §4; master/edge/redis_relay.py rule 6). Real
+another replica with nothing lost (issue 29 §4; master/edge/replicas/redis_relay.py rule 6). Real
 `rawp master` replicas A and B on PostgreSQL and Redis, a real client paired through A, which
 holds the session's client link; A's Redis link passes through `WriterPoison`, which — once
 armed — spoils the reply to A's writer so that its Redis client raises a decoding error, a

@@ -1,4 +1,5 @@
-"""A session being started is not another replica's to take over (master.edge.sessions rule 4).
+"""A session being started is not another replica's to take over (master.edge.sessions.held_links
+rule 1).
 
 A replica claims a new session's lease only once the client has accepted it, so for a moment
 the row is INIT and unowned. A takeover sweep on another replica that took it then found a

@@ -25,7 +25,7 @@ from tests.scale.cluster import cluster
 
 A, B = 0, 1
 TRIALS = 30
-SWEEP = 2.0  # seconds between a replica's takeover sweeps (master.edge.sessions)
+SWEEP = 2.0  # seconds between a replica's takeover sweeps (master.edge.sessions.held_links)
 
 
 # Every status written to a session row, in commit order: a trigger on the real table (the

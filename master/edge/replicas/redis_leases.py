@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from master.edge.redis_scripts import RELEASE_SCRIPT, RENEW_SCRIPT, Keys
+from master.edge.replicas.redis_scripts import RELEASE_SCRIPT, RENEW_SCRIPT, Keys
 
 log = logging.getLogger("rawp.master.edge.redis_leases")
 

@@ -9,16 +9,16 @@ Rules:
    them (`UsageBook.aggregate`, RAWP §9.2.2, A-19): the two answers agree for the same period.
 3. `total` sums the caller's own usage over all their nodes (unregistered ones included);
    `session` is all the session's usage since it started.
-4. `budgets` lists every budget that applies (master.edge.budgets), with what is spent.
+4. `budgets` lists every budget that applies (master.edge.usage.budgets), with what is spent.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from master.edge.auth import EdgeUser
-from master.edge.budgets import BudgetGuard, next_reset
-from master.edge.usage import UsageBook, period_start, usage_body
+from master.edge.access.auth import EdgeUser
+from master.edge.usage.budgets import BudgetGuard, next_reset
+from master.edge.usage.usage import UsageBook, period_start, usage_body
 from master.storage import edge_sessions as sessions_store
 from master.storage import usage as store
 from master.storage.db import Database

@@ -1,4 +1,4 @@
-"""The Lua scripts of the Redis relay (master/edge/redis_relay.py), each run atomically by
+"""The Lua scripts of the Redis relay (master/edge/replicas/redis_relay.py), each run atomically by
 Redis, and how stream positions compare."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from master.edge.auth import EdgeUser
+from master.edge.access.auth import EdgeUser
 from master.storage import audit as store
 from master.storage import edge_sessions
 from master.storage.db import Database

@@ -2,11 +2,12 @@
 
 A session's client link is held by exactly one replica, its *owner*; its edge sockets may be
 on any replica. The relay is composed of parts with one job each (issue 14 §6): `Leases`
-(who holds a session, master.edge.redis_leases), `OrderedWriter` (frames, greetings and
-notices written in order, bounded and idempotent, master.edge.redis_writer) and
-`Subscriptions` (the one pub/sub connection and its reader, master.edge.redis_subscriptions),
-with every task owned by one `TaskOwner`. Local sockets are kept as in one process (the
-inherited hubs). Rules:
+(who holds a session, redis_leases), `OrderedWriter` (frames, greetings and notices written
+in order, bounded and idempotent, redis_writer), `Subscriptions` (the one pub/sub connection
+and its reader, redis_subscriptions), `Attachments` (sockets attaching and their replays,
+redis_attachments), `HandOffs` (edge frames to the holder, redis_handoffs) and the `Inbox`
+(what the reader hands to each, redis_inbox), with every task owned by one `TaskOwner`.
+Local sockets are kept as in one process (the inherited hubs). Rules:
 
 1. Ownership is a lease (redis_leases); losing it (`ownership_lost`) closes this replica's
    link, and a dead replica's sessions are taken over by another's sweep.
@@ -43,26 +44,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-import time
 
 import orjson
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from master.edge.edge_socket import EdgeSocket
-from master.edge.redis_leases import Leases
-from master.edge.redis_scripts import NODE_FRAMES_KEPT, SESSION_TTL_MS, Keys, stream_position
-from master.edge.redis_subscriptions import Subscriptions
-from master.edge.redis_writer import OrderedWriter
-from master.edge.relay import (
-    GREETING_TYPES,
-    NOT_A_CURSOR,
-    InProcessRelay,
-    OwnerHooks,
-    history_frame,
-    kind_and_id,
-    resume_from_client,
-)
+from master.edge.relay.edge_socket import EdgeSocket
+from master.edge.relay.relay import GREETING_TYPES, NOT_A_CURSOR, InProcessRelay, OwnerHooks
+from master.edge.replicas.redis_attachments import Attachments
+from master.edge.replicas.redis_handoffs import HandOffs
+from master.edge.replicas.redis_inbox import Inbox
+from master.edge.replicas.redis_leases import Leases
+from master.edge.replicas.redis_scripts import NODE_FRAMES_KEPT, SESSION_TTL_MS, Keys
+from master.edge.replicas.redis_subscriptions import Subscriptions
+from master.edge.replicas.redis_writer import OrderedWriter
 from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.redis_relay")
@@ -89,17 +84,14 @@ class RedisRelay(InProcessRelay):
         super().__init__(replay_frames, dedupe_window)
         self.me = secrets.token_hex(8)
         self._url = url
-        self._prefix = prefix
         self.keys = Keys(prefix)
         self._lease_ms = int(lease_seconds * 1000)
         self._handoff = handoff_seconds
-        self._deliver = deliver_seconds
         self._redis: Redis | None = None
         self._tasks = TaskOwner("redis relay", log)
-        self._held: dict[str, dict[EdgeSocket, list[tuple[str, str]]]] = {}  # attaching
-        self._horizons: dict[EdgeSocket, tuple[int, int]] = {}  # last stream id replayed
-        self._skips: dict[EdgeSocket, set[str]] = {}  # ids the client's replay had (rule 3)
-        self._replies: dict[str, asyncio.Future[bool]] = {}  # hand-offs awaiting an answer
+        self.attachments = Attachments(self)  # rule 3
+        self.handoffs = HandOffs(self, deliver_seconds)  # rule 4
+        self.inbox = Inbox(self, self._tasks)  # what the reader hands on (rules 3, 4, 5)
 
     @property
     def redis(self) -> Redis:
@@ -126,7 +118,7 @@ class RedisRelay(InProcessRelay):
             lease_ms=self._lease_ms,
             on_fenced=self.leases.lost,
         )
-        self.subscriptions = Subscriptions(self._redis, self._on_message)
+        self.subscriptions = Subscriptions(self._redis, self.inbox.handle)
         await self.subscriptions.open(self.keys.bus, self.keys.replies(self.me))
         await self._tasks.start()
         # Critical (runtime.tasks rule 3): a replica without its reader, writer or lease loop
@@ -168,94 +160,30 @@ class RedisRelay(InProcessRelay):
         return [text for text in texts if text]
 
     async def attach(self, edge: EdgeSocket, last_message_id: str | None = None) -> None:
-        session_id = edge.session_id
-        held: list[tuple[str, str]] = []
-        self._held.setdefault(session_id, {})[edge] = held
-        try:
-            await self.subscriptions.subscribe(self.keys.to_edges(session_id))
-            horizon, skip = await self._replay(edge, last_message_id)
-            for at, text in held:  # arrived while replaying: only what the replay did not hold
-                if horizon is not None and stream_position(at) <= horizon:
-                    continue
-                kind, message_id = kind_and_id(text)
-                if skip and message_id in skip:
-                    continue
-                if kind not in NOT_A_CURSOR:
-                    skip = set()  # past the client's replay: later frames are all new
-                edge.offer(text)
-            # A frame the replay held may still be on its way from the channel (the reply to
-            # XRANGE can overtake the published message): the horizon drops it on arrival.
-            if horizon is not None:
-                self._horizons[edge] = horizon
-            if skip:
-                self._skips[edge] = skip
-            self._hub(session_id).edges.add(edge)
-            self._by_node.setdefault(edge.node_id, set()).add(edge)
-        finally:
-            holding = self._held.get(session_id, {})
-            holding.pop(edge, None)
-            if not holding:
-                self._held.pop(session_id, None)
-
-    async def _replay(
-        self, edge: EdgeSocket, last_message_id: str | None
-    ) -> tuple[tuple[int, int] | None, set[str]]:
-        """Greet or replay `edge` (rule 3); returns the stream position the replay reached and
-        the ids of a replay from the client."""
-        session_id = edge.session_id
-        if not last_message_id:
-            for text in await self.greeting_texts(session_id):
-                edge.offer(text)
-            return None, set()
-        entries = await self.redis.xrange(self.keys.session(session_id, "frames"))
-        horizon = stream_position(entries[-1][0]) if entries else None
-        ids = [fields["m"] for _, fields in entries]
-        if last_message_id not in ids:
-            kept = [fields["t"] for _, fields in entries]
-            replayed = await resume_from_client(self, edge, last_message_id, kept)
-            return horizon, set(replayed)
-        at = ids.index(last_message_id)
-        since = entries[at][0]
-        merged = [(stream_position(i), f["t"]) for i, f in entries[at + 1 :]]
-        node_key = self.keys.node_frames(edge.node_id)
-        merged += [
-            (stream_position(i), f["t"])
-            for i, f in await self.redis.xrange(node_key, min=f"({since}")
-        ]
-        merged.sort(key=lambda entry: entry[0])
-        edge.replayed = len(merged)
-        edge.offer(history_frame(session_id, last_message_id, len(merged)))
-        for _, text in merged:
-            edge.offer(text)
-        return horizon, set()
+        await self.attachments.attach(edge, last_message_id, self.go_live)
 
     def detach(self, edge: EdgeSocket) -> None:
         super().detach(edge)
-        self._horizons.pop(edge, None)
-        self._skips.pop(edge, None)
+        self.attachments.forget(edge)
         self._tidy(edge.session_id)
 
     def _tidy(self, session_id: str) -> None:
         """Stop listening for a session this replica no longer serves any socket of."""
-        hub = self._hubs.get(session_id)
-        if session_id in self._held or (hub is not None and hub.edges):
+
+        def serves() -> bool:
+            hub = self._hubs.get(session_id)
+            return self.attachments.attaching(session_id) or (hub is not None and bool(hub.edges))
+
+        if serves():
             return
+        hub = self._hubs.get(session_id)
         if hub is not None and hub.client is None:
             del self._hubs[session_id]
         channel = self.keys.to_edges(session_id)
         if self._tasks.running:
             self._tasks.spawn(
-                self.subscriptions.unsubscribe(channel, lambda: self._serves(session_id)),
-                name=f"unsubscribe {channel}",
+                self.subscriptions.unsubscribe(channel, serves), name=f"unsubscribe {channel}"
             )
-
-    def _serves(self, session_id: str) -> bool:
-        hub = self._hubs.get(session_id)
-        return session_id in self._held or (hub is not None and bool(hub.edges))
-
-    def _holds(self, session_id: str) -> bool:
-        hub = self._hubs.get(session_id)
-        return hub is not None and hub.client is not None
 
     # --- edge → client (rule 4) ----------------------------------------------------------------
 
@@ -272,7 +200,9 @@ class RedisRelay(InProcessRelay):
         channel = self.keys.to_client(session_id)
         if self._tasks.running:
             self._tasks.spawn(
-                self.subscriptions.unsubscribe(channel, lambda: self._holds(session_id)),
+                self.subscriptions.unsubscribe(
+                    channel, lambda: self.client_of(session_id) is not None
+                ),
                 name=f"unsubscribe {channel}",
             )
 
@@ -280,61 +210,22 @@ class RedisRelay(InProcessRelay):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._handoff
         while True:
-            hub = self._hubs.get(session_id)
-            if hub is not None and hub.client is not None:
-                return await hub.client.send(text)
+            client = self.client_of(session_id)
+            if client is not None:
+                return await client.send(text)
             try:
-                answered = await self._hand_off(session_id, text)
+                answered = await self.handoffs.ask(session_id, text)
                 if answered is not None:
                     return answered  # the owner listened: its answer stands
                 assert self.hooks is not None
                 if await self.hooks.take_over(session_id):  # held here now: our link sends it
-                    hub = self._hubs.get(session_id)
-                    return (
-                        hub is not None and hub.client is not None and (await hub.client.send(text))
-                    )
+                    client = self.client_of(session_id)
+                    return client is not None and await client.send(text)
             except RedisError as exc:
                 log.warning("session %s: Redis refused an edge frame: %s", session_id, exc)
             if loop.time() >= deadline:
                 return False
             await asyncio.sleep(0.1)
-
-    async def _hand_off(self, session_id: str, text: str) -> bool | None:
-        """Rule 4: the owner's answer, False when it did not answer in time, None when no
-        replica listens for the session's client."""
-        token = secrets.token_hex(8)
-        answer = self._replies[token] = asyncio.get_running_loop().create_future()
-        try:
-            message = {
-                "id": token,
-                "text": text,
-                "reply": self.keys.replies(self.me),
-                "until": time.time() + self._deliver,  # wall clock: replicas share it (NTP)
-            }
-            listeners = await self.redis.publish(
-                self.keys.to_client(session_id), orjson.dumps(message).decode()
-            )
-            if not listeners:
-                return None
-            try:
-                return await asyncio.wait_for(answer, self._deliver + 1.0)
-            except TimeoutError:
-                log.warning("session %s: the holder did not take an edge frame", session_id)
-                return False
-        finally:
-            self._replies.pop(token, None)
-
-    async def _take_hand_off(self, session_id: str, data: str) -> None:
-        """The owner's side of rule 4 (an owned task: the link may wait for a reattach)."""
-        message = orjson.loads(data)
-        ok = False
-        hub = self._hubs.get(session_id)
-        if time.time() >= message["until"]:
-            log.warning("session %s: an edge frame arrived after its deadline", session_id)
-        elif hub is not None and hub.client is not None:
-            ok = await hub.client.send(message["text"])
-        answer = orjson.dumps({"answer": message["id"], "ok": ok}).decode()
-        await self.redis.publish(message["reply"], answer)
 
     # --- control claims, node pushes, ends (rule 5) --------------------------------------------
 
@@ -384,62 +275,3 @@ class RedisRelay(InProcessRelay):
 
     async def cursor(self, session_id: str) -> str | None:
         return await self.redis.get(self.keys.session(session_id, "cursor"))
-
-    # --- the reader (rules 3, 4, 5) ------------------------------------------------------------
-
-    async def _on_message(self, channel: str, data: str) -> None:
-        prefix = self._prefix
-        if channel.startswith(prefix + "e:"):
-            self._deliver_frames(channel[len(prefix) + 2 :], data)
-        elif channel.startswith(prefix + "c:"):
-            session_id = channel[len(prefix) + 2 :]
-            self._tasks.spawn(self._take_hand_off(session_id, data), name="edge frame hand-off")
-        elif channel == self.keys.replies(self.me):
-            answer = orjson.loads(data)
-            waiting = self._replies.get(answer["answer"])
-            if waiting is not None and not waiting.done():
-                waiting.set_result(bool(answer["ok"]))
-        elif channel == self.keys.bus:
-            self._on_bus(orjson.loads(data))
-
-    def _deliver_frames(self, session_id: str, data: str) -> None:
-        flat = orjson.loads(data)  # [stream id, text, …] from PUBLISH_SCRIPT
-        frames = list(zip(flat[::2], flat[1::2], strict=True))
-        for held in self._held.get(session_id, {}).values():
-            held.extend(frames)
-        hub = self._hubs.get(session_id)
-        if hub is None:
-            return
-        for edge in list(hub.edges):
-            for at, text in frames:
-                if self._replayed_already(edge, at, text):
-                    continue
-                edge.offer(text)
-
-    def _replayed_already(self, edge: EdgeSocket, at: str, text: str) -> bool:
-        horizon = self._horizons.get(edge)
-        if horizon is not None:
-            if stream_position(at) <= horizon:
-                return True  # replayed to this socket from the stream already
-            del self._horizons[edge]  # past the replay: later frames are all new
-        skip = self._skips.get(edge)
-        if skip is not None:
-            kind, message_id = kind_and_id(text)
-            if message_id in skip:
-                return True  # the client's replay had it
-            if kind not in NOT_A_CURSOR:  # a reattached client's greeting: its replay follows
-                del self._skips[edge]
-        return False
-
-    def _on_bus(self, message: dict) -> None:
-        assert self.hooks is not None
-        if "node" in message:
-            self.offer_node(message["node"], message["text"])
-        elif "node_closed" in message and message.get("from") != self.me:
-            node_id = message["node_closed"]
-            self._tasks.spawn(self.hooks.node_closed(node_id), name=f"node {node_id} closed")
-        elif "end" in message and message.get("from") != self.me:
-            session_id = message["end"]
-            self.leases.owned.discard(session_id)
-            self.drop_local(session_id, message["code"], message["reason"])
-            self._tasks.spawn(self.hooks.session_ended(session_id), name=f"{session_id} ended")

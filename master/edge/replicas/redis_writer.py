@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from master.edge.redis_scripts import PUBLISH_SCRIPT, SESSION_TTL_MS, Keys
+from master.edge.replicas.redis_scripts import PUBLISH_SCRIPT, SESSION_TTL_MS, Keys
 
 log = logging.getLogger("rawp.master.edge.redis_writer")
 

@@ -12,7 +12,7 @@ from typing import Any
 from quart import Blueprint, Response, request
 
 from master.api.common import json_body, remote_address, services
-from master.edge.auth import EdgeUser
+from master.edge.access.auth import EdgeUser
 from master.edge.wiring import EdgeServices
 from master.settings import EdgeSettings
 from rawp.clock import iso
@@ -105,14 +105,14 @@ async def new_ticket(session_id: str):
 
 @blueprint.post("/v1/edge/sessions/<session_id>/audit")
 async def record_audit(session_id: str):
-    """Issue 15 §4: the gateway reports an approval's outcome (master/edge/audit.py)."""
+    """Issue 15 §4: the gateway reports an approval's outcome (master/edge/usage/audit.py)."""
     who = await user()
     return await edge().audit.record(who, session_id, await json_body()), 201
 
 
 @blueprint.get("/v1/edge/audit")
 async def list_audit():
-    """The caller's own approval records, newest first (master/edge/audit.py rule 4)."""
+    """The caller's own approval records, newest first (master/edge/usage/audit.py rule 4)."""
     who = await user()
     args = request.args
     return await edge().audit.list(who, args.get("node_id"), args.get("since"), args.get("limit"))

@@ -46,9 +46,9 @@ from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_ji
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from master.edge.dataplane import DataPlane
-from master.edge.link_pings import LinkPings
-from master.edge.link_reader import LinkConnection
+from master.edge.links.dataplane import DataPlane
+from master.edge.links.link_pings import LinkPings
+from master.edge.links.link_reader import LinkConnection
 from master.edge.live import RelayedSession
 from master.services.pinning import connect_pinned
 from master.services.session_start import SessionStarter
@@ -325,7 +325,7 @@ class ClientLink:
             # Frames are small and already counted against max_frame_size uncompressed;
             # permessage-deflate would cost both ends CPU on every frame for little gain.
             compression=None,
-            # One task pings every link (master.edge.link_pings), not a task per socket.
+            # One task pings every link (master.edge.links.link_pings), not a task per socket.
             ping_interval=None if self._pings is not None else 20,
             ping_timeout=20,
             create_connection=LinkConnection,  # whole data frames parsed in one pass

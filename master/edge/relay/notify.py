@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from master.edge.relay import Relay
+from master.edge.relay.relay import Relay
 from master.services.config_scopes import CAPABILITIES, LIMITS, ConfigScopes
 from master.storage.db import Database
 from rawp.clock import Clock

@@ -2,7 +2,7 @@
 in-process implementation.
 
 `Relay` is the seam: the `InProcessRelay` here keeps every socket in this process's memory;
-`master.edge.redis_relay.RedisRelay` implements the same methods across several master
+`master.edge.replicas.redis_relay.RedisRelay` implements the same methods across several master
 replicas (issue 9, docs/scale-out.md), so the rest of the master does not know which it runs on.
 
 Rules of the in-process relay:
@@ -44,7 +44,7 @@ from typing import Protocol
 
 import orjson
 
-from master.edge.edge_socket import GOING_AWAY, EdgeSocket
+from master.edge.relay.edge_socket import GOING_AWAY, EdgeSocket
 from rawp.frames import dump_frame, make_frame
 
 log = logging.getLogger("rawp.master.edge.relay")
@@ -66,7 +66,7 @@ class Resumed:
 
 
 class ClientSide(Protocol):
-    """The master's link to the client for one session (master.edge.client_link)."""
+    """The master's link to the client for one session (master.edge.links.client_link)."""
 
     async def send(self, text: str) -> bool: ...
 
@@ -294,7 +294,11 @@ class InProcessRelay(Relay):
                 edge.offer(text)
             if replayed:
                 hub.skips[edge] = replayed
-        hub.edges.add(edge)
+        self.go_live(edge)
+
+    def go_live(self, edge: EdgeSocket) -> None:
+        """From now on `edge` gets the session's and its node's live frames (rules 1, 2)."""
+        self._hub(edge.session_id).edges.add(edge)
         self._by_node.setdefault(edge.node_id, set()).add(edge)
 
     def _kept_after(self, hub: _Hub, node_id: str, last_message_id: str) -> list[str] | None:
@@ -351,10 +355,13 @@ class InProcessRelay(Relay):
         return sum(1 for edge in edges if edge.offer(text))
 
     async def to_client(self, session_id: str, text: str) -> bool:
+        client = self.client_of(session_id)
+        return client is not None and await client.send(text)
+
+    def client_of(self, session_id: str) -> ClientSide | None:
+        """The session's client link when this process holds it (rule 6)."""
         hub = self._hubs.get(session_id)
-        if hub is None or hub.client is None:
-            return False
-        return await hub.client.send(text)
+        return hub.client if hub is not None else None
 
     def bind_client(self, session_id: str, link: ClientSide) -> None:
         self._hub(session_id).client = link

@@ -2,7 +2,7 @@
 
 Rules:
 
-1. Budgets are checked when an edge sends `control.prompt.request` (master.edge.dataplane),
+1. Budgets are checked when an edge sends `control.prompt.request` (master.edge.links.dataplane),
    after the security policy and before the frame reaches the client. The figures are sums of
    `usage_records` read from the database, so every replica sees the same figures and a restart
    forgets nothing.
@@ -38,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from master.edge.live import RelayedSession
-from master.edge.usage import period_start
+from master.edge.usage.usage import period_start
 from master.services.budget_rules import BudgetRules
 from master.storage import nodes as node_store
 from master.storage import usage as store

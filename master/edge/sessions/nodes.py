@@ -17,9 +17,9 @@ from datetime import timedelta
 from typing import Any
 
 from master.client_calls import ClientCaller
-from master.edge.auth import EdgeUser
-from master.edge.dataplane import NodeErrors
-from master.edge.usage import DEFAULT_PERIOD, PERIODS, UsageBook
+from master.edge.access.auth import EdgeUser
+from master.edge.links.dataplane import NodeErrors
+from master.edge.usage.usage import DEFAULT_PERIOD, PERIODS, UsageBook
 from master.services.config_scopes import CAPABILITIES, LIMITS, ConfigScopes
 from master.settings import EdgeSettings
 from master.storage import edge_sessions as store

@@ -16,8 +16,8 @@ import orjson
 from quart import Blueprint, Response, websocket
 
 from master.api.common import services
-from master.edge.edge_socket import EdgeSocket
-from master.edge.wire_batch import BatchWriter
+from master.edge.api.wire_batch import BatchWriter
+from master.edge.relay.edge_socket import EdgeSocket
 from rawp.errors import RawpError, UpgradeRequired
 from rawp.frames import SUBPROTOCOLS
 from runtime.logs import bind_session
@@ -77,7 +77,7 @@ async def edge_stream():
 
 
 class _QuartWire:
-    """Quart's websocket as an `edge_socket.Wire`, with `send_many` (master.edge.wire_batch)."""
+    """Quart's websocket as an `edge_socket.Wire`, with `send_many` (master.edge.api.wire_batch)."""
 
     def __init__(self) -> None:
         self._batch = BatchWriter(websocket._get_current_object())

@@ -10,7 +10,7 @@ Rules:
    the event loop, where they would hold up the frames being relayed.
 2. A link whose Pong has not come back by its next turn (`interval` seconds later; websockets'
    own default waits as long) is aborted, as websockets' keepalive fails it: the link's pump
-   sees the socket close and reattaches (master.edge.client_link rule 2).
+   sees the socket close and reattaches (master.edge.links.client_link rule 2).
 3. A link that closed is forgotten on its turn; `discard` forgets one at once.
 4. A Ping waits for room in the link's send buffer (websockets drains after each write), so
    each goes out in a task of its own and the loop never waits on one stalled link; a link

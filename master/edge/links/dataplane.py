@@ -5,7 +5,7 @@ routing; the original text is what every edge receives, never a re-serialization
 
 * `session.usage` is recorded before it is forwarded (E-WS-07, A-24: recorded *and*
   forwarded), so metrics already include a usage frame an edge has received. A write the
-  database refuses is retried, then logged and counted (master.edge.usage), never dropped
+  database refuses is retried, then logged and counted (master.edge.usage.usage), never dropped
   silently; the frame is forwarded either way.
 * `agent.error` with `severity: fatal` becomes the node's `health.last_error` (§9.2.2).
 * `session.capabilities`, `tool.catalog.publish` and `agent.commands.publish` are kept for
@@ -21,7 +21,7 @@ Edge → client (`from_edge`):
 * `control.*` frames are de-duplicated by `message_id` within the session (E-WS-11, A-25): a
   repeat is dropped silently, as its first copy already took effect;
 * `control.prompt.request` goes through the security policy (E-WS-09), then the budgets
-  (master.edge.budgets): one used up refuses it with `BUDGET_EXCEEDED`, one at 80 % adds a
+  (master.edge.usage.budgets): one used up refuses it with `BUDGET_EXCEEDED`, one at 80 % adds a
   `BUDGET_WARNING` notice once per period;
 * the original text goes to the client link (E-WS-06); when none takes it the edge gets
   `session.error` `CLIENT_UNAVAILABLE`.
@@ -35,12 +35,12 @@ from typing import Any
 
 import orjson
 
-from master.edge.budgets import BudgetGuard
-from master.edge.edge_socket import EdgeSocket
+from master.edge.links.policy import REJECTED, SecurityPolicy
 from master.edge.live import RelayedSession
-from master.edge.policy import REJECTED, SecurityPolicy
-from master.edge.relay import GREETING_TYPES, Relay
-from master.edge.usage import UsageBook
+from master.edge.relay.edge_socket import EdgeSocket
+from master.edge.relay.relay import GREETING_TYPES, Relay
+from master.edge.usage.budgets import BudgetGuard
+from master.edge.usage.usage import UsageBook
 from master.metrics import FRAME_ARRIVED, MasterMetrics
 from master.storage import edge_sessions as store
 from master.storage.db import Database

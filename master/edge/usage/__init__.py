@@ -1,0 +1,1 @@
+"""Usage: what users spend and approve: the usage book, budgets, usage reports, the audit."""
