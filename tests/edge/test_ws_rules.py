@@ -203,7 +203,7 @@ async def _node_token(edge_master, node_id: str) -> str:
     services = edge_master.services
     async with services.db.begin() as conn:
         issued = await services.tokens.issue(conn, node_id)
-    return issued["access_token"]
+    return issued.access_token
 
 
 async def test_unregistering_the_node_ends_its_sessions_and_closes_their_sockets(

@@ -30,6 +30,7 @@ from joserfc.jwt import JWTClaimsRegistry
 from master.settings import EdgeSettings
 from rawp.clock import Clock
 from rawp.errors import BadRequest, ServiceUnavailable, Unauthorized
+from rawp.rest import EdgeTokenGrant
 from rawp.tokens import SigningKey, bearer, verify
 
 log = logging.getLogger("rawp.master.edge.auth")
@@ -76,7 +77,7 @@ class EdgeAuth:
             )
         ttl = self._settings.user_token_ttl
         token = self._key.sign({"sub": subject}, ttl, kind=USER_TOKEN_KIND, clock=self._clock)
-        return {"access_token": token, "token_type": "Bearer", "expires_in": ttl}
+        return EdgeTokenGrant(access_token=token, expires_in=ttl).wire()
 
     async def authenticate(self, authorization: str | None) -> EdgeUser:
         """The user behind `Authorization: Bearer <user token>`, or 401 (E-AUTH-02)."""

@@ -16,6 +16,7 @@ from master.edge.access.auth import EdgeUser
 from master.edge.wiring import EdgeServices
 from master.settings import EdgeSettings
 from rawp.clock import iso
+from rawp.rest import PairingUrl
 
 blueprint = Blueprint("edge", __name__)
 
@@ -49,11 +50,8 @@ async def create_pairing_url():
     who = await user()
     ticket = await services().pairing.issue(who.id)
     seconds = int((ticket.expires_at - services().clock.now()).total_seconds())
-    return {
-        "pairing_url": ticket.url,
-        "expires_at": iso(ticket.expires_at),
-        "expires_in": seconds,
-    }, 201
+    made = PairingUrl(pairing_url=ticket.url, expires_at=iso(ticket.expires_at), expires_in=seconds)
+    return made.wire(), 201
 
 
 @blueprint.get("/v1/edge/nodes")

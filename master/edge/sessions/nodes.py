@@ -27,6 +27,7 @@ from master.storage import nodes as node_store
 from master.storage.db import Database, utc
 from rawp.clock import Clock, iso
 from rawp.errors import BadRequest, NotFound, RawpError
+from rawp.rest import NodeInfo, NodeList
 
 log = logging.getLogger("rawp.master.edge.nodes")
 
@@ -79,18 +80,20 @@ class NodeDirectory:
         nodes = []
         for row, health in zip(rows, healths, strict=True):
             snapshots = await self._config.snapshots(row.id)
-            node: dict[str, Any] = {
-                "node_id": row.id,
-                "device_name": row.device_name,
-                "status": self._status(row, health, counts.get(row.id, 0)),
-                "last_seen": iso(utc(row.last_seen_at) or utc(row.paired_at)),
-                "active_sessions_count": counts.get(row.id, 0),
-                "config_versions": {s: snap.version for s, snap in snapshots.items()},
-            }
-            if CAPABILITIES in snapshots:
-                node["capabilities"] = list(snapshots[CAPABILITIES].snapshot)
-            nodes.append(node)
-        return {"nodes": nodes}
+            capabilities = snapshots.get(CAPABILITIES)
+            nodes.append(
+                NodeInfo(
+                    node_id=row.id,
+                    device_name=row.device_name,
+                    status=self._status(row, health, counts.get(row.id, 0)),
+                    last_seen=iso(utc(row.last_seen_at) or utc(row.paired_at)),
+                    active_sessions_count=counts.get(row.id, 0),
+                    # a scope not synced yet is absent (docs/edge-api.md)
+                    config_versions={s: snap.version for s, snap in snapshots.items()},
+                    capabilities=list(capabilities.snapshot) if capabilities else None,
+                )
+            )
+        return NodeList(nodes=nodes).wire()
 
     def _status(self, row: Any, health: Health, sessions: int) -> str:
         last_seen = utc(row.last_seen_at) or utc(row.paired_at)

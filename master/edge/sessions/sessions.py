@@ -23,8 +23,6 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from master.client_calls import ClientCaller, NodeCallError
 from master.edge.access.auth import EdgeUser
 from master.edge.access.tickets import EdgeTickets
@@ -42,6 +40,14 @@ from master.storage import edge_sessions as store
 from master.storage.db import Database, utc
 from rawp.clock import Clock, iso
 from rawp.errors import BadRequest, NotFound, RawpError
+from rawp.rest import (
+    ConfigVersions,
+    CreateSession,
+    SessionCreated,
+    SessionInfo,
+    SessionList,
+    TicketGrant,
+)
 from rawp.session_state import SessionEvent, SessionState
 from runtime.http import validate
 from runtime.logs import bind_session
@@ -49,15 +55,6 @@ from runtime.logs import bind_session
 log = logging.getLogger("rawp.master.edge.sessions")
 
 PASSED_ON = (400, 403, 404, 409)  # client refusals the edge can act on (rule 1)
-
-
-class CreateSession(BaseModel):
-    """EP-E4 request; unknown keys ignored (§1.3)."""
-
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    agent_name: str = Field(min_length=1, max_length=200)
-    workspace_path: str | None = Field(default=None, min_length=1, max_length=4096)
 
 
 class EdgeSessions:
@@ -142,16 +139,15 @@ class EdgeSessions:
         ticket = await self._tickets.issue(live.id, user.id)
         log.info("session %s: started on node %s for %s", live.id, node_id, user.id)
         pinned = started.pinned
-        return {
-            "session_id": live.id,
-            "edge_ws_ticket": ticket,
-            "ticket_expires_in": self._tickets.ttl,
-            "status": SessionState.RUNNING.value,
-            "pinned_config_versions": {
-                "limits": pinned.limits_version,
-                "capabilities": pinned.capabilities_version,
-            },
-        }
+        return SessionCreated(
+            session_id=live.id,
+            edge_ws_ticket=ticket,
+            ticket_expires_in=self._tickets.ttl,
+            status=SessionState.RUNNING.value,
+            pinned_config_versions=ConfigVersions(
+                limits=pinned.limits_version, capabilities=pinned.capabilities_version
+            ),
+        ).wire()
 
     async def _default_workspace(self, node_id: str) -> str:
         """A-21: the client's advertised default, or a clear 400."""
@@ -183,21 +179,20 @@ class EdgeSessions:
                     raise NotFound(f"no node {node_id} on your account", "NODE_NOT_FOUND")
         async with self._db.connect() as conn:
             rows = await store.user_sessions(conn, user.id, status=wanted, node_id=node_id)
-        return {"sessions": [self._describe(row) for row in rows]}
+        return SessionList(sessions=[self._describe(row) for row in rows]).wire()
 
-    def _describe(self, row: Any) -> dict[str, Any]:
-        return {
-            "session_id": row.id,
-            "node_id": row.node_id,
-            "agent_name": row.agent_name,
-            "status": row.status,
-            "created_at": iso(utc(row.created_at)),
-            "last_activity_at": iso(self._activity(row)),
-            "pinned_config_versions": {
-                "limits": row.limits_version,
-                "capabilities": row.capabilities_version,
-            },
-        }
+    def _describe(self, row: Any) -> SessionInfo:
+        return SessionInfo(
+            session_id=row.id,
+            node_id=row.node_id,
+            agent_name=row.agent_name,
+            status=row.status,
+            created_at=iso(utc(row.created_at)),
+            last_activity_at=iso(self._activity(row)),
+            pinned_config_versions=ConfigVersions(
+                limits=row.limits_version, capabilities=row.capabilities_version
+            ),
+        )
 
     def _activity(self, row: Any):
         """The stored time, or a fresher one from memory (writes are spaced, dataplane)."""
@@ -228,11 +223,9 @@ class EdgeSessions:
         """A-22: a fresh single-use ticket, for a reconnect or a second device."""
         row = await self.owned(user, session_id)
         ticket = await self._tickets.issue(row.id, user.id)
-        return {
-            "session_id": row.id,
-            "edge_ws_ticket": ticket,
-            "ticket_expires_in": self._tickets.ttl,
-        }
+        return TicketGrant(
+            session_id=row.id, edge_ws_ticket=ticket, ticket_expires_in=self._tickets.ttl
+        ).wire()
 
     # --- the edge WebSocket's way in ---------------------------------------------------------
 
