@@ -148,31 +148,46 @@ class SessionRenderer:
         self._closed = False
         self._tasks = TaskOwner(f"session {session_id} renderer", log)
         self._poster = Poster(platform, conversation, session_id, store)
-        self.queue = QueueMarker(  # gateway.sessions.busy
-            platform, conversation, self._best_effort, session_id=session_id,
-            send_frame=send_frame, store=store,
-        )  # fmt: skip
-        self._start_timers()
-        self._interactions = InteractionFlow(
-            platform, conversation, session_id, send_frame, self._poster, self._tasks,
-            approver_ids=self.options.approver_ids, clock=clock,
-            default_timeout_s=self.options.approval_timeout_s, audit=audit,
-        )  # fmt: skip
+        self._build_collaborators(send_frame)
 
-    def _start_timers(self) -> None:
-        """The driver's timed collaborators: the status line (rule 6: one change per interval
-        at most), the ⏳ mark (rule 7) and the interim status message (rule 6)."""
-        every_s, clock, sleep = self.options.status_every_s, self._clock, self._sleep
-        self._status = StatusLine(self._set_status, self._tasks, every_s, clock=clock, sleep=sleep)
-        self._working = WorkingMark(self._react, self._tasks, self.options.working_after_s, sleep)
+    def _build_collaborators(self, send_frame: SendFrame) -> None:
+        """What the driver performs operations through, beside the `Poster`: the busy queue,
+        the status line (rule 6: one change per interval at most), the ⏳ mark (rule 7), the
+        interim status message (rule 6) and the approval flow (rule 8)."""
+        platform, options, clock, sleep = self.platform, self.options, self._clock, self._sleep
+        conversation, session_id, tasks = self.conversation, self.session_id, self._tasks
+        self.queue = QueueMarker(  # gateway.sessions.busy
+            platform,
+            conversation,
+            self._best_effort,
+            session_id=session_id,
+            send_frame=send_frame,
+            store=self._store,
+        )
+        self._status = StatusLine(
+            self._set_status, tasks, options.status_every_s, clock=clock, sleep=sleep
+        )
+        self._working = WorkingMark(self._react, tasks, options.working_after_s, sleep)
         self._interim = InterimStatus(
-            self.platform,
+            platform,
             self._poster,
             current=lambda: self.core.turn,
             status_text=self.core.status_text,
             clock=clock,
-            after_s=self.options.interim_after_s,
+            after_s=options.interim_after_s,
             best_effort=self._best_effort,
+        )
+        self._interactions = InteractionFlow(
+            platform,
+            conversation,
+            session_id,
+            send_frame,
+            self._poster,
+            tasks,
+            approver_ids=options.approver_ids,
+            clock=clock,
+            default_timeout_s=options.approval_timeout_s,
+            audit=self.audit,
         )
 
     # --- the public surface -----------------------------------------------------------------
