@@ -86,29 +86,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["RenderOptions", "SessionRenderer"]
 
-# The frames the renderer reads: the core's, and those the driver handles itself.
-RENDERED = frozenset(
-    {
-        "session.turn.start",
-        "session.turn.end",
-        "agent.text.delta",
-        "agent.text.done",
-        "agent.thinking.delta",
-        "agent.thinking.done",
-        "agent.state.changed",
-        "agent.error",
-        "agent.file",
-        "agent.interaction.request",
-        "agent.plan.updated",
-        "agent.commands.publish",
-        "tool.invoke.request",
-        "tool.invoke.result",
-        "session.history",
-        "session.error",
-        "session.capabilities",
-        "session.usage",
-    }
-)
+# The frames the driver handles itself, beside those its core renders (`RenderCore.frame_types`).
+DRIVER_FRAMES = frozenset({"session.turn.start", "agent.commands.publish", "session.capabilities"})
 
 
 class SessionRenderer:
@@ -217,7 +196,8 @@ class SessionRenderer:
         return future
 
     async def feed(self, frame: Frame) -> None:
-        if frame.type not in RENDERED or not frame.known:
+        shown = frame.type in DRIVER_FRAMES or frame.type in self.core.frame_types
+        if not shown or not frame.known:
             return  # unknown types: nothing to show
         if not self._tasks.running and not self._closed:
             await self._tasks.start()

@@ -92,6 +92,7 @@ class RenderCore:
             "session.error": self._on_session_error,
             "session.usage": self._on_usage,
         }
+        self.frame_types = frozenset(self._handlers)  # what `render` reads; others make nothing
 
     # --- what the driver asks ---------------------------------------------------------------
 

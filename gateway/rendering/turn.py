@@ -1,4 +1,9 @@
-"""What the renderer remembers about the turn in progress (one per session at a time)."""
+"""What the renderer remembers about the turn in progress (one per session at a time).
+
+The pure core (gateway.rendering.render_core) keeps and changes it; the driver's timers
+(gateway.rendering.render) own the fields about time: `heartbeat`, `working_timer`,
+`working_shown` and the interim status message's.
+"""
 
 from __future__ import annotations
 
