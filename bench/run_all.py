@@ -93,7 +93,7 @@ Calls: the by-method table names the extra call; ⏳ goes on after 2 s and Disco
 repeats every 4 s, so on a loaded machine a "short" turn that ran longer costs more (the
 test tests/gateway/test_calls_per_turn.py counts on a fake clock). Delay: compare with the
 bare post's latency in the same run; a gap means work at turn end before the post
-(`SessionRenderer._end_turn`).""",
+(`RenderCore.end_turn` and the driver performing its operations).""",
     "file-search": """\
 **Causes:**
 - **The real walk** stats every file. `find -type f` over the same tree, printed beside the

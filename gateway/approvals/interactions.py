@@ -168,16 +168,7 @@ class InteractionFlow:
                     return
                 refusal = self._refusal(prompt, choice)
                 if refusal:
-                    await self._platform.send_ephemeral(self._conversation, choice.user_id, refusal)
-                    await self._audit(  # rule 6: the refused press is on record too
-                        record(
-                            REFUSED,
-                            actor_id=choice.user_id,
-                            option_id=choice.option_id,
-                            option_label=_label(prompt, choice.option_id),
-                            detail=refusal,
-                        )
-                    )
+                    await self._refuse(prompt, choice, refusal, record)
                     continue
                 self._pending.pop(request.interaction_id, None)  # rule 9: answered here
                 await self._answer(frame, request, choice.option_id, choice.text)
@@ -197,6 +188,25 @@ class InteractionFlow:
             log.warning("interaction %s failed", request.interaction_id, exc_info=True)
         finally:
             self._pending.pop(request.interaction_id, None)
+
+    async def _refuse(
+        self,
+        prompt: InteractionPrompt,
+        choice: Choice,
+        refusal: str,
+        record: Callable[..., ApprovalRecord],
+    ) -> None:
+        """A press the presser may not make: told privately, and on record too (rule 6)."""
+        await self._platform.send_ephemeral(self._conversation, choice.user_id, refusal)
+        await self._audit(
+            record(
+                REFUSED,
+                actor_id=choice.user_id,
+                option_id=choice.option_id,
+                option_label=_label(prompt, choice.option_id),
+                detail=refusal,
+            )
+        )
 
     async def _expire(
         self,

@@ -168,21 +168,12 @@ def _choose_end(
             # One line that may change the state: the rules of fence_after_line.
             if after_fence < len(fences) and fences[after_fence] == cursor:
                 after_fence += 1
-            newline = text.find("\n", cursor)
-            line_end = size if newline == -1 else newline + 1
-            if line_end > stop:
+            line = _fence_line(text, cursor, state, stop, cuts)
+            if line is None:
                 break
-            after = fence_after_line(state, text[cursor : line_end - (newline != -1)])
-            if after is not None and line_end + len(after.close()) + (newline == -1) > stop:
-                break
+            line_end, after = line
             if line_end == size:
                 return line_end, after
-            if after is not None:
-                cuts.code, cuts.code_state = line_end, after
-            elif state is not None or _blank(text, cursor, line_end):
-                cuts.paragraph = line_end  # after a blank line, or right after a closing fence
-            else:
-                cuts.line = line_end
             state, cursor = after, line_end
             continue
         # A run of lines none of which is a fence: `state` holds for all of them.
@@ -207,6 +198,31 @@ def _choose_end(
             break
         cursor = run_end
     return cuts.choose(text, start, state, budget)
+
+
+def _fence_line(
+    text: str, cursor: int, state: Fence | None, stop: int, cuts: _Cuts
+) -> tuple[int, Fence | None] | None:
+    """Read the one line at `cursor` that may change the state (the rules of
+    fence_after_line): where it ends and the state after it, with the cut after it recorded;
+    None when it does not fit before `stop` (with the closing fence its state would need)."""
+    size = len(text)
+    newline = text.find("\n", cursor)
+    line_end = size if newline == -1 else newline + 1
+    if line_end > stop:
+        return None
+    after = fence_after_line(state, text[cursor : line_end - (newline != -1)])
+    if after is not None and line_end + len(after.close()) + (newline == -1) > stop:
+        return None
+    if line_end == size:
+        return line_end, after
+    if after is not None:
+        cuts.code, cuts.code_state = line_end, after
+    elif state is not None or _blank(text, cursor, line_end):
+        cuts.paragraph = line_end  # after a blank line, or right after a closing fence
+    else:
+        cuts.line = line_end
+    return line_end, after
 
 
 class _Cuts:

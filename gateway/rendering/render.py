@@ -1,8 +1,11 @@
 """The turn renderer: one session's DPS frames → messages on a ChatPlatform (old §8.3, K-16).
 
-Feed it every frame of the session, in order; it keeps one `Turn` at a time. The handlers of
-content frames (text, thinking, tools, plans, the status line: rules 3–6) are its
-`BlockRendering` half (gateway.rendering.render_blocks). Rules:
+Feed it every frame of the session, in order; it keeps one `Turn` at a time. What each frame
+shows is decided by its pure core, `RenderCore` (gateway.rendering.render_core), which returns
+operations (gateway.rendering.operations) and does no I/O; `SessionRenderer` is the driver that
+performs them through the `Poster` and the platform, owns the timers (typing, the status line's
+coalescing and the interim status message of gateway.rendering.status_line, ⏳) and looks up and
+records where a turn's prompt came from. Rules:
 
 1. Each frame is rendered once: the link (gateway.edge_link rule 3, the FrameLink contract)
    de-duplicates by `message_id`, so a `session.history` replay after a reconnect reaches the
@@ -52,8 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
 from gateway.approvals.audit import AuditSink, no_audit
@@ -61,14 +63,15 @@ from gateway.approvals.interactions import InteractionFlow, SendFrame
 from gateway.platform import ChatPlatform, ConversationRef, MessageRef
 from gateway.redaction.redact import Redactor
 from gateway.redaction.redacting_platform import RedactingPlatform
+from gateway.rendering import operations as op
+from gateway.rendering.chunker import split_markdown
+from gateway.rendering.operations import Operation
 from gateway.rendering.posting import Poster
-from gateway.rendering.render_blocks import BlockRendering, interim_key
-from gateway.rendering.render_options import STOP_NOTES, PromptOrigin, RenderOptions
-from gateway.rendering.status_line import StatusLine
-from gateway.rendering.turn import DONE, FAILED, STOPPED, WORKING, Turn
+from gateway.rendering.render_core import RenderCore
+from gateway.rendering.render_options import PromptOrigin, RenderOptions
+from gateway.rendering.status_line import InterimStatus, StatusLine
+from gateway.rendering.turn import Turn
 from gateway.rendering.typing import Sleep, TypingHeartbeat
-from gateway.rendering.uploads import FileUploads
-from gateway.rendering.usage import error_line, footer_line
 from gateway.rendering.working_mark import WorkingMark
 from gateway.replicas.platform_budget import Priority, call_priority
 from gateway.sessions.busy import QueueMarker
@@ -81,8 +84,13 @@ from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
+__all__ = ["RenderOptions", "SessionRenderer"]
 
-class SessionRenderer(BlockRendering):
+# The frames the driver handles itself, beside those its core renders (`RenderCore.frame_types`).
+DRIVER_FRAMES = frozenset({"session.turn.start", "agent.commands.publish", "session.capabilities"})
+
+
+class SessionRenderer:
     def __init__(
         self,
         platform: ChatPlatform,
@@ -98,101 +106,79 @@ class SessionRenderer(BlockRendering):
         fingerprints: dict[str, ev.SecretFingerprints] | None = None,
     ) -> None:
         self.options = options or RenderOptions()
-        # Rule 9: the one seam every text of this session leaves through.
-        self.redactor = Redactor() if self.options.redact else None
+        self.session_id = session_id
+        self.conversation = conversation
+        self.audit = audit  # where approval outcomes are reported (gateway.approvals.audit)
+        self._clock, self._sleep, self._store = clock, sleep, store
         # The session's `.env` fingerprints, kept by the conversation layer across renderers: a
         # link resuming from a cursor is not greeted again, so a new renderer learns them here.
         self._fingerprints = fingerprints if fingerprints is not None else {}
+        # Rule 9: the one seam every text of this session leaves through.
+        self.redactor = Redactor() if self.options.redact else None
         if self.redactor is not None:
             self.redactor.use_fingerprints(self._fingerprints.get(session_id))
-        if self.redactor is not None:
             platform = RedactingPlatform(platform, self.redactor)
         self.platform = platform
-        self.conversation = conversation
+        self.core = RenderCore(
+            self.options, platform.limits, platform_name=platform.name, chunks=self._chunks
+        )
+        self.commands = CommandCache()
+        self._finished: dict[str, asyncio.Future[str]] = {}  # prompt message_id → stop_reason
+        self._closed = False
+        self._tasks = TaskOwner(f"session {session_id} renderer", log)
+        self._poster = Poster(platform, conversation, session_id, store)
+        self._build_collaborators(send_frame)
+
+    def _build_collaborators(self, send_frame: SendFrame) -> None:
+        """What the driver performs operations through, beside the `Poster`: the busy queue,
+        the status line (rule 6: one change per interval at most), the ⏳ mark (rule 7), the
+        interim status message (rule 6) and the approval flow (rule 8)."""
+        platform, options, clock, sleep = self.platform, self.options, self._clock, self._sleep
+        conversation, session_id, tasks = self.conversation, self.session_id, self._tasks
         self.queue = QueueMarker(  # gateway.sessions.busy
             platform,
             conversation,
             self._best_effort,
             session_id=session_id,
             send_frame=send_frame,
-            store=store,
+            store=self._store,
         )
-        self.session_id = session_id
-        self.commands = CommandCache()
-        self.agent_state: str | None = None
-        self._clock = clock
-        self._sleep = sleep
-        self._turn: Turn | None = None
-        self._ended: deque[str] = deque(maxlen=256)
-        self._origins: dict[str, PromptOrigin] = {}
-        self._finished: dict[str, asyncio.Future[str]] = {}  # prompt message_id → stop_reason
-        self._task_message: MessageRef | None = None
-        self._plan_message: MessageRef | None = None
-        self._status_lock = asyncio.Lock()
-        self._store = store
-        self.audit = audit  # where approval outcomes are reported (gateway.approvals.audit)
-        self._poster = Poster(platform, conversation, session_id, store)
-        self._files = FileUploads(
-            platform, self._poster, self._send_text, self.options.max_file_bytes
+        self._status = StatusLine(
+            self._set_status, tasks, options.status_every_s, clock=clock, sleep=sleep
         )
-        self._tasks = TaskOwner(f"session {session_id} renderer", log)
-        self._status = StatusLine(  # rule 6: one status change per interval at most
-            self._set_status,
-            self._tasks,
-            self.options.status_every_s,
+        self._working = WorkingMark(self._react, tasks, options.working_after_s, sleep)
+        self._interim = InterimStatus(
+            platform,
+            self._poster,
+            current=lambda: self.core.turn,
+            status_text=self.core.status_text,
             clock=clock,
-            sleep=sleep,
+            after_s=options.interim_after_s,
+            best_effort=self._best_effort,
         )
-        self._working = WorkingMark(self._react, self._tasks, self.options.working_after_s, sleep)
-        self._closed = False
         self._interactions = InteractionFlow(
             platform,
             conversation,
             session_id,
             send_frame,
             self._poster,
-            self._tasks,
-            approver_ids=self.options.approver_ids,
+            tasks,
+            approver_ids=options.approver_ids,
             clock=clock,
-            default_timeout_s=self.options.approval_timeout_s,
-            audit=audit,
+            default_timeout_s=options.approval_timeout_s,
+            audit=self.audit,
         )
-        self._handlers: dict[str, Callable[[Frame, Any, Turn | None], Awaitable[None]]] = {
-            "session.turn.start": self._on_turn_start,
-            "session.turn.end": self._on_turn_end,
-            "agent.text.delta": self._on_text_delta,
-            "agent.text.done": self._on_text_done,
-            "agent.thinking.delta": self._on_thinking_delta,
-            "agent.thinking.done": self._on_thinking_done,
-            "agent.state.changed": self._on_state,
-            "agent.error": self._on_error,
-            "agent.file": lambda frame, p, turn: self._files.on_chunk(p),
-            "agent.interaction.request": self._on_interaction,
-            "agent.plan.updated": self._on_plan,
-            "agent.commands.publish": self._on_commands,
-            "tool.invoke.request": self._on_tool_request,
-            "tool.invoke.result": self._on_tool_result,
-            "session.history": self._on_history,
-            "session.error": self._on_session_error,
-            "session.capabilities": self._on_capabilities,
-            "session.usage": self._on_usage,
-        }
 
     # --- the public surface -----------------------------------------------------------------
 
     @property
     def turn(self) -> Turn | None:
-        return self._turn
+        return self.core.turn
 
     @property
     def settled(self) -> bool:
         """Nothing rendered so far waits for a later frame (see the module docstring)."""
-        if self._files.pending:  # a file's pieces are held in memory only
-            return False
-        turn = self._turn
-        if turn is None:
-            return True
-        return not (turn.unsent_text() or turn.thinking or turn.running or turn.group_results)
+        return self.core.settled
 
     def expect_prompt(
         self, prompt_message_id: str, message: MessageRef | None, user_id: str | None
@@ -203,37 +189,48 @@ class SessionRenderer(BlockRendering):
         turn's `stop_reason` ("rejected" when a `session.error` refused the prompt, "closed"
         when the renderer closed first): a console reads its next line only after it.
         """
-        self._origins[prompt_message_id] = PromptOrigin(message, user_id)
-        self.queue.expect(prompt_message_id, message, self._turn is not None, user_id)
+        self.core.origins[prompt_message_id] = PromptOrigin(message, user_id)
+        self.queue.expect(prompt_message_id, message, self.core.turn is not None, user_id)
         future = asyncio.get_running_loop().create_future()
         self._finished[prompt_message_id] = future
         return future
 
-    def _resolve(self, prompt_message_id: str | None, outcome: str) -> None:
-        future = self._finished.pop(prompt_message_id or "", None)
-        if future is not None and not future.done():
-            future.set_result(outcome)
-
     async def feed(self, frame: Frame) -> None:
-        handler = self._handlers.get(frame.type)
-        if handler is None or not frame.known:
-            return  # usage, capabilities, unknown types: nothing to show
+        shown = frame.type in DRIVER_FRAMES or frame.type in self.core.frame_types
+        if not shown or not frame.known:
+            return  # unknown types: nothing to show
         if not self._tasks.running and not self._closed:
             await self._tasks.start()
         self._poster.begin(frame.message_id)
-        turn = self._turn
-        if frame.turn_id is not None and frame.type != "session.turn.start":
-            if frame.turn_id in self._ended:
+        if frame.type == "session.turn.start":
+            await self._on_turn_start(frame.payload)
+            return
+        turn = self.core.turn
+        if frame.turn_id is not None:
+            if self.core.has_ended(frame.turn_id):
                 return  # a straggler of a finished turn
             if turn is None or turn.turn_id != frame.turn_id:
                 turn = await self._start_turn(frame.turn_id, None)
-        await handler(frame, frame.payload, turn)
+        p = frame.payload
+        if frame.type == "agent.commands.publish":
+            self.commands.update(p)  # G-CMD-07/34: cached, replaced whole on each publish
+        elif frame.type == "session.capabilities":
+            self._use_fingerprints(p)
+        elif frame.type == "session.error" and self.queue.lost_race(p):
+            return  # an interrupt's cancel after its turn ended (gateway.sessions.busy)
+        elif frame.type == "session.turn.end" and turn is not None:
+            # Issue 19 §5: a turn's last posts go before other conversations' chunks and
+            # statuses in the shared platform budget (gateway.replicas.platform_budget rule 2).
+            with call_priority(Priority.ANSWER):
+                await self._perform(self.core.render(frame))
+        else:
+            await self._perform(self.core.render(frame))
 
     async def close(self) -> None:
         """Stop typing and close open prompts (the session ended or the gateway stops)."""
         self._closed = True
-        if self._turn and self._turn.heartbeat:
-            await self._turn.heartbeat.stop()
+        if self.core.turn and self.core.turn.heartbeat:
+            await self.core.turn.heartbeat.stop()
         await self._interactions.close_all()
         await self._tasks.close()  # nothing the renderer started outlives it
         for prompt_message_id in list(self._finished):
@@ -241,52 +238,46 @@ class SessionRenderer(BlockRendering):
 
     # --- turn life cycle --------------------------------------------------------------------
 
-    async def _on_turn_start(self, frame: Frame, p: ev.TurnStart, _: Turn | None) -> None:
+    async def _on_turn_start(self, p: ev.TurnStart) -> None:
         queued = await self.queue.started(p.prompt_message_id, p.turn_id)  # 🕒 off before ⏳ on
-        origin = self._origins.pop(p.prompt_message_id, None)
+        origin = self.core.origins.pop(p.prompt_message_id, None)
         if origin is None and queued is not None:  # queued before a gateway restart
             origin = PromptOrigin(queued.message, queued.user_id)
-        if self._turn and self._turn.turn_id == p.turn_id:
-            self._turn.prompt_message_id = p.prompt_message_id
-            if origin and self._turn.user_message is None:  # started early by a stray frame
-                self._turn.user_message, self._turn.user_id = origin.message, origin.user_id
-                await self._remember_origin(p.turn_id, origin)
-                self._working.arm(self._turn, self._is_current)
+        turn = self.core.turn
+        if turn is not None and turn.turn_id == p.turn_id:
+            if turn.adopt_prompt(p.prompt_message_id, origin) and origin is not None:
+                await self._remember_origin(p.turn_id, origin)  # started early by a stray frame
+                self._working.arm(turn, self._is_current)
             return
-        if p.turn_id in self._ended:
+        if self.core.has_ended(p.turn_id):
             return
         turn = await self._start_turn(p.turn_id, origin)
         turn.prompt_message_id = p.prompt_message_id
 
     async def _start_turn(self, turn_id: str, origin: PromptOrigin | None) -> Turn:
-        if self._turn is not None:  # its end never came: finish it before the next one
-            await self._end_turn(self._turn, "end_turn")
-        turn = Turn(turn_id, started_at=self._clock.monotonic())
-        # Each turn gets its own task list and plan message, at the bottom where it is seen.
-        self._task_message = self._plan_message = None
+        if self.core.turn is not None:  # its end never came: finish it before the next one
+            await self._perform(self.core.end_turn("end_turn"))
+        started_at = self._clock.monotonic()
+        joined = origin is None
         if origin:
             await self._remember_origin(turn_id, origin)
         else:  # joined midway, maybe after a gateway restart: the store may know it
             origin = await self._stored_origin(turn_id)
-            # The gateway that started it may have put ⏳ on already: take it off at the end.
-            turn.working_shown = origin is not None
-        if origin:
-            turn.user_message, turn.user_id = origin.message, origin.user_id
+        turn = self.core.open_turn(turn_id, origin, started_at=started_at, joined=joined)
         turn.heartbeat = TypingHeartbeat(
             self._typing,
             self.platform.limits.typing_refresh_s,
             self._tasks,
             sleep=self._sleep,
-            on_tick=self._tick,
+            on_tick=self._interim.tick,
         )
-        self._turn = turn
         await self._status.start()
         await turn.heartbeat.start()  # rule 2, G-NS-04
         self._working.arm(turn, self._is_current)  # rule 7
         return turn
 
     def _is_current(self, turn: Turn) -> bool:
-        return self._turn is turn
+        return self.core.turn is turn
 
     async def _remember_origin(self, turn_id: str, origin: PromptOrigin) -> None:
         if self._store is not None:
@@ -304,98 +295,88 @@ class SessionRenderer(BlockRendering):
         message = MessageRef(self.conversation, message_id) if message_id else None
         return PromptOrigin(message, user_id)
 
-    async def _on_turn_end(self, frame: Frame, p: ev.TurnEnd, turn: Turn | None) -> None:
-        if turn is not None:
-            # Issue 19 §5: a turn's last posts go before other conversations' chunks and
-            # statuses in the shared platform budget (gateway.replicas.platform_budget rule 2).
-            with call_priority(Priority.ANSWER):
-                await self._end_turn(turn, p.stop_reason)
-
-    async def _end_turn(self, turn: Turn, stop_reason: str) -> None:
-        self._turn = None
-        self._ended.append(turn.turn_id)
-        for text in turn.unsent_text():  # rule 3: the deltas stand in for a missing done
-            await self._send_text(text)
-        await self._files.turn_ended()
-        for group_id in list(turn.group_results):
-            await self._flush_group(turn, group_id)
-        if stop_reason in STOP_NOTES:  # the turn's last content, before any decoration
-            await self._send_text(STOP_NOTES[stop_reason])
-        if self.options.usage_footer:
-            await self._send_text(footer_line(turn.usage) or "")
-        if turn.heartbeat:
-            await turn.heartbeat.stop()
-        await self._interactions.close_turn(turn.turn_id)
-        await self._working.disarm(turn)  # after the content: it may wait for a ⏳ in flight
-        await self._status.clear()  # at once: a held status is dropped (rule 6)
-        async with self._status_lock:
-            # One posted before a gateway restart is known by its key only.
-            status = turn.status_message or await self._poster.recorded(interim_key(turn, 0))
-            if status is not None:
-                await self._best_effort(self.platform.delete_message(status))
-        if turn.user_message is not None and self.platform.limits.supports_reactions:
-            if turn.working_shown:  # rule 7: a short turn never had ⏳
-                await self._best_effort(self.platform.remove_reaction(turn.user_message, WORKING))
-            outcome = DONE
-            if stop_reason == "cancelled":
-                outcome = STOPPED
-            elif stop_reason == "error" or turn.failed:
-                outcome = FAILED
-            await self._react(turn.user_message, outcome)
-        self._resolve(turn.prompt_message_id, stop_reason)
-
-    # --- errors, approvals, session events --------------------------------------------------
-
-    async def _on_error(self, frame: Frame, p: ev.AgentError, turn: Turn | None) -> None:
-        if p.severity == "warning":
-            await self._send_text(f"⚠️ {p.message}")
-            return
-        if turn is not None:
-            turn.failed = True
-            if p.severity == "fatal":  # G-NS-09: typing ends at once, the error replaces it
-                turn.fatal = True
-                if turn.heartbeat:
-                    await turn.heartbeat.stop()
-                await self._status.clear()
-        await self._send_text(f"❌ **{p.code}**: {p.message}")
-
-    async def _on_interaction(self, frame: Frame, p: ev.InteractionRequest, turn: Turn | None):
-        tool = turn.requests.get(p.invocation_id) if turn and p.invocation_id else None
-        await self._interactions.open(frame, p, turn.user_id if turn else None, tool)
-
-    async def _on_commands(self, frame: Frame, p: ev.CommandsPublish, _: Turn | None) -> None:
-        self.commands.update(p)  # G-CMD-07/34: cached, replaced whole on each publish
-
-    async def _on_capabilities(self, frame: Frame, p: ev.Capabilities, _: Turn | None) -> None:
+    def _use_fingerprints(self, p: ev.Capabilities) -> None:
         if p.secret_fingerprints is not None:
             self._fingerprints[self.session_id] = p.secret_fingerprints
         if self.redactor is not None:  # rule 9: the workspace's `.env`, as fingerprints
             self.redactor.use_fingerprints(p.secret_fingerprints)
 
-    async def _on_history(self, frame: Frame, p: ev.History, _: Turn | None) -> None:
-        if p.dropped:
-            await self._send_text(
-                f"⚠️ {p.dropped} events were lost while the connection was down; "
-                "this answer may be incomplete."
-            )
+    # --- performing the core's operations ---------------------------------------------------
 
-    async def _on_session_error(self, frame: Frame, p: ev.SessionError, _: Turn | None) -> None:
-        # An interrupt's cancel after its turn ended (gateway.sessions.busy).
-        if self.queue.lost_race(p):
-            return
-        # Budget notices read as such (gateway.rendering.usage).
-        await self._send_text(error_line(p))
-        origin = self._origins.pop(p.ref_message_id or "", None)
-        if origin is not None:  # the refused frame was a prompt: mark its message
-            await self.queue.refused(p.ref_message_id or "")
-            await self._react(origin.message, FAILED)
-            self._resolve(p.ref_message_id, "rejected")
+    async def _perform(self, operations: list[Operation]) -> None:
+        for operation in operations:
+            await self._perform_one(operation)
 
-    async def _on_usage(self, frame: Frame, p: ev.Usage, turn: Turn | None) -> None:
-        if turn is not None:
-            turn.usage.append(p)  # the footer's figures (gateway.rendering.usage rule 3)
+    async def _perform_one(self, operation: Operation) -> None:
+        platform = self.platform
+        match operation:
+            case op.Post(text, key, keep):
+                ref = await self._poster.send(text, key)
+                if keep is not None:
+                    self.core.keep(keep, ref)
+            case op.Edit(message, text):
+                await platform.edit_message(message, text)
+            case op.Hidden(title, text):
+                await self._poster.send_hidden(title, text)
+            case op.Upload():
+                await self._upload(operation)
+            case op.React(message, emoji):
+                await self._best_effort(platform.add_reaction(message, emoji))
+            case op.Unreact(message, emoji):
+                await self._best_effort(platform.remove_reaction(message, emoji))
+            case op.Status(text):
+                await self._status.want(text)  # coalesced (rule 6)
+                if self.core.turn is not None:
+                    await self._interim.follow(self.core.turn)
+            case op.ClearStatus():
+                await self._status.clear()  # at once: a held status is dropped (rule 6)
+            case op.StopTyping(turn):
+                if turn.heartbeat:
+                    await turn.heartbeat.stop()
+            case op.AskChoice(frame, request, user_id, tool):
+                await self._interactions.open(frame, request, user_id, tool)
+            case op.WentOn(invocation_id, left):
+                await self._interactions.went_on(
+                    invocation_id=invocation_id, left_awaiting_input=left
+                )
+            case op.CloseTurnPrompts(turn_id):
+                await self._interactions.close_turn(turn_id)
+            case op.DisarmWorking(turn):
+                await self._working.disarm(turn)
+            case op.DeleteInterim(turn):
+                await self._interim.delete(turn)
+            case op.QueueRefused(prompt_message_id):
+                await self.queue.refused(prompt_message_id)
+            case op.Resolve(prompt_message_id, outcome):
+                self._resolve(prompt_message_id, outcome)
 
-    # --- helpers ----------------------------------------------------------------------------
+    async def _upload(self, upload: op.Upload) -> None:
+        """gateway.rendering.uploads rule 7: a refused upload is said, the session goes on."""
+        try:
+            await self._poster.upload(upload.name, upload.mime_type, upload.data)
+        except Exception:  # the platform refused it (a 413, a missing scope)
+            log.warning("uploading %s failed", upload.name, exc_info=True)
+            await self._perform(self.core.text(upload.refused_text))
+
+    def _resolve(self, prompt_message_id: str | None, outcome: str) -> None:
+        future = self._finished.pop(prompt_message_id or "", None)
+        if future is not None and not future.done():
+            future.set_result(outcome)
+
+    def _chunks(self, text: str) -> list[str]:
+        """Cut to the platform's limit, redacted first when redaction is on (rule 9)."""
+        limit = self.platform.limits.max_message_length
+        if isinstance(self.platform, RedactingPlatform):
+            return self.platform.chunks(text, limit)
+        return split_markdown(text, limit)
+
+    # --- decorations ------------------------------------------------------------------------
+
+    async def _set_status(self, text: str | None) -> None:
+        await self._best_effort(self.platform.set_status(self.conversation, text))
+
+    async def _typing(self) -> None:
+        await self.platform.trigger_typing(self.conversation)
 
     async def _react(self, message: MessageRef | None, emoji: str) -> None:
         if message is not None and self.platform.limits.supports_reactions:

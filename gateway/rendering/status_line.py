@@ -19,14 +19,35 @@ for lines nobody could read. Rules:
 4. Sends are serialized by the line's own lock, so a held text never lands after the clear; the
    held send is a task of the renderer's `TaskOwner`, like the typing heartbeat.
 5. Sending is best effort (a decoration): the caller's `send` swallows its failures.
+
+The interim status message (G-NS-11/12) is the same status as a chat message for a long turn:
+after `interim_after_s` (30 s) it names what runs, is edited as the status changes and is deleted
+when the turn ends. Its timer is the typing heartbeat's tick, so `InterimStatus` lives in the
+renderer's driver, not in its pure core: the core says what the status reads
+(`RenderCore.status_text`), `InterimStatus` decides when it shows. Rules:
+
+6. Each tick of the heartbeat, once the current turn has run `after_s` and no fatal error stopped
+   it, the message is shown (posted, or edited to the current text).
+7. Once shown, each status change edits it at once; a platform that cannot edit gets it deleted
+   and posted again. An unchanged text is not sent again.
+8. Its posts are keyed by turn, not by frame (`interim_key`): a timer posts them, beside a
+   frame's rendering (gateway.rendering.posting).
+9. At turn end it is deleted; one posted before a gateway restart is known by its key only.
+10. Shows and the deletion hold one lock, so a tick waiting for it cannot show the message of a
+   turn that ended meanwhile. Every platform call is best effort (a decoration).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+from gateway.platform import ChatPlatform
+from gateway.rendering.posting import Poster
+from gateway.rendering.turn import Turn
 from gateway.rendering.typing import Sleep
+from gateway.replicas.platform_budget import Priority, call_priority
 from rawp.clock import Clock
 from runtime.tasks import TaskOwner
 
@@ -97,3 +118,74 @@ class StatusLine:
         if held is not None and not held.done():
             held.cancel()
             await asyncio.wait({held})
+
+
+BestEffort = Callable[[Awaitable[Any]], Awaitable[None]]
+STILL_WORKING = "⏳ Still working…"
+
+
+def interim_key(turn: Turn, index: int) -> str:
+    """The post key of a turn's `index`-th interim status message (gateway.rendering.posting)."""
+    return f"interim/{turn.turn_id}/{index}"
+
+
+class InterimStatus:
+    def __init__(
+        self,
+        platform: ChatPlatform,
+        poster: Poster,
+        *,
+        current: Callable[[], Turn | None],
+        status_text: Callable[[Turn], str | None],
+        clock: Clock,
+        after_s: float,
+        best_effort: BestEffort,
+    ) -> None:
+        self._platform = platform
+        self._poster = poster
+        self._current = current
+        self._status_text = status_text
+        self._clock = clock
+        self._after = after_s
+        self._best_effort = best_effort
+        self._lock = asyncio.Lock()
+
+    async def tick(self) -> None:
+        """Rule 6: each heartbeat."""
+        turn = self._current()
+        if turn is None or turn.fatal:
+            return
+        if self._clock.monotonic() - turn.started_at >= self._after:
+            async with self._lock:
+                if self._current() is turn:  # the turn may have ended while this tick waited
+                    await self._show(turn)
+
+    async def follow(self, turn: Turn) -> None:
+        """Rule 7: the status changed."""
+        if turn.status_message is not None:
+            async with self._lock:
+                await self._show(turn)
+
+    async def delete(self, turn: Turn) -> None:
+        """Rule 9: the turn ended."""
+        async with self._lock:
+            status = turn.status_message or await self._poster.recorded(interim_key(turn, 0))
+            if status is not None:
+                await self._best_effort(self._platform.delete_message(status))
+
+    async def _show(self, turn: Turn) -> None:
+        text = self._status_text(turn) or STILL_WORKING
+        if text == turn.status_message_text:
+            return
+        turn.status_message_text = text
+        # Issue 19 §5: the status line is a status in the platform budget, after any content.
+        with call_priority(Priority.STATUS):
+            platform = self._platform
+            if turn.status_message is not None and platform.limits.supports_edit:
+                await self._best_effort(platform.edit_message(turn.status_message, text))
+                return
+            if turn.status_message is not None:
+                await self._best_effort(platform.delete_message(turn.status_message))
+            key = interim_key(turn, turn.interim_posts)  # rule 8
+            turn.interim_posts += 1
+            turn.status_message = await self._poster.send(text, key=key)

@@ -1,13 +1,22 @@
-"""What the renderer remembers about the turn in progress (one per session at a time)."""
+"""What the renderer remembers about the turn in progress (one per session at a time).
+
+The pure core (gateway.rendering.render_core) keeps and changes it; the driver's timers
+(gateway.rendering.render) own the fields about time: `heartbeat`, `working_timer`,
+`working_shown` and the interim status message's.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gateway.platform import MessageRef
 from gateway.rendering.typing import TypingHeartbeat
 from rawp.events import ToolInvokeRequest, ToolInvokeResult, Usage
+
+if TYPE_CHECKING:
+    from gateway.rendering.render_options import PromptOrigin
 
 # Reactions on the user's message (G-NS-13): working, then how the turn ended.
 WORKING, DONE, FAILED, STOPPED = "⏳", "✅", "❌", "⏹"
@@ -43,6 +52,15 @@ class Turn:
     failed: bool = False  # an `error`/`fatal` agent.error or stop_reason `error` → ❌
     fatal: bool = False  # typing already stopped (G-NS-09)
     usage: list[Usage] = field(default_factory=list)  # the turn's `session.usage` (its footer)
+
+    def adopt_prompt(self, prompt_message_id: str, origin: PromptOrigin | None) -> bool:
+        """The `session.turn.start` of a turn a stray frame started early: True when it learnt
+        the chat message the prompt came from only now."""
+        self.prompt_message_id = prompt_message_id
+        if origin and self.user_message is None:
+            self.user_message, self.user_id = origin.message, origin.user_id
+            return True
+        return False
 
     def group_complete(self, group_id: str) -> bool:
         """True when no tool of `group_id` is still running."""

@@ -3,8 +3,9 @@
 The renderer hands every `agent.file` frame to a session's `FileUploads`. Rules:
 
 1. The pieces are put together by `gateway.rendering.file_assembly` (bounded per session); a
-   finished file is uploaded once through the renderer's `Poster` (keyed by the frame that finished
-   it, so a gateway restart that replays the frames does not upload it twice).
+   finished file becomes an `Upload` operation, which the renderer's driver performs once through
+   its `Poster` (keyed by the frame that finished it, so a gateway restart that replays the frames
+   does not upload it twice).
 2. A file larger than the platform allows (`PlatformLimits.max_upload_bytes`) is known from
    its first piece (`size_bytes` is the whole file's size): nothing is held, and one line says
    so instead. A platform that takes no files at all (the console) gets one line naming it.
@@ -21,22 +22,21 @@ The renderer hands every `agent.file` frame to a session's `FileUploads`. Rules:
 7. An upload the platform refuses (an error other than a rate limit, which the adapter waits
    out) becomes one line saying so; the session goes on.
 
-Every line goes through the renderer's text path (keyed posts, redaction, chunking).
+Every line goes through the renderer's text path (keyed posts, redaction, chunking). This module
+does no I/O: it is part of the renderer's pure core (gateway.rendering.render_core).
 """
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
-from gateway.platform import ChatPlatform, no_uploads_line, size_text
+from gateway.platform import PlatformLimits, no_uploads_line, size_text
 from gateway.rendering.file_assembly import DEFAULT_MAX_HELD_BYTES, AssembledFile, FileAssembler
-from gateway.rendering.posting import Poster
+from gateway.rendering.operations import Operation, Upload
 from rawp import events as ev
 
-log = logging.getLogger(__name__)
-SendText = Callable[[str], Awaitable[None]]
+TextOps = Callable[[str], list[Operation]]  # a line through the text path (RenderCore.text)
 MAX_NAME = 100
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f`]")
 
@@ -65,18 +65,19 @@ def problem_line(name: str, reason: str) -> str:
 
 
 class FileUploads:
-    """One session's files in transit (see the module docstring)."""
+    """One session's files in transit (see the module docstring); no I/O: it returns the
+    operations its frames make (gateway.rendering.operations)."""
 
     def __init__(
         self,
-        platform: ChatPlatform,
-        poster: Poster,
-        send_text: SendText,
+        platform_name: str,
+        limits: PlatformLimits,
+        text_ops: TextOps,
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
     ) -> None:
-        self.platform = platform
-        self._poster = poster
-        self._send_text = send_text
+        self.platform_name = platform_name
+        self.limits = limits
+        self._text_ops = text_ops
         self.assembler = FileAssembler(max_held_bytes)
 
     @property
@@ -86,35 +87,32 @@ class FileUploads:
         See gateway.rendering.render, crash safety."""
         return self.assembler.pending
 
-    async def on_chunk(self, chunk: ev.AgentFile) -> None:
+    def on_chunk(self, chunk: ev.AgentFile) -> list[Operation]:
         name = safe_name(chunk.name)
-        limit = self.platform.limits.max_upload_bytes
+        limit = self.limits.max_upload_bytes
         if self.assembler.is_new(chunk.file_id) and (limit == 0 or chunk.size_bytes > limit):
             self.assembler.refuse(chunk)  # rule 2: nothing held for a file that cannot go
             if limit == 0:
-                await self._send_text(no_uploads_line(self.platform.name, name, chunk.size_bytes))
-            else:
-                line = too_large_line(self.platform.name, name, chunk.size_bytes, limit)
-                await self._send_text(line)
-            return
+                return self._text_ops(no_uploads_line(self.platform_name, name, chunk.size_bytes))
+            return self._text_ops(too_large_line(self.platform_name, name, chunk.size_bytes, limit))
         outcome = self.assembler.add(chunk)
         if isinstance(outcome, AssembledFile):
-            await self._upload(outcome)
-        elif outcome is not None:
-            await self._send_text(problem_line(safe_name(outcome.name), outcome.reason))
+            return self._upload(outcome)
+        if outcome is not None:
+            return self._text_ops(problem_line(safe_name(outcome.name), outcome.reason))
+        return []
 
-    async def _upload(self, file: AssembledFile) -> None:
+    def _upload(self, file: AssembledFile) -> list[Operation]:
         name = safe_name(file.name)
         if not file.data:  # Slack refuses a length of 0; an empty attachment says nothing
-            await self._send_text(problem_line(name, "it is empty"))
-            return
-        try:
-            await self._poster.upload(name, file.mime_type, file.data)
-        except Exception:  # the platform refused it (a 413, a missing scope): say so, go on
-            log.warning("uploading %s failed", name, exc_info=True)
-            await self._send_text(problem_line(name, f"{self.platform.name} refused the upload"))
+            return self._text_ops(problem_line(name, "it is empty"))
+        # Rule 7: a refusal (a 413, a missing scope) is said, and the session goes on.
+        refused = problem_line(name, f"{self.platform_name} refused the upload")
+        return [Upload(name, file.mime_type, file.data, refused)]
 
-    async def turn_ended(self) -> None:
+    def turn_ended(self) -> list[Operation]:
         """Rule 3: files whose last piece never came."""
+        ops: list[Operation] = []
         for problem in self.assembler.abandon():
-            await self._send_text(problem_line(safe_name(problem.name), problem.reason))
+            ops += self._text_ops(problem_line(safe_name(problem.name), problem.reason))
+        return ops

@@ -14,16 +14,10 @@ replica writing at once: "replace" and "keep the first" are `ON CONFLICT` upsert
 a write (`record_intent` inserts only if absent, atomically).
 
 It also keeps what a gateway killed mid-turn needs to go on without posting twice or leaving a
-gap (issue 14 §4; gateway.sessions.live and gateway.rendering.posting use it):
+gap (issue 14 §4): the `cursors`, `posts` and `turn_origins` records, whose methods this class
+inherits from gateway.storage.session_records (the SQL plumbing under both is
+gateway.storage.store_tables), and
 
-- `cursors`: per session, the last frame whose rendering is complete — the `last_message_id`
-  the link reconnects with after a restart, so the master replays what follows;
-- `posts`: per session, every message the renderer posted, under a deterministic key, with
-  the platform's message id once it is known. A key without a message id is an intent: the
-  post may or may not have reached the platform (the process died in between), so the
-  platform is asked before posting again (gateway.rendering.posting);
-- `turn_origins`: which chat message (and user) started each turn, so the gateway after a
-  restart still marks that message ✅ at the turn's end and knows who may answer approvals;
 - `queued_prompts`: the prompts marked 🕒 while a turn ran (gateway.sessions.busy), in the order
   sent, so a restarted gateway still takes the 🕒 off, puts ⏳ on when their turns start and counts
   down the queue line (its message is a post under the key `busy.LINE_KEY`).
@@ -44,11 +38,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from gateway.platform import ConversationRef
+from gateway.storage.session_records import INTENT, SessionRecords
 from gateway.storage.store_db import Database, StoreError
 from gateway.storage.store_schema import (
     CONVERSATION_SEQ,
@@ -62,12 +56,11 @@ from gateway.storage.store_schema import (
     start_defaults,
     turn_origins,
 )
+from gateway.storage.store_tables import ENGINES
 from rawp.clock import SYSTEM_CLOCK, Clock, iso
 
 __all__ = ["INTENT", "Binding", "ConversationStore", "StoreError", "conversation_key"]
 
-INTENT = ""  # recorded(): the post was begun, its message id is not known
-ENGINES = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}  # both speak ON CONFLICT
 SESSION_TABLES = (cursors, posts, turn_origins, queued_prompts)  # dropped with the session
 
 
@@ -87,12 +80,7 @@ class Binding:
     ended: bool = False
 
 
-class ConversationStore:
-    def __init__(self, db: Database, clock: Clock = SYSTEM_CLOCK) -> None:
-        self._db = db
-        self._clock = clock
-        self._insert = ENGINES[db.dialect]
-
+class ConversationStore(SessionRecords):
     @classmethod
     async def open(cls, target: Path | str, clock: Clock = SYSTEM_CLOCK) -> ConversationStore:
         """`target`: an SQLite file's path, or an SQLAlchemy URL (gateway.storage.store_db rule 1).
@@ -113,39 +101,6 @@ class ConversationStore:
             await db.dispose()
             raise StoreError(f"could not open the conversation database: {_why(exc)}") from None
         return cls(db, clock)
-
-    async def close(self) -> None:
-        await self._db.dispose()
-
-    @property
-    def database(self) -> Database:
-        """The store's database, for the other gateway tables in it (gateway.storage.web_logins)."""
-        return self._db
-
-    def _next_seq(self, table, sequence):
-        """A `seq` after every other (gateway.storage.store_schema, migration 2): the sequence on
-        PostgreSQL; on SQLite the write transaction holds the file's lock, so max + 1."""
-        if self._db.is_sqlite:
-            return select(func.coalesce(func.max(table.c.seq), 0) + 1).scalar_subquery()
-        return sequence.next_value()
-
-    async def _upsert(self, table, row: dict, keys: list[str], *, replace: list[str]) -> None:
-        """Insert `row`; when a row with the same `keys` exists, set the `replace` columns
-        (none: keep the existing row). One statement: atomic against another replica."""
-        statement = self._insert(table).values(**row)
-        if replace:
-            changes = {name: statement.excluded[name] for name in replace}
-            if "seq" in row:
-                changes["seq"] = row["seq"]
-            statement = statement.on_conflict_do_update(index_elements=keys, set_=changes)
-        else:
-            statement = statement.on_conflict_do_nothing(index_elements=keys)
-        async with self._db.write() as conn:
-            await conn.execute(statement)
-
-    async def _one(self, query):
-        async with self._db.read() as conn:
-            return (await conn.execute(query)).mappings().first()
 
     async def bind(
         self,
@@ -269,12 +224,6 @@ class ConversationStore:
             rows = (await conn.execute(query.order_by(c.seq))).all()
         return [(row.prompt_id, row.message_id, row.user_id) for row in rows]
 
-    async def forget_post(self, session_id: str, key: str) -> None:
-        async with self._db.write() as conn:
-            await conn.execute(
-                delete(posts).where(posts.c.session_id == session_id, posts.c.post_key == key)
-            )
-
     async def remember_start(self, subject: str, node_id: str, agent_name: str) -> None:
         """The user's default for the next start without a named machine (issue 16 §1)."""
         row = {"subject": subject, "node_id": node_id, "agent_name": agent_name}
@@ -288,59 +237,6 @@ class ConversationStore:
         c = start_defaults.c
         row = await self._one(select(c.node_id, c.agent_name).where(c.subject == subject))
         return (row["node_id"], row["agent_name"]) if row else None
-
-    # --- the cursor and the posts of a session (issue 14 §4) ---------------------------------
-
-    async def cursor(self, session_id: str) -> str | None:
-        """The last frame of the session whose rendering is complete, if one was recorded."""
-        c = cursors.c
-        row = await self._one(select(c.last_message_id).where(c.session_id == session_id))
-        return row["last_message_id"] if row else None
-
-    async def save_cursor(self, session_id: str, message_id: str) -> None:
-        row = {"session_id": session_id, "last_message_id": message_id}
-        row["updated_at"] = iso(self._clock.now())
-        await self._upsert(cursors, row, ["session_id"], replace=["last_message_id", "updated_at"])
-
-    async def recorded(self, session_id: str, key: str) -> str | None:
-        """The platform message id posted under `key`; `INTENT` when the post was begun and
-        its result never recorded; None when nothing was posted under it."""
-        c = posts.c
-        row = await self._one(
-            select(c.message_id).where(c.session_id == session_id, c.post_key == key)
-        )
-        if row is None:
-            return None
-        return row["message_id"] or INTENT
-
-    async def record_turn_origin(
-        self, session_id: str, turn_id: str, message_id: str | None, user_id: str | None
-    ) -> None:
-        row = {"session_id": session_id, "turn_id": turn_id}
-        row |= {"message_id": message_id, "user_id": user_id}
-        await self._upsert(
-            turn_origins, row, ["session_id", "turn_id"], replace=["message_id", "user_id"]
-        )
-
-    async def turn_origin(self, session_id: str, turn_id: str) -> tuple[str | None, str | None]:
-        """(chat message id, user id) that started the turn; (None, None) when not recorded."""
-        c = turn_origins.c
-        row = await self._one(
-            select(c.message_id, c.user_id).where(c.session_id == session_id, c.turn_id == turn_id)
-        )
-        return (row["message_id"], row["user_id"]) if row else (None, None)
-
-    async def record_intent(self, session_id: str, key: str) -> None:
-        """The post under `key` is about to be made: recorded only if nothing is (a message id
-        already recorded, by this replica or another, is kept)."""
-        row = {"session_id": session_id, "post_key": key, "message_id": None}
-        row["created_at"] = iso(self._clock.now())
-        await self._upsert(posts, row, ["session_id", "post_key"], replace=[])
-
-    async def record_post(self, session_id: str, key: str, message_id: str) -> None:
-        row = {"session_id": session_id, "post_key": key, "message_id": message_id}
-        row["created_at"] = iso(self._clock.now())
-        await self._upsert(posts, row, ["session_id", "post_key"], replace=["message_id"])
 
 
 def _binding(row) -> Binding:

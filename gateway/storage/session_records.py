@@ -1,0 +1,85 @@
+"""What a gateway killed mid-turn needs to go on without posting twice (issue 14 §4).
+
+Kept in the conversation store's database (gateway.storage.conversation_store, whose class
+inherits these records) and used by gateway.sessions.live and gateway.rendering.posting:
+
+- `cursors`: per session, the last frame whose rendering is complete — the `last_message_id`
+  the link reconnects with after a restart, so the master replays what follows;
+- `posts`: per session, every message the renderer posted, under a deterministic key, with
+  the platform's message id once it is known. A key without a message id is an intent
+  (`INTENT`): the post may or may not have reached the platform (the process died in
+  between), so the platform is asked before posting again (gateway.rendering.posting);
+- `turn_origins`: which chat message (and user) started each turn, so the gateway after a
+  restart still marks that message ✅ at the turn's end and knows who may answer approvals.
+
+Each is dropped for a session when its conversation is marked ended.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+
+from gateway.storage.store_schema import cursors, posts, turn_origins
+from gateway.storage.store_tables import StoreTables
+from rawp.clock import iso
+
+INTENT = ""  # recorded(): the post was begun, its message id is not known
+
+
+class SessionRecords(StoreTables):
+    async def cursor(self, session_id: str) -> str | None:
+        """The last frame of the session whose rendering is complete, if one was recorded."""
+        c = cursors.c
+        row = await self._one(select(c.last_message_id).where(c.session_id == session_id))
+        return row["last_message_id"] if row else None
+
+    async def save_cursor(self, session_id: str, message_id: str) -> None:
+        row = {"session_id": session_id, "last_message_id": message_id}
+        row["updated_at"] = iso(self._clock.now())
+        await self._upsert(cursors, row, ["session_id"], replace=["last_message_id", "updated_at"])
+
+    async def recorded(self, session_id: str, key: str) -> str | None:
+        """The platform message id posted under `key`; `INTENT` when the post was begun and
+        its result never recorded; None when nothing was posted under it."""
+        c = posts.c
+        row = await self._one(
+            select(c.message_id).where(c.session_id == session_id, c.post_key == key)
+        )
+        if row is None:
+            return None
+        return row["message_id"] or INTENT
+
+    async def record_turn_origin(
+        self, session_id: str, turn_id: str, message_id: str | None, user_id: str | None
+    ) -> None:
+        row = {"session_id": session_id, "turn_id": turn_id}
+        row |= {"message_id": message_id, "user_id": user_id}
+        await self._upsert(
+            turn_origins, row, ["session_id", "turn_id"], replace=["message_id", "user_id"]
+        )
+
+    async def turn_origin(self, session_id: str, turn_id: str) -> tuple[str | None, str | None]:
+        """(chat message id, user id) that started the turn; (None, None) when not recorded."""
+        c = turn_origins.c
+        row = await self._one(
+            select(c.message_id, c.user_id).where(c.session_id == session_id, c.turn_id == turn_id)
+        )
+        return (row["message_id"], row["user_id"]) if row else (None, None)
+
+    async def record_intent(self, session_id: str, key: str) -> None:
+        """The post under `key` is about to be made: recorded only if nothing is (a message id
+        already recorded, by this replica or another, is kept)."""
+        row = {"session_id": session_id, "post_key": key, "message_id": None}
+        row["created_at"] = iso(self._clock.now())
+        await self._upsert(posts, row, ["session_id", "post_key"], replace=[])
+
+    async def record_post(self, session_id: str, key: str, message_id: str) -> None:
+        row = {"session_id": session_id, "post_key": key, "message_id": message_id}
+        row["created_at"] = iso(self._clock.now())
+        await self._upsert(posts, row, ["session_id", "post_key"], replace=["message_id"])
+
+    async def forget_post(self, session_id: str, key: str) -> None:
+        async with self._db.write() as conn:
+            await conn.execute(
+                delete(posts).where(posts.c.session_id == session_id, posts.c.post_key == key)
+            )
