@@ -75,7 +75,10 @@ def target_id(conversation: ConversationRef) -> int:
     return int(conversation.thread_id or conversation.channel_id)
 
 
-def channel_of(client: discord.Client, conversation: ConversationRef) -> discord.PartialMessageable:
+def messageable_of(
+    client: discord.Client, conversation: ConversationRef
+) -> discord.PartialMessageable:
+    """Where a conversation's messages go: the thread, else the channel."""
     return client.get_partial_messageable(target_id(conversation))
 
 
@@ -85,8 +88,8 @@ def message_of(client: discord.Client, message: MessageRef) -> discord.PartialMe
         # A thread opened on a message (a mention) has that message's id, and the message
         # itself lives in the parent channel: its ✅ after a restart must go there.
         parent = ConversationRef(NAME, conversation.channel_id)
-        return channel_of(client, parent).get_partial_message(int(message.message_id))
-    return channel_of(client, conversation).get_partial_message(int(message.message_id))
+        return messageable_of(client, parent).get_partial_message(int(message.message_id))
+    return messageable_of(client, conversation).get_partial_message(int(message.message_id))
 
 
 def approver_ids(
@@ -144,12 +147,13 @@ class DiscordPlatform(ChatPlatform):
 
     async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
         await self.online.wait()
-        sent = await channel_of(self.client, conversation).send(text, allowed_mentions=NO_MENTIONS)
+        channel = messageable_of(self.client, conversation)
+        sent = await channel.send(text, allowed_mentions=NO_MENTIONS)
         return MessageRef(conversation, str(sent.id))
 
     async def send_keyed(self, conversation: ConversationRef, text: str, key: str) -> MessageRef:
         await self.online.wait()
-        sent = await channel_of(self.client, conversation).send(
+        sent = await messageable_of(self.client, conversation).send(
             text, allowed_mentions=NO_MENTIONS, nonce=nonce_of(conversation, key)
         )
         return MessageRef(conversation, str(sent.id))
@@ -171,7 +175,7 @@ class DiscordPlatform(ChatPlatform):
         from the name, so `mime_type` is not sent."""
         await self.online.wait()
         extra = {"nonce": nonce} if nonce is not None else {}
-        sent = await channel_of(self.client, conversation).send(
+        sent = await messageable_of(self.client, conversation).send(
             file=discord.File(io.BytesIO(data), filename=name),
             allowed_mentions=NO_MENTIONS,
             **extra,
@@ -202,7 +206,7 @@ class DiscordPlatform(ChatPlatform):
         only_them = discord.AllowedMentions(
             everyone=False, roles=False, users=[discord.Object(int(user_id))]
         )
-        await channel_of(self.client, conversation).send(
+        await messageable_of(self.client, conversation).send(
             f"<@{user_id}> {text}", allowed_mentions=only_them
         )
 
@@ -222,7 +226,7 @@ class DiscordPlatform(ChatPlatform):
 
     async def trigger_typing(self, conversation: ConversationRef) -> None:
         await self.online.wait()
-        await channel_of(
+        await messageable_of(
             self.client, conversation
         ).typing()  # one trigger; the heartbeat repeats it
 
@@ -282,7 +286,7 @@ class DiscordPlatform(ChatPlatform):
         text = f"❓ {prompt.prompt}"[: self.limits.max_message_length]
         view = prompt_view(self.interactions.button_class, key, prompt)
         extra = {"nonce": nonce} if nonce is not None else {}
-        sent = await channel_of(self.client, conversation).send(
+        sent = await messageable_of(self.client, conversation).send(
             text, view=view, allowed_mentions=NO_MENTIONS, **extra
         )
         ref = MessageRef(conversation, str(sent.id))

@@ -114,10 +114,11 @@ class BudgetedPlatform(PlatformMiddleware):
     ) -> None:
         super().__init__(inner)
         self.queue = queue
-        declared = inner.rate_routes
-        self.calls = declared.calls if declared else {}
-        self._channel_of = declared.channel_of if declared else (lambda c: c.channel_id)
-        self.routes = limits if limits is not None else (declared.limits if declared else {})
+        # A platform that declares no routes spends nothing (rule 1).
+        declared = inner.rate_routes or PlatformRoutes(inner.name, {}, {})
+        self.calls = declared.calls
+        self._channel_of = declared.channel_of
+        self.routes = limits if limits is not None else declared.limits
 
     async def around(self, call: PlatformCall, proceed: Proceed) -> Any:
         kind = kind_of(call)
