@@ -14,12 +14,18 @@ of jitter. A rate limit delays a call; it never drops it (issue 16). Each 429 is
 to the `rate_limit_listeners` (platform, label, response headers): the shared platform budget
 blocks the route for every replica there (gateway.replicas.budgeted_platform rule 4).
 
+Operations are counted one level up as well: `PlatformOpMetrics` wraps the platform a
+conversation service posts through (gateway.platform_middleware), so each operation the
+renderer asks for (`send_message`, `set_status`, …) is counted by outcome and timed, its budget
+wait and any retried 429 included.
+
 `MetricsServer` serves `GET /metrics` (runtime.scrape_access decides who may read it) and
 `GET /health` (200 while the gateway runs) on `RAWP_GATEWAY_METRICS_ADDRESS`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -38,6 +44,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from gateway.platform import ChatPlatform
+from gateway.platform_middleware import PlatformCall, PlatformMiddleware, Proceed
 from gateway.settings import parse_address  # noqa: F401  (re-exported: tests, launch)
 from runtime.scrape_access import REFUSAL, may_scrape
 
@@ -74,6 +82,19 @@ class GatewayMetrics:
             buckets=CALL_BUCKETS,
             registry=r,
         )
+        self.platform_ops = Counter(
+            "rawp_gateway_platform_ops_total",
+            "Operations the gateway asked of a chat platform, by platform, operation and outcome",
+            ["platform", "op", "outcome"],
+            registry=r,
+        )
+        self.op_seconds = Histogram(
+            "rawp_gateway_platform_op_seconds",
+            "How long platform operations took, budget waits and retried 429s included",
+            ["platform", "op"],
+            buckets=CALL_BUCKETS,
+            registry=r,
+        )
         # awaited on each 429 with (platform, label, headers): gateway.replicas.budgeted_platform
         self.rate_limit_listeners: list[Callable[[str, str, Any], Awaitable[None]]] = []
         # (platform, the live sessions of its conversation service), read when scraped
@@ -85,6 +106,10 @@ class GatewayMetrics:
 
         They are gateway.sessions.live.ConnectedSession objects."""
         self.sources.append((platform, live_sessions))
+
+    def wrap(self, platform: ChatPlatform) -> ChatPlatform:
+        """`platform` with each of its operations counted and timed (`PlatformOpMetrics`)."""
+        return PlatformOpMetrics(platform, self)
 
     def platform_trace(self, platform: str, label_of: Callable[[Any], str]) -> aiohttp.TraceConfig:
         """An aiohttp TraceConfig counting every request of a platform library's session."""
@@ -116,6 +141,31 @@ class GatewayMetrics:
         started = getattr(context, "started", None)
         if started is not None:
             self.call_seconds.labels(platform).observe(time.perf_counter() - started)
+
+
+class PlatformOpMetrics(PlatformMiddleware):
+    """Each operation of the platform it wraps (gateway.platform_middleware), counted by its
+    outcome (`ok`, `error`, `cancelled`) and timed: what the renderer asked and how long it
+    waited for it, where the trace above counts the HTTP calls that made it."""
+
+    def __init__(self, inner: ChatPlatform, metrics: GatewayMetrics) -> None:
+        super().__init__(inner)
+        self.metrics = metrics
+
+    async def around(self, call: PlatformCall, proceed: Proceed) -> Any:
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            answer = await proceed(call)
+            outcome = "ok"
+            return answer
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            op = call.op.name
+            self.metrics.platform_ops.labels(self.name, op, outcome).inc()
+            self.metrics.op_seconds.labels(self.name, op).observe(time.perf_counter() - started)
 
 
 class _LiveSessions(Collector):

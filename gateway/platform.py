@@ -1,7 +1,9 @@
 """The `ChatPlatform` seam: everything the gateway needs from a chat platform, and nothing more.
 
 Adapters (Discord, Slack, console) implement this class; the gateway core talks to a platform
-only through it (style.md §4–§5), so no platform type ever crosses into `gateway/`. References
+only through it (style.md §4–§5), so no platform type ever crosses into `gateway/`. What wraps a
+platform (redaction, the shared budget, metrics) wraps it through one hook
+(gateway.platform_middleware), never by forwarding each method. References
 to conversations and messages are small opaque values: the adapter puts whatever ids it needs
 into them and the core only hands them back.
 
@@ -35,6 +37,7 @@ from rawp.events import Command, FileCandidate, PromptRequest
 
 if TYPE_CHECKING:
     from gateway.approvals.prompt_board import PromptBoard
+    from gateway.replicas.platform_budget import PlatformRoutes
 
 _log = logging.getLogger(__name__)
 
@@ -150,6 +153,9 @@ class ChatPlatform(abc.ABC):
     # The prompts this platform shows (gateway.approvals.prompt_board): an adapter that pushes its
     # presses there keeps the default `wait_for_choice`.
     prompt_board: PromptBoard | None = None
+    # Its rate-limit routes, declared by the adapter (adapters/<platform>/routes.py) and spent by
+    # the shared budget (gateway.replicas.budgeted_platform); None: not budgeted (the console).
+    rate_routes: PlatformRoutes | None = None
 
     # --- content ----------------------------------------------------------------------------
 

@@ -162,7 +162,7 @@ async def run_gateway(
     budget = await PlatformBudget.open(
         config.redis_url, config.redis_prefix, parse_limits(config.platform_limits)
     )
-    metrics.rate_limit_listeners.append(block_on_429(budget.queue))
+    metrics.rate_limit_listeners.append(block_on_429(budget))
     web_edge = None
     try:
         if config.metrics_address is not None:
@@ -195,6 +195,8 @@ async def run_gateway(
                 hooks = await _join_cluster(service, config, cluster_tasks)
                 clustered.append(hooks)
             bots.append(_bot(name, service, metrics, budget, config, hooks))
+        if unknown := budget.unknown_overrides():  # the routes are the platforms' own
+            raise LaunchError(unknown_routes(unknown, budget))
         await _wait_for_master(edge)  # after the bots: a bad platform setting is said at once
         sweeps = [hooks.sweep() for hooks in clustered]
         return await _serve_bots(bots, services, stop or _signal_event(), *sweeps)
@@ -283,8 +285,17 @@ def _bot(
             raise LaunchError(str(exc)) from None
     else:
         raise LaunchError(f"the {name} platform runs on its own (--platform {name})")
-    service.bind_platform(budget.wrap(bot.platform) if budget else bot.platform)
+    platform = budget.wrap(bot.platform) if budget else bot.platform
+    service.bind_platform(metrics.wrap(platform) if metrics else platform)
     return bot
+
+
+def unknown_routes(unknown: list[str], budget: PlatformBudget) -> str:
+    known = sorted({route for d in budget.declared.values() for route in d.limits} | {"*"})
+    return (
+        f"RAWP_GATEWAY_PLATFORM_LIMITS names {', '.join(unknown)}: not a route of the "
+        f"platforms running here ({', '.join(known)})"
+    )
 
 
 async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.Event, *also) -> int:

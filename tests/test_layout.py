@@ -195,11 +195,11 @@ def test_the_owner_check_sees_violations(tmp_path):
 
 
 # Issue 29 §3: the gateway's rooms, and which other gateway modules each may import (a name
-# covers its submodules). The top level (platform, settings, edge_client, edge_link, metrics,
-# cli) is the seam they all stand on; a room imports only what its line names.
+# covers its submodules). The top level (platform, platform_middleware, settings, edge_client,
+# edge_link, metrics, cli) is the seam they all stand on; a room imports only what its line names.
 GATEWAY_ROOMS: dict[str, set[str]] = {
     "storage": {"gateway.platform"},
-    "redaction": {"gateway.platform", "gateway.rendering.chunker"},
+    "redaction": {"gateway.platform", "gateway.platform_middleware", "gateway.rendering.chunker"},
     "approvals": {
         "gateway.platform",
         "gateway.edge_client",
@@ -215,7 +215,12 @@ GATEWAY_ROOMS: dict[str, set[str]] = {
         "gateway.sessions.busy",
         "gateway.sessions.prompt",
     },
-    "replicas": {"gateway.platform", "gateway.edge_client", "gateway.sessions.conversations"},
+    "replicas": {
+        "gateway.platform",
+        "gateway.platform_middleware",
+        "gateway.edge_client",
+        "gateway.sessions.conversations",
+    },
     "sessions": {
         "gateway.platform",
         "gateway.edge_client",
@@ -482,3 +487,20 @@ def test_the_size_check_sees_violations(tmp_path):
     assert oversized(probe) == ["long (61 lines)", "class Wide (26 methods)"]
     probe.write_text("x = 1\n" * 501)
     assert oversized(probe) == ["module (501 lines)"]
+
+
+# Issue 29: the same sizes everywhere else (the master and the client have theirs above). The
+# composition roots in rawp_app/ wait for the settings step.
+SIZE_PENDING_PACKAGES = {"rawp_app"}
+
+
+@pytest.mark.parametrize("package", [p for p in PACKAGES if p not in ("master", "client")])
+def test_every_package_stays_readable(package):
+    if package in SIZE_PENDING_PACKAGES:
+        return
+    big = {
+        str(p.relative_to(ROOT)): found
+        for p in sorted((ROOT / package).rglob("*.py"))
+        if (found := oversized(p))
+    }
+    assert not big, f"split these: {big}"

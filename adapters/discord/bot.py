@@ -125,7 +125,7 @@ class DiscordBot:
 
     async def _setup(self) -> None:
         """After login, before the gateway connects: REST works from here on."""
-        self.platform.register()
+        self.platform.interactions.register(self.client)
         if self.shards.sharded:  # how many IDENTIFYs Discord takes per 5 s (large bots: 16+)
             *_, limit = await self.client.http.get_bot_gateway()
             self._identify_concurrency = max(1, int(limit.get("max_concurrency") or 1))

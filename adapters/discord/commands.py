@@ -76,7 +76,7 @@ class RawpCommands(app_commands.Group):
 
     async def _answer(self, interaction: discord.Interaction, work) -> None:
         """Defer privately (the hook may talk to the master), then show its answer privately."""
-        if await self.platform.refuse(interaction):
+        if await self.platform.interactions.refuse(interaction):
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
         reply = await work(invocation_of(interaction))
@@ -91,14 +91,14 @@ class RawpCommands(app_commands.Group):
 
     @start.autocomplete("node")
     async def _nodes(self, interaction: discord.Interaction, current: str) -> Choices:
-        if await self.platform.refuse(interaction):
+        if await self.platform.interactions.refuse(interaction):
             return []
         lookup = self.hooks.suggest_nodes(invocation_of(interaction), current)
         return as_choices(await within_budget(lookup))
 
     @start.autocomplete("agent")
     async def _agents(self, interaction: discord.Interaction, current: str) -> Choices:
-        if await self.platform.refuse(interaction):
+        if await self.platform.interactions.refuse(interaction):
             return []
         node = getattr(interaction.namespace, "node", None)
         lookup = self.hooks.suggest_agents(invocation_of(interaction), node, current)
@@ -151,7 +151,7 @@ class RawpCommands(app_commands.Group):
         file2: str | None = None,
         file3: str | None = None,
     ) -> None:
-        if await self.platform.refuse(interaction):
+        if await self.platform.interactions.refuse(interaction):
             return
         draft = PromptDraft()
         draft.add_text(text)
@@ -166,7 +166,7 @@ class RawpCommands(app_commands.Group):
     @prompt.autocomplete("file2")
     @prompt.autocomplete("file3")
     async def _files(self, interaction: discord.Interaction, current: str) -> Choices:
-        if await self.platform.refuse(interaction):
+        if await self.platform.interactions.refuse(interaction):
             return []
 
         async def lookup() -> list[Suggestion]:
@@ -180,7 +180,7 @@ class RawpCommands(app_commands.Group):
     async def command(
         self, interaction: discord.Interaction, name: str, args: str | None = None
     ) -> None:
-        if await self.platform.refuse(interaction):
+        if await self.platform.interactions.refuse(interaction):
             return
         published = {c.name: c for c in await self.hooks.agent_commands(invocation_of(interaction))}
         if name.removeprefix("/") not in published:
@@ -199,7 +199,7 @@ class RawpCommands(app_commands.Group):
 
     @command.autocomplete("name")
     async def _commands(self, interaction: discord.Interaction, current: str) -> Choices:
-        if await self.platform.refuse(interaction):
+        if await self.platform.interactions.refuse(interaction):
             return []
 
         async def lookup() -> list[Suggestion]:

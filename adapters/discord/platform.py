@@ -34,10 +34,11 @@ from dataclasses import replace
 
 import discord
 
-from adapters.discord import custom_ids
-from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
-from adapters.discord.choices import AnswerModal, choice_button_class, prompt_view
-from gateway.approvals.prompt_board import PromptBoard, option_of
+from adapters.discord import custom_ids, routes
+from adapters.discord.access import AccessPolicy
+from adapters.discord.choices import prompt_view
+from adapters.discord.interactions import DiscordInteractions
+from gateway.approvals.prompt_board import PromptBoard
 from gateway.platform import (
     ChatPlatform,
     Choice,
@@ -45,10 +46,8 @@ from gateway.platform import (
     ConversationRef,
     GuardedHooks,
     InteractionPrompt,
-    Invocation,
     MessageRef,
     PlatformLimits,
-    StaleChoice,
 )
 from gateway.rendering.hidden import spoiler_messages
 
@@ -76,10 +75,46 @@ def target_id(conversation: ConversationRef) -> int:
     return int(conversation.thread_id or conversation.channel_id)
 
 
+def messageable_of(
+    client: discord.Client, conversation: ConversationRef
+) -> discord.PartialMessageable:
+    """Where a conversation's messages go: the thread, else the channel."""
+    return client.get_partial_messageable(target_id(conversation))
+
+
+def message_of(client: discord.Client, message: MessageRef) -> discord.PartialMessage:
+    conversation = message.conversation
+    if conversation.thread_id == message.message_id:
+        # A thread opened on a message (a mention) has that message's id, and the message
+        # itself lives in the parent channel: its ✅ after a restart must go there.
+        parent = ConversationRef(NAME, conversation.channel_id)
+        return messageable_of(client, parent).get_partial_message(int(message.message_id))
+    return messageable_of(client, conversation).get_partial_message(int(message.message_id))
+
+
+def approver_ids(
+    client: discord.Client, approver_roles: frozenset[str], conversation: ConversationRef
+) -> frozenset[str]:
+    """Members of the approver roles in the conversation's guild, for
+    `RenderOptions.approver_ids` (they may answer any approval). Needs the Server Members
+    intent, which the bot asks for when DISCORD_APPROVER_ROLES is set."""
+    channel = client.get_channel(int(conversation.channel_id))
+    guild = getattr(channel, "guild", None)
+    if guild is None or not approver_roles:
+        return frozenset()
+    return frozenset(
+        str(member.id)
+        for role_id in approver_roles
+        if (role := guild.get_role(int(role_id))) is not None
+        for member in role.members
+    )
+
+
 class DiscordPlatform(ChatPlatform):
     name = NAME
     limits = LIMITS
     user_ids_per_workspace = False  # Discord user ids are global snowflakes
+    rate_routes = routes.ROUTES  # what the shared budget spends (adapters.discord.routes)
 
     def __init__(
         self,
@@ -99,26 +134,10 @@ class DiscordPlatform(ChatPlatform):
         # resuming sessions may render before the bot finished starting; that output waits.
         self.online = asyncio.Event()
         self.prompt_board = PromptBoard()  # keyed by (thread id, interaction id)
-        self._digests: dict[str, str] = {}  # digest → interaction id (ids too long to fit)
-        self.button_class = choice_button_class(self._on_click)
-        # (thread id, user id) → that user's latest click there, for ephemeral notes
-        self._clicks: dict[tuple[str, str], discord.Interaction] = {}
-
-    def register(self) -> None:
-        """Route clicks on every prompt button, including those posted before a restart."""
-        self.client.add_dynamic_items(self.button_class)
-
-    def _channel(self, conversation: ConversationRef) -> discord.PartialMessageable:
-        return self.client.get_partial_messageable(target_id(conversation))
-
-    def _message(self, message: MessageRef) -> discord.PartialMessage:
-        conversation = message.conversation
-        if conversation.thread_id == message.message_id:
-            # A thread opened on a message (a mention) has that message's id, and the message
-            # itself lives in the parent channel: its ✅ after a restart must go there.
-            parent = ConversationRef(NAME, conversation.channel_id)
-            return self._channel(parent).get_partial_message(int(message.message_id))
-        return self._channel(conversation).get_partial_message(int(message.message_id))
+        # Presses, modal answers and access refusals (adapters.discord.interactions).
+        self.interactions = DiscordInteractions(
+            self.prompt_board, self.policy, lambda: self.hooks, conversation_of
+        )
 
     def use_hooks(self, hooks: ConversationHooks) -> None:
         """Plug in the conversation layer (its failures become apologies: GuardedHooks)."""
@@ -128,12 +147,13 @@ class DiscordPlatform(ChatPlatform):
 
     async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
         await self.online.wait()
-        sent = await self._channel(conversation).send(text, allowed_mentions=NO_MENTIONS)
+        channel = messageable_of(self.client, conversation)
+        sent = await channel.send(text, allowed_mentions=NO_MENTIONS)
         return MessageRef(conversation, str(sent.id))
 
     async def send_keyed(self, conversation: ConversationRef, text: str, key: str) -> MessageRef:
         await self.online.wait()
-        sent = await self._channel(conversation).send(
+        sent = await messageable_of(self.client, conversation).send(
             text, allowed_mentions=NO_MENTIONS, nonce=nonce_of(conversation, key)
         )
         return MessageRef(conversation, str(sent.id))
@@ -155,7 +175,7 @@ class DiscordPlatform(ChatPlatform):
         from the name, so `mime_type` is not sent."""
         await self.online.wait()
         extra = {"nonce": nonce} if nonce is not None else {}
-        sent = await self._channel(conversation).send(
+        sent = await messageable_of(self.client, conversation).send(
             file=discord.File(io.BytesIO(data), filename=name),
             allowed_mentions=NO_MENTIONS,
             **extra,
@@ -165,12 +185,12 @@ class DiscordPlatform(ChatPlatform):
     async def edit_message(self, message: MessageRef, text: str) -> None:
         await self.online.wait()
         with contextlib.suppress(discord.NotFound):
-            await self._message(message).edit(content=text, allowed_mentions=NO_MENTIONS)
+            await message_of(self.client, message).edit(content=text, allowed_mentions=NO_MENTIONS)
 
     async def delete_message(self, message: MessageRef) -> None:
         await self.online.wait()
         with contextlib.suppress(discord.NotFound):
-            await self._message(message).delete()
+            await message_of(self.client, message).delete()
 
     async def send_hidden(self, conversation: ConversationRef, title: str, text: str) -> None:
         for piece in spoiler_messages(title, text, self.limits.max_message_length):
@@ -178,7 +198,7 @@ class DiscordPlatform(ChatPlatform):
 
     async def send_ephemeral(self, conversation: ConversationRef, user_id: str, text: str) -> None:
         await self.online.wait()
-        click = self._clicks.get((str(target_id(conversation)), user_id))
+        click = self.interactions.clicks.get((str(target_id(conversation)), user_id))
         if click is not None and not click.is_expired():
             with contextlib.suppress(discord.NotFound):
                 await click.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
@@ -186,46 +206,35 @@ class DiscordPlatform(ChatPlatform):
         only_them = discord.AllowedMentions(
             everyone=False, roles=False, users=[discord.Object(int(user_id))]
         )
-        await self._channel(conversation).send(f"<@{user_id}> {text}", allowed_mentions=only_them)
+        await messageable_of(self.client, conversation).send(
+            f"<@{user_id}> {text}", allowed_mentions=only_them
+        )
 
     # --- decorations ------------------------------------------------------------------------
 
     async def add_reaction(self, message: MessageRef, emoji: str) -> None:
         await self.online.wait()
         with contextlib.suppress(discord.NotFound):
-            await self._message(message).add_reaction(emoji)
+            await message_of(self.client, message).add_reaction(emoji)
 
     async def remove_reaction(self, message: MessageRef, emoji: str) -> None:
         await self.online.wait()
         me = self.client.user
         if me is not None:
             with contextlib.suppress(discord.NotFound):
-                await self._message(message).remove_reaction(emoji, me)
+                await message_of(self.client, message).remove_reaction(emoji, me)
 
     async def trigger_typing(self, conversation: ConversationRef) -> None:
         await self.online.wait()
-        await self._channel(conversation).typing()  # one trigger; the heartbeat repeats it
+        await messageable_of(
+            self.client, conversation
+        ).typing()  # one trigger; the heartbeat repeats it
 
     async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
         return None  # Discord has no status line; the interim message stands in (G-NS-12)
 
     async def approvers(self, conversation: ConversationRef) -> frozenset[str]:
-        return self.approver_ids(conversation)
-
-    def approver_ids(self, conversation: ConversationRef) -> frozenset[str]:
-        """Members of the approver roles in the conversation's guild, for
-        `RenderOptions.approver_ids` (they may answer any approval). Needs the Server Members
-        intent, which the bot asks for when DISCORD_APPROVER_ROLES is set."""
-        channel = self.client.get_channel(int(conversation.channel_id))
-        guild = getattr(channel, "guild", None)
-        if guild is None or not self.approver_roles:
-            return frozenset()
-        return frozenset(
-            str(member.id)
-            for role_id in self.approver_roles
-            if (role := guild.get_role(int(role_id))) is not None
-            for member in role.members
-        )
+        return approver_ids(self.client, self.approver_roles, conversation)
 
     # --- conversations ----------------------------------------------------------------------
 
@@ -275,13 +284,13 @@ class DiscordPlatform(ChatPlatform):
         await self.online.wait()
         key = str(target_id(conversation))
         text = f"❓ {prompt.prompt}"[: self.limits.max_message_length]
-        view = prompt_view(self.button_class, key, prompt)
+        view = prompt_view(self.interactions.button_class, key, prompt)
         extra = {"nonce": nonce} if nonce is not None else {}
-        sent = await self._channel(conversation).send(
+        sent = await messageable_of(self.client, conversation).send(
             text, view=view, allowed_mentions=NO_MENTIONS, **extra
         )
         ref = MessageRef(conversation, str(sent.id))
-        self._digests[custom_ids.digest(prompt.interaction_id)] = prompt.interaction_id
+        self.interactions.digests[custom_ids.digest(prompt.interaction_id)] = prompt.interaction_id
         self.prompt_board.open(key, prompt, ref, text)
         return ref
 
@@ -289,81 +298,20 @@ class DiscordPlatform(ChatPlatform):
         return str(target_id(conversation))  # prompts are keyed by thread id here
 
     def deliver_choice(self, conversation, interaction_id: str, choice: Choice) -> bool:
-        return super().deliver_choice(conversation, self._interaction_id(interaction_id), choice)
-
-    def _interaction_id(self, encoded: str) -> str:
-        return self._digests.get(encoded, encoded)
+        encoded = self.interactions.interaction_id(interaction_id)
+        return super().deliver_choice(conversation, encoded, choice)
 
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:
         await self.online.wait()
         closed = self.prompt_board.close(message)
         text = f"{closed.text}\n{outcome}" if closed else outcome
         with contextlib.suppress(discord.NotFound):
-            await self._message(message).edit(
+            await message_of(self.client, message).edit(
                 content=text[: self.limits.max_message_length], view=None
             )
-
-    def allows(self, interaction: discord.Interaction) -> bool:
-        return self.policy.allows(
-            where_discord(interaction.guild_id, interaction.channel, interaction.user)
-        )
-
-    async def refuse(self, interaction: discord.Interaction) -> bool:
-        """Refuse a user outside the allowed guilds/channels/roles, politely and privately."""
-        if self.allows(interaction):
-            return False
-        if interaction.type is discord.InteractionType.autocomplete:
-            await interaction.response.autocomplete([])
-        else:
-            await interaction.response.send_message(REFUSAL, ephemeral=True)
-        return True
-
-    async def _on_click(self, interaction: discord.Interaction, choice: custom_ids.ChoiceId):
-        """A button was clicked (routed by its custom_id, also after a restart)."""
-        if await self.refuse(interaction):
-            return
-        user_id = str(interaction.user.id)
-        waiting = self.prompt_board.find(choice.key, self._interaction_id(choice.interaction))
-        if choice.option == custom_ids.INPUT_OPTION:
-            question = waiting.prompt.prompt if waiting else "Answer"
-            modal = AnswerModal(choice.key, choice.interaction, question, self._on_answer)
-            await interaction.response.send_modal(modal)
-            return
-        option_id = option_of(waiting.prompt if waiting else None, choice.option)
-        await self._deliver(interaction, choice.key, choice.interaction, Choice(user_id, option_id))
-
-    async def _on_answer(self, interaction: discord.Interaction, text: str) -> None:
-        parsed = custom_ids.parse_modal(interaction.data.get("custom_id", ""))
-        if parsed is not None:
-            key, interaction_id = parsed
-            choice = Choice(str(interaction.user.id), text=text)
-            await self._deliver(interaction, key, interaction_id, choice)
-
-    async def _deliver(
-        self, interaction: discord.Interaction, key: str, interaction_id: str, choice: Choice
-    ) -> None:
-        interaction_id = self._interaction_id(interaction_id)
-        if self.prompt_board.find(key, interaction_id) is None:
-            # Acknowledged at once: the hook may ask another replica
-            # (gateway.replicas.cluster_routing).
-            await interaction.response.defer()
-            conversation = conversation_of(interaction.channel or discord.Object(int(key)))
-            invocation = Invocation(choice.user_id, conversation, workspace_id=_guild(interaction))
-            note = await self.hooks.stale_choice(StaleChoice(invocation, interaction_id, choice))
-            if note:
-                await interaction.followup.send(note, ephemeral=True, allowed_mentions=NO_MENTIONS)
-            return
-        # Acknowledge within Discord's 3 s; the core answers (or refuses) through this click.
-        await interaction.response.defer()
-        self._clicks[(key, choice.user_id)] = interaction
-        self.prompt_board.answer(key, interaction_id, choice)
 
 
 def nonce_of(conversation: ConversationRef, key: str) -> str:
     """A post key as a Discord nonce: the same for the same post, at most 25 characters."""
     where = f"{target_id(conversation)}\x1f{key}".encode()
     return hashlib.sha256(where).hexdigest()[:25]
-
-
-def _guild(interaction: discord.Interaction) -> str | None:
-    return str(interaction.guild_id) if interaction.guild_id else None

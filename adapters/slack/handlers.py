@@ -54,13 +54,33 @@ def _team(body: dict[str, Any]) -> str | None:
     return team.get("id") if isinstance(team, dict) else team
 
 
+class _Listening:
+    """What every listener reads: the bot, its platform (whose hooks are read at each call:
+    they may be replaced) and the access check."""
+
+    def __init__(self, bot: SlackBot) -> None:
+        self.bot = bot
+        self.platform = bot.platform
+
+    async def allowed(self, body, channel: str | None, user: str) -> bool:
+        return await self.bot.access.allows(_team(body), channel, user)
+
+
 def register(app, bot: SlackBot) -> None:
-    platform = bot.platform  # its hooks are read at each call: they may be replaced
+    """Every Bolt listener of the app, one group per kind of thing Slack sends."""
+    here = _Listening(bot)
+    _listen_to_messages(app, here)
+    _listen_to_the_command(app, here)
+    _listen_to_prompt_buttons(app, here)
+    _listen_to_the_composer(app, here)
+    _listen_for_suggestions(app, here)
 
-    async def allowed(body, channel: str | None, user: str) -> bool:
-        return await bot.access.allows(_team(body), channel, user)
 
-    # --- thread messages are prompts ------------------------------------------------------
+# --- thread messages are prompts ----------------------------------------------------------
+
+
+def _listen_to_messages(app, here: _Listening) -> None:
+    bot, platform = here.bot, here.platform
 
     @app.event("message")
     async def on_message(event, body, context):
@@ -71,15 +91,15 @@ def register(app, bot: SlackBot) -> None:
         # The app's own mention is addressing, not prompt (issue 16 §1).
         text = starts.without_mention(event.get("text") or "", starts.bot_user_of(context, body))
         if event.get("channel_type") == "im" or is_direct(channel):  # issue 16 §1
-            if not await allowed(body, channel, user):
+            if not await here.allowed(body, channel, user):
                 await platform.send_ephemeral(ConversationRef("slack", channel), user, REFUSAL)
                 return
-            here = ConversationRef("slack", channel, thread if thread != event["ts"] else None)
-            await starts.start_from(bot, event, here, _team(body), text)
+            where = ConversationRef("slack", channel, thread if thread != event["ts"] else None)
+            await starts.start_from(bot, event, where, _team(body), text)
             return
         if not thread or thread == event.get("ts"):
             return  # only replies in a session thread are prompts
-        if not await allowed(body, channel, user):
+        if not await here.allowed(body, channel, user):
             return  # a message cannot be answered privately except by postEphemeral
         conversation = ConversationRef("slack", channel, thread)
         invocation = Invocation(
@@ -100,18 +120,23 @@ def register(app, bot: SlackBot) -> None:
             return  # the `message` event carries it (a thread reply, a DM)
         channel, user = event["channel"], event.get("user", "")
         conversation = ConversationRef("slack", channel)
-        if not await allowed(body, channel, user):
+        if not await here.allowed(body, channel, user):
             await platform.send_ephemeral(conversation, user, REFUSAL)
             return
         text = starts.without_mention(event.get("text") or "", starts.bot_user_of(context, body))
         await starts.start_from(bot, event, conversation, _team(body), text)
 
-    # --- the slash command ----------------------------------------------------------------
+
+# --- the slash command --------------------------------------------------------------------
+
+
+def _listen_to_the_command(app, here: _Listening) -> None:
+    bot, platform = here.bot, here.platform
 
     @app.command(bot.settings.command)
     async def on_command(ack, command, respond, client):
         user, channel = command["user_id"], command["channel_id"]
-        if not await allowed(command, channel, user):
+        if not await here.allowed(command, channel, user):
             await ack(text=REFUSAL, response_type="ephemeral")
             return
         verb, *words = from_slack_text(command.get("text") or "").split() or [""]
@@ -133,7 +158,12 @@ def register(app, bot: SlackBot) -> None:
             reply = HELP.format(c=bot.settings.command)
         await respond(text=reply or "Done.", response_type="ephemeral")
 
-    # --- prompt buttons -------------------------------------------------------------------
+
+# --- prompt buttons -----------------------------------------------------------------------
+
+
+def _listen_to_prompt_buttons(app, here: _Listening) -> None:
+    platform = here.platform
 
     @app.action(re.compile(rf"^{choices.CHOICE_ACTION}:\d+$"))
     async def on_choice(ack, body, action):
@@ -142,13 +172,13 @@ def register(app, bot: SlackBot) -> None:
         if value is not None:
             waiting = platform.prompt_board.find(value.where, value.interaction)
             option = option_of(waiting.prompt if waiting else None, value.option)
-            await deliver(body, value, Choice(body["user"]["id"], option_id=option))
+            await _deliver(here, body, value, Choice(body["user"]["id"], option_id=option))
 
     @app.action(choices.ANSWER_ACTION)
     async def on_answer_button(ack, body, action, client):
         await ack()
         value = choices.parse_value(action.get("value"))
-        if value is None or not await allowed(body, value.channel, body["user"]["id"]):
+        if value is None or not await here.allowed(body, value.channel, body["user"]["id"]):
             return
         waiting = platform.prompt_board.find(value.where, value.interaction)
         question = waiting.prompt.prompt if waiting else "Answer"
@@ -163,19 +193,7 @@ def register(app, bot: SlackBot) -> None:
         state = view["state"]["values"].get(choices.ANSWER_BLOCK, {})
         text = state.get(choices.ANSWER_INPUT, {}).get("value") or ""
         if value is not None:
-            await deliver(body, value, Choice(body["user"]["id"], text=text))
-
-    async def deliver(body, value: choices.ChoiceValue, choice: Choice) -> None:
-        conversation = ConversationRef("slack", value.channel, value.thread)
-        if not await allowed(body, value.channel, choice.user_id):
-            await platform.send_ephemeral(conversation, choice.user_id, REFUSAL)
-            return
-        if platform.prompt_board.answer(value.where, value.interaction, choice):
-            return  # the core accepts it or refuses it privately
-        invocation = Invocation(choice.user_id, conversation, None, _team(body))
-        note = await platform.hooks.stale_choice(StaleChoice(invocation, value.interaction, choice))
-        if note:
-            await platform.send_ephemeral(conversation, choice.user_id, note)
+            await _deliver(here, body, value, Choice(body["user"]["id"], text=text))
 
     @app.action(REVEAL_ACTION)
     async def on_reveal(ack, body, action):
@@ -183,17 +201,36 @@ def register(app, bot: SlackBot) -> None:
         container = body.get("container", {})
         channel, user = container.get("channel_id", ""), body["user"]["id"]
         conversation = ConversationRef("slack", channel, container.get("thread_ts"))
-        if await allowed(body, channel, user):
+        if await here.allowed(body, channel, user):
             await platform.reveal(conversation, user, action.get("value", ""))
 
-    # --- the composer ---------------------------------------------------------------------
+
+async def _deliver(here: _Listening, body, value: choices.ChoiceValue, choice: Choice) -> None:
+    platform = here.platform
+    conversation = ConversationRef("slack", value.channel, value.thread)
+    if not await here.allowed(body, value.channel, choice.user_id):
+        await platform.send_ephemeral(conversation, choice.user_id, REFUSAL)
+        return
+    if platform.prompt_board.answer(value.where, value.interaction, choice):
+        return  # the core accepts it or refuses it privately
+    invocation = Invocation(choice.user_id, conversation, None, _team(body))
+    note = await platform.hooks.stale_choice(StaleChoice(invocation, value.interaction, choice))
+    if note:
+        await platform.send_ephemeral(conversation, choice.user_id, note)
+
+
+# --- the composer -------------------------------------------------------------------------
+
+
+def _listen_to_the_composer(app, here: _Listening) -> None:
+    platform = here.platform
 
     @app.action(views.COMPOSE_ACTION)
     async def on_compose(ack, body, client):
         await ack()
         container = body.get("container", {})
         channel = container.get("channel_id", "")
-        if not await allowed(body, channel, body["user"]["id"]):
+        if not await here.allowed(body, channel, body["user"]["id"]):
             await platform.send_ephemeral(
                 ConversationRef("slack", channel), body["user"]["id"], REFUSAL
             )
@@ -202,53 +239,17 @@ def register(app, bot: SlackBot) -> None:
         conversation = ConversationRef("slack", channel, container.get("message_ts"))
         await client.views_open(trigger_id=body["trigger_id"], view=views.prompt_view(conversation))
 
-    def composer_invocation(body) -> Invocation | None:
-        conversation = views.conversation_from(body.get("view", {}).get("private_metadata"))
-        if conversation is None:
-            return None
-        return Invocation(body["user"]["id"], conversation, None, _team(body))
-
-    @app.options(views.FILE_ACTION)
-    async def on_file_suggestion(ack, body, payload):
-        invocation = composer_invocation(body)
-        if invocation is None or not await allowed(
-            body, invocation.conversation.channel_id, invocation.user_id
-        ):
-            await ack(options=[])
-            return
-        found = await bot.within_budget(
-            platform.hooks.search_files(invocation, payload.get("value", ""))
-        )
-        await ack(options=views.options([(c.path, c.path) for c in found or []]))
-
-    @app.options(views.COMMAND_ACTION)
-    async def on_command_suggestion(ack, body, payload):
-        invocation = composer_invocation(body)
-        if invocation is None or not await allowed(
-            body, invocation.conversation.channel_id, invocation.user_id
-        ):
-            await ack(options=[])
-            return
-        typed = (payload.get("value") or "").removeprefix("/")
-        published = await bot.within_budget(platform.hooks.agent_commands(invocation)) or []
-        matching = sorted(
-            (c for c in published if c.name.startswith(typed)),  # G-CMD-14
-            key=lambda c: (c.category or "", c.name),  # G-CMD-16
-        )
-        pairs = [(f"/{c.name} — {c.description}".rstrip(" —"), c.name) for c in matching]
-        await ack(options=views.options(pairs))
-
     @app.view(views.PROMPT_VIEW)
     async def on_prompt_submitted(ack, body, view):
-        invocation = composer_invocation(body)
+        invocation = _composer_invocation(body)
         text, paths, command_name = views.submitted(view["state"]["values"])
         try:
-            request, shown = await compose(invocation, text, paths, command_name)
+            request, shown = await _compose(here, invocation, text, paths, command_name)
         except PromptError as refused:
             await ack(response_action="errors", errors={views.TEXT_BLOCK: str(refused)})
             return
         await ack()
-        if invocation is None or not await allowed(
+        if invocation is None or not await here.allowed(
             body, invocation.conversation.channel_id, invocation.user_id
         ):
             return
@@ -261,17 +262,65 @@ def register(app, bot: SlackBot) -> None:
         if reply:
             await platform.send_ephemeral(invocation.conversation, invocation.user_id, reply)
 
-    async def compose(invocation, text: str, paths: list[str], command_name: str | None):
-        if command_name and invocation is not None:
-            published = {c.name: c for c in await platform.hooks.agent_commands(invocation)}
-            if command_name not in published:
-                raise PromptError(f"the agent offers no command /{command_name}")
-            # G-CMD-28/30: shown without the slash, the name in bold.
-            return slash_prompt(published[command_name], text), f"**{command_name}** {text}"
-        draft = PromptDraft()
-        draft.add_text(text)
-        for path in paths:
-            draft.add_text(" ")
-            draft.add_file(PickedFile(path))
-        shown = text + "".join(f" 📎 `{p}`" for p in paths)
-        return draft.build(), shown
+
+def _listen_for_suggestions(app, here: _Listening) -> None:
+    bot, platform = here.bot, here.platform
+
+    async def asking(body) -> Invocation | None:
+        invocation = _composer_invocation(body)
+        if invocation is None or not await here.allowed(
+            body, invocation.conversation.channel_id, invocation.user_id
+        ):
+            return None
+        return invocation
+
+    @app.options(views.FILE_ACTION)
+    async def on_file_suggestion(ack, body, payload):
+        invocation = await asking(body)
+        if invocation is None:
+            await ack(options=[])
+            return
+        found = await bot.within_budget(
+            platform.hooks.search_files(invocation, payload.get("value", ""))
+        )
+        await ack(options=views.options([(c.path, c.path) for c in found or []]))
+
+    @app.options(views.COMMAND_ACTION)
+    async def on_command_suggestion(ack, body, payload):
+        invocation = await asking(body)
+        if invocation is None:
+            await ack(options=[])
+            return
+        typed = (payload.get("value") or "").removeprefix("/")
+        published = await bot.within_budget(platform.hooks.agent_commands(invocation)) or []
+        matching = sorted(
+            (c for c in published if c.name.startswith(typed)),  # G-CMD-14
+            key=lambda c: (c.category or "", c.name),  # G-CMD-16
+        )
+        pairs = [(f"/{c.name} — {c.description}".rstrip(" —"), c.name) for c in matching]
+        await ack(options=views.options(pairs))
+
+
+def _composer_invocation(body) -> Invocation | None:
+    conversation = views.conversation_from(body.get("view", {}).get("private_metadata"))
+    if conversation is None:
+        return None
+    return Invocation(body["user"]["id"], conversation, None, _team(body))
+
+
+async def _compose(
+    here: _Listening, invocation, text: str, paths: list[str], command_name: str | None
+):
+    if command_name and invocation is not None:
+        published = {c.name: c for c in await here.platform.hooks.agent_commands(invocation)}
+        if command_name not in published:
+            raise PromptError(f"the agent offers no command /{command_name}")
+        # G-CMD-28/30: shown without the slash, the name in bold.
+        return slash_prompt(published[command_name], text), f"**{command_name}** {text}"
+    draft = PromptDraft()
+    draft.add_text(text)
+    for path in paths:
+        draft.add_text(" ")
+        draft.add_file(PickedFile(path))
+    shown = text + "".join(f" 📎 `{p}`" for p in paths)
+    return draft.build(), shown

@@ -41,8 +41,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack import mrkdwn
+from adapters.slack import mrkdwn, routes
 from adapters.slack.choices import prompt_blocks, where_of
+from adapters.slack.status import SlackStatus
 from adapters.slack.views import compose_button
 from gateway.approvals.prompt_board import PromptBoard
 from gateway.platform import (
@@ -57,8 +58,6 @@ from gateway.platform import (
 
 log = logging.getLogger(__name__)
 NAME = "slack"
-TYPING_STATUS = "is working…"
-FALLBACK_STATUS = "⋯ working…"
 REVEAL_ACTION = "rawp_reveal"
 # Slack: `text` may hold 40,000 characters, a section block 3,000 (A-35; docs/gateway.md); the
 # assistant status lasts 2 minutes; one file may be up to 1 GB (files.getUploadURLExternal).
@@ -92,10 +91,20 @@ def _error(refused: SlackApiError) -> str:
     return str(refused.response.get("error", ""))
 
 
+async def quietly(call, tolerated: frozenset[str] = frozenset(GONE)) -> None:
+    """Await a Slack call; a message already gone (or `tolerated`) is not an error."""
+    try:
+        await call
+    except SlackApiError as refused:
+        if _error(refused) not in tolerated:
+            raise
+
+
 class SlackPlatform(ChatPlatform):
     name = NAME
     limits = LIMITS
     user_ids_per_workspace = True  # a U… id is unique within its team only
+    rate_routes = routes.ROUTES  # what the shared budget spends (adapters.slack.routes)
 
     def __init__(
         self,
@@ -108,10 +117,8 @@ class SlackPlatform(ChatPlatform):
         self.hooks = GuardedHooks(hooks or ConversationHooks())
         self.prompt_board = PromptBoard()  # keyed by ((channel, thread ts), interaction id)
         self.hidden: dict[str, str] = {}  # reveal key → hidden text (this process only)
-        self._assistant_off: set[ConversationRef] = set()  # setStatus refused there
-        self._status_up: set[ConversationRef] = set()  # a status shows: set, no post since
-        self._status_text: dict[ConversationRef, str] = {}
-        self._status_message: dict[ConversationRef, MessageRef] = {}
+        # Typing and the status line (adapters.slack.status).
+        self.status = SlackStatus(client, self.send_message, self.edit_message, self.delete_message)
 
     async def approvers(self, conversation: ConversationRef) -> frozenset[str]:
         return await self._approver_ids() if self._approver_ids is not None else frozenset()
@@ -138,7 +145,7 @@ class SlackPlatform(ChatPlatform):
             unfurl_links=False,
             **extra,
         )
-        self._status_up.discard(conversation)  # Slack took the assistant status down
+        self.status.posted(conversation)  # Slack took the assistant status down
         return MessageRef(conversation, answer["ts"])
 
     async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
@@ -202,7 +209,7 @@ class SlackPlatform(ChatPlatform):
     async def edit_message(self, message: MessageRef, text: str) -> None:
         blocks = mrkdwn.messages_of(text)[0]  # edited texts are short (task lists, status)
         fallback = blocks[0]["text"]["text"] if blocks else mrkdwn.escape(text[:3000])
-        await self._quietly(
+        await quietly(
             self.client.chat_update(
                 channel=message.conversation.channel_id,
                 ts=message.message_id,
@@ -212,16 +219,9 @@ class SlackPlatform(ChatPlatform):
         )
 
     async def delete_message(self, message: MessageRef) -> None:
-        await self._quietly(
+        await quietly(
             self.client.chat_delete(channel=message.conversation.channel_id, ts=message.message_id)
         )
-
-    async def _quietly(self, call, tolerated: frozenset[str] = frozenset(GONE)) -> None:
-        try:
-            await call
-        except SlackApiError as refused:
-            if _error(refused) not in tolerated:
-                raise
 
     async def send_hidden(self, conversation: ConversationRef, title: str, text: str) -> None:
         key = secrets.token_urlsafe(12)
@@ -267,7 +267,7 @@ class SlackPlatform(ChatPlatform):
     # --- decorations ------------------------------------------------------------------------
 
     async def add_reaction(self, message: MessageRef, emoji: str) -> None:
-        await self._quietly(
+        await quietly(
             self.client.reactions_add(
                 channel=message.conversation.channel_id,
                 timestamp=message.message_id,
@@ -277,7 +277,7 @@ class SlackPlatform(ChatPlatform):
         )
 
     async def remove_reaction(self, message: MessageRef, emoji: str) -> None:
-        await self._quietly(
+        await quietly(
             self.client.reactions_remove(
                 channel=message.conversation.channel_id,
                 timestamp=message.message_id,
@@ -287,52 +287,10 @@ class SlackPlatform(ChatPlatform):
         )
 
     async def trigger_typing(self, conversation: ConversationRef) -> None:
-        status = self._status_text.get(conversation) or TYPING_STATUS
-        shown = await self._assistant_status(conversation, status)
-        if not shown and conversation not in self._status_message:
-            await self._show_fallback(conversation, self._status_text.get(conversation))
+        await self.status.typing(conversation)
 
     async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
-        if text is None:
-            self._status_text.pop(conversation, None)
-            if conversation not in self._status_up and conversation not in self._status_message:
-                return  # nothing shows (never set, or a post took it down): no call
-        else:
-            self._status_text[conversation] = text
-        if await self._assistant_status(conversation, text or ""):
-            return
-        if text is None:
-            message = self._status_message.pop(conversation, None)
-            if message is not None:
-                await self.delete_message(message)
-        else:
-            await self._show_fallback(conversation, text)
-
-    async def _assistant_status(self, conversation: ConversationRef, status: str) -> bool:
-        """`assistant.threads.setStatus`; False where Slack refuses it (then: fallback)."""
-        if conversation.thread_id is None or conversation in self._assistant_off:
-            return False
-        try:
-            await self.client.assistant_threads_setStatus(
-                channel_id=conversation.channel_id, thread_ts=conversation.thread_id, status=status
-            )
-            if status:
-                self._status_up.add(conversation)
-            else:
-                self._status_up.discard(conversation)
-            return True
-        except SlackApiError as refused:
-            log.info("setStatus refused (%s): using a status message", _error(refused))
-            self._assistant_off.add(conversation)
-            return False
-
-    async def _show_fallback(self, conversation: ConversationRef, text: str | None) -> None:
-        shown = text or FALLBACK_STATUS
-        message = self._status_message.get(conversation)
-        if message is None:
-            self._status_message[conversation] = await self.send_message(conversation, shown)
-        else:
-            await self.edit_message(message, shown)
+        await self.status.set(conversation, text)
 
     # --- conversations ----------------------------------------------------------------------
 
@@ -375,7 +333,7 @@ class SlackPlatform(ChatPlatform):
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:
         closed = self.prompt_board.close(message)
         text = f"{closed.text}\n{mrkdwn.to_mrkdwn(outcome)}" if closed else outcome
-        await self._quietly(
+        await quietly(
             self.client.chat_update(
                 channel=message.conversation.channel_id,
                 ts=message.message_id,

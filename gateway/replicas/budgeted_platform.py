@@ -1,16 +1,18 @@
 """`BudgetedPlatform`: every outgoing call of a chat platform spends the shared budget first
 (issue 19 §5; gateway.replicas.platform_budget, gateway.replicas.budget_queue).
 
-It wraps the adapter's platform (Discord, Slack) the way gateway.redaction.redacting_platform wraps
-a session's: `rawp_app.launch` binds the wrapper to the conversation service, so every call the
-renderer, its `Poster` and its `InteractionFlow` make waits for its turn here. Interaction
+It wraps the adapter's platform (Discord, Slack) through the one platform hook
+(gateway.platform_middleware), as gateway.redaction.redacting_platform wraps a session's:
+`rawp_app.launch` binds the wrapper to the conversation service, so every call the renderer,
+its `Poster` and its `InteractionFlow` make waits for its turn here. Interaction
 responses the adapter makes itself (acknowledging a button within Discord's 3 s) are not
 budgeted: they are answers to the platform, on their own limits.
 
 Rules:
 
-1. Each method is a kind of call (`CALLS`) that names its route in the budget table per
-   platform; a route the platform does not have (Discord's status line) costs nothing.
+1. Each operation is a kind of call (`KIND_OF_OP`, `kind_of`); the platform declares the route
+   each kind spends and its limits (`ChatPlatform.rate_routes`, adapters/<platform>/routes.py);
+   a kind it names no route for (Discord's status line) costs nothing.
 2. Priority: `call_priority` where the caller set one (the renderer's turn end: ANSWER), else
    the kind's default: approvals ANSWER; content CHUNK; typing, status and reactions STATUS
    whatever the caller set (a decoration never outranks content). Clearing the status is the
@@ -27,21 +29,17 @@ Rules:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
-from gateway.platform import (
-    ChatPlatform,
-    Choice,
-    ConversationRef,
-    InteractionPrompt,
-    MessageRef,
-)
+from gateway.platform import ChatPlatform, ConversationRef
+from gateway.platform_middleware import PlatformCall, PlatformMiddleware, Proceed
 from gateway.replicas.budget_queue import BudgetQueue
 from gateway.replicas.platform_budget import (
-    ROUTES,
     Buckets,
     Limit,
     MemoryBuckets,
+    PlatformRoutes,
     Priority,
     current_priority,
     routes_of,
@@ -52,206 +50,94 @@ from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
-# kind → (route per platform, default priority, droppable)
-CALLS: dict[str, tuple[dict[str, str], Priority, bool]] = {
-    "post": ({"discord": "message.create", "slack": "chat.postMessage"}, Priority.CHUNK, False),
-    "approval": (
-        {"discord": "message.create", "slack": "chat.postMessage"},
-        Priority.ANSWER,
-        False,
-    ),
-    "upload": ({"discord": "message.create", "slack": "files.upload"}, Priority.CHUNK, False),
-    "ephemeral": (
-        {"discord": "message.create", "slack": "chat.postEphemeral"},
-        Priority.ANSWER,
-        False,
-    ),
-    "edit": ({"discord": "message.edit", "slack": "chat.update"}, Priority.CHUNK, False),
-    "close": ({"discord": "message.edit", "slack": "chat.update"}, Priority.ANSWER, False),
-    "delete": ({"discord": "message.delete", "slack": "chat.delete"}, Priority.CHUNK, False),
-    "find": ({"slack": "conversations.replies"}, Priority.CHUNK, False),
-    "thread": ({"discord": "thread.create", "slack": "chat.postMessage"}, Priority.ANSWER, False),
-    "react": ({"discord": "reaction", "slack": "reactions.add"}, Priority.STATUS, False),
-    "unreact": ({"discord": "reaction", "slack": "reactions.remove"}, Priority.STATUS, False),
-    "typing": (
-        {"discord": "typing", "slack": "assistant.threads.setStatus"},
-        Priority.STATUS,
-        True,
-    ),
-    "status": ({"slack": "assistant.threads.setStatus"}, Priority.STATUS, True),
-    "clear": ({"slack": "assistant.threads.setStatus"}, Priority.STATUS, False),
+# kind of call → (default priority, droppable); the route each kind spends is the platform's
+# own declaration (`PlatformRoutes.calls`, adapters/<platform>/routes.py).
+KINDS: dict[str, tuple[Priority, bool]] = {
+    "post": (Priority.CHUNK, False),
+    "approval": (Priority.ANSWER, False),
+    "upload": (Priority.CHUNK, False),
+    "ephemeral": (Priority.ANSWER, False),
+    "edit": (Priority.CHUNK, False),
+    "close": (Priority.ANSWER, False),
+    "delete": (Priority.CHUNK, False),
+    "find": (Priority.CHUNK, False),
+    "thread": (Priority.ANSWER, False),
+    "thread_on": (Priority.ANSWER, False),  # a thread on the user's own message
+    "react": (Priority.STATUS, False),
+    "unreact": (Priority.STATUS, False),
+    "typing": (Priority.STATUS, True),
+    "status": (Priority.STATUS, True),
+    "clear": (Priority.STATUS, False),
 }
 _DECORATIONS = {"react", "unreact", "typing", "status"}  # STATUS whatever the caller set
 
+# operation (gateway.platform_middleware.OPS) → the kind of call it is (rule 1).
+KIND_OF_OP: dict[str, str] = {
+    "send_message": "post",
+    "send_keyed": "post",
+    "send_hidden": "post",
+    "find_keyed": "find",
+    "upload_file": "upload",
+    "upload_keyed": "upload",
+    "edit_message": "edit",
+    "delete_message": "delete",
+    "send_ephemeral": "ephemeral",
+    "add_reaction": "react",
+    "remove_reaction": "unreact",
+    "trigger_typing": "typing",
+    "set_status": "status",  # "clear" when the text is None: kind_of
+    "send_interaction": "approval",
+    "send_interaction_keyed": "approval",
+    "close_interaction": "close",
+    "open_thread": "thread",
+    "open_thread_on": "thread_on",
+}
+# Operations that spend nothing: they ask the adapter's own state or wait for a user.
+UNSPENT = frozenset({"approvers", "wait_for_choice"})
 
-def channel_of(conversation: ConversationRef) -> str:
-    """Where the platform counts per channel: a Discord thread is a channel; a Slack thread
-    lives in its channel."""
-    if conversation.platform == "discord":
-        return conversation.thread_id or conversation.channel_id
-    return conversation.channel_id
+
+def kind_of(call: PlatformCall) -> str | None:
+    """The kind of call `call` is; None when it costs no platform call."""
+    name = call.op.name
+    if name == "set_status":
+        return "status" if call.args["text"] else "clear"
+    if name in ("open_thread", "open_thread_on") and call.conversation.thread_id is not None:
+        return None  # already in a thread: the session lives there, nothing is opened
+    return KIND_OF_OP.get(name)
 
 
-class BudgetedPlatform(ChatPlatform):
+class BudgetedPlatform(PlatformMiddleware):
+    """Each call waits for its turn in the budget of the route its kind spends (rules 1–3)."""
+
     def __init__(
-        self, inner: ChatPlatform, queue: BudgetQueue, routes: dict[str, Limit] | None = None
+        self, inner: ChatPlatform, queue: BudgetQueue, limits: Mapping[str, Limit] | None = None
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.queue = queue
-        self.name = inner.name
-        self.limits = inner.limits
-        self.user_ids_per_workspace = inner.user_ids_per_workspace
-        self.prompt_board = inner.prompt_board
-        self.routes = routes if routes is not None else ROUTES.get(inner.name, {})
+        # A platform that declares no routes spends nothing (rule 1).
+        declared = inner.rate_routes or PlatformRoutes(inner.name, {}, {})
+        self.calls = declared.calls
+        self._channel_of = declared.channel_of
+        self.routes = limits if limits is not None else declared.limits
 
-    def __getattr__(self, name: str) -> Any:
-        # What only the adapter has (Discord's `online`, Slack's `show_prompt`) is its own.
-        return getattr(self.inner, name)
-
-    # The adapter's own prompt-board key and delivery (gateway.replicas.cluster_routing rule 3): the
-    # base class's defaults would use the wrong key for an adapter that overrides them.
-    def where_of(self, conversation: ConversationRef):
-        return self.inner.where_of(conversation)
-
-    def deliver_choice(self, conversation: ConversationRef, interaction_id: str, choice: Choice):
-        return self.inner.deliver_choice(conversation, interaction_id, choice)
+    async def around(self, call: PlatformCall, proceed: Proceed) -> Any:
+        kind = kind_of(call)
+        if kind is not None and not await self._admit(kind, call.conversation):
+            return None  # rule 3: a late typing indicator or status, dropped as if shown
+        return await proceed(call)
 
     async def _admit(self, kind: str, conversation: ConversationRef) -> bool:
-        routes, default, droppable = CALLS[kind]
-        route = routes.get(self.name)
+        default, droppable = KINDS[kind]
+        route = self.calls.get(kind)
         if route is None:
             return True
         priority = default if kind in _DECORATIONS else current_priority(default)
-        where = spends(self.routes, self.name, route, channel_of(conversation))
+        where = spends(self.routes, self.name, route, self._channel_of(conversation))
         coalesce = (conversation, "status") if droppable else None  # typing and status: one
         return await self.queue.admit(where, priority, conversation, coalesce)
 
-    # --- content ----------------------------------------------------------------------------
-
-    async def send_message(self, conversation: ConversationRef, text: str) -> MessageRef:
-        await self._admit("post", conversation)
-        return await self.inner.send_message(conversation, text)
-
-    async def send_keyed(self, conversation: ConversationRef, text: str, key: str) -> MessageRef:
-        await self._admit("post", conversation)
-        return await self.inner.send_keyed(conversation, text, key)
-
-    async def find_keyed(self, conversation: ConversationRef, key: str) -> MessageRef | None:
-        await self._admit("find", conversation)
-        return await self.inner.find_keyed(conversation, key)
-
-    async def upload_file(
-        self, conversation: ConversationRef, name: str, mime_type: str, data: bytes
-    ) -> MessageRef | None:
-        await self._admit("upload", conversation)
-        return await self.inner.upload_file(conversation, name, mime_type, data)
-
-    async def upload_keyed(
-        self, conversation: ConversationRef, name: str, mime_type: str, data: bytes, key: str
-    ) -> MessageRef | None:
-        await self._admit("upload", conversation)
-        return await self.inner.upload_keyed(conversation, name, mime_type, data, key)
-
-    async def edit_message(self, message: MessageRef, text: str) -> None:
-        await self._admit("edit", message.conversation)
-        await self.inner.edit_message(message, text)
-
-    async def delete_message(self, message: MessageRef) -> None:
-        await self._admit("delete", message.conversation)
-        await self.inner.delete_message(message)
-
-    async def send_hidden(self, conversation: ConversationRef, title: str, text: str) -> None:
-        await self._admit("post", conversation)
-        await self.inner.send_hidden(conversation, title, text)
-
-    async def send_ephemeral(self, conversation: ConversationRef, user_id: str, text: str) -> None:
-        await self._admit("ephemeral", conversation)
-        await self.inner.send_ephemeral(conversation, user_id, text)
-
-    async def approvers(self, conversation: ConversationRef) -> frozenset[str]:
-        return await self.inner.approvers(conversation)
-
-    # --- decorations ------------------------------------------------------------------------
-
-    async def add_reaction(self, message: MessageRef, emoji: str) -> None:
-        await self._admit("react", message.conversation)
-        await self.inner.add_reaction(message, emoji)
-
-    async def remove_reaction(self, message: MessageRef, emoji: str) -> None:
-        await self._admit("unreact", message.conversation)
-        await self.inner.remove_reaction(message, emoji)
-
-    async def trigger_typing(self, conversation: ConversationRef) -> None:
-        if await self._admit("typing", conversation):
-            await self.inner.trigger_typing(conversation)
-
-    async def set_status(self, conversation: ConversationRef, text: str | None) -> None:
-        if await self._admit("status" if text else "clear", conversation):
-            await self.inner.set_status(conversation, text)
-
-    # --- interactions -----------------------------------------------------------------------
-
-    async def send_interaction(
-        self, conversation: ConversationRef, prompt: InteractionPrompt
-    ) -> MessageRef:
-        await self._admit("approval", conversation)
-        return await self.inner.send_interaction(conversation, prompt)
-
-    async def send_interaction_keyed(
-        self, conversation: ConversationRef, prompt: InteractionPrompt, key: str
-    ) -> MessageRef:
-        await self._admit("approval", conversation)
-        return await self.inner.send_interaction_keyed(conversation, prompt, key)
-
-    async def wait_for_choice(self, message: MessageRef, timeout_s: float | None) -> Choice | None:
-        return await self.inner.wait_for_choice(message, timeout_s)
-
-    async def close_interaction(self, message: MessageRef, outcome: str) -> None:
-        await self._admit("close", message.conversation)
-        await self.inner.close_interaction(message, outcome)
-
-    # --- conversations ----------------------------------------------------------------------
-
-    async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
-        if conversation.thread_id is None:
-            await self._admit("thread", conversation)
-        return await self.inner.open_thread(conversation, title)
-
-    async def open_thread_on(self, message: MessageRef, title: str) -> ConversationRef:
-        if message.conversation.thread_id is None and self.name == "discord":
-            await self._admit("thread", message.conversation)  # Slack's costs no call
-        return await self.inner.open_thread_on(message, title)
-
 
 # --- rule 4: 429s seen by the platform library block the route for every replica -----------
-
-_DISCORD_ROUTES = {
-    "POST /channels/{id}/messages": "message.create",
-    "PATCH /channels/{id}/messages/{id}": "message.edit",
-    "DELETE /channels/{id}/messages/{id}": "message.delete",
-    "PUT /channels/{id}/messages/{id}/reactions/{id}/@me": "reaction",
-    "DELETE /channels/{id}/messages/{id}/reactions/{id}/@me": "reaction",
-    "DELETE /channels/{id}/messages/{id}/reactions/{id}/{id}": "reaction",
-    "POST /channels/{id}/typing": "typing",
-    "POST /channels/{id}/threads": "thread.create",
-    "POST /channels/{id}/messages/{id}/threads": "thread.create",
-}
-
-
-def route_of_label(platform: str, label: str, headers: Any) -> str | None:
-    """The budget route (`platform:route`) a 429 on the call labelled `label` (the metrics'
-    label: adapters.call_labels) blocks, or None if that call is not budgeted."""
-    if platform == "discord":
-        if headers.get("X-RateLimit-Global") == "true" or headers.get("X-RateLimit-Scope") == (
-            "global"
-        ):
-            return "discord:global"
-        route = _DISCORD_ROUTES.get(label)
-    else:
-        route = "files.upload" if label.startswith("files.") else label
-    if route is None or route not in ROUTES.get(platform, {}):
-        return None
-    return f"{platform}:{route}"
 
 
 def asked_wait(headers: Any) -> float:
@@ -263,16 +149,18 @@ def asked_wait(headers: Any) -> float:
     return 1.0  # a 429 without a wait: a second, as slack_sdk would wait
 
 
-def block_on_429(queue: BudgetQueue):
+def block_on_429(budget: PlatformBudget):
     """Rule 4: a `GatewayMetrics` rate-limit listener that blocks the refused route for every
-    replica (the metrics' trace sees every attempt of the platform library's session)."""
+    replica (the metrics' trace sees every attempt of the platform library's session), as the
+    platform's declaration names it (`PlatformRoutes.route_of_label`)."""
 
     async def blocked(platform: str, label: str, headers: Any) -> None:
-        route = route_of_label(platform, label, headers)
+        declared = budget.declared.get(platform)
+        route = declared.blocked_route(label, headers) if declared else None
         if route is None:
             return
         try:
-            await queue.buckets.block(route, asked_wait(headers))
+            await budget.buckets.block(route, asked_wait(headers))
         except Exception as exc:  # the library waits it out anyway; only the sharing is lost
             log.warning("could not share a 429 on %s: %s", route, exc)
 
@@ -291,6 +179,7 @@ class PlatformBudget:
     ) -> None:
         self.buckets = buckets
         self.overrides = overrides or {}  # RAWP_GATEWAY_PLATFORM_LIMITS
+        self.declared: dict[str, PlatformRoutes] = {}  # what each wrapped platform declares
         self.tasks = TaskOwner("platform budget", log)
         self.queue = BudgetQueue(buckets, self.tasks, **queue_options)
 
@@ -313,12 +202,22 @@ class PlatformBudget:
         await budget.tasks.start()
         return budget
 
-    def wrap(self, platform: ChatPlatform, routes: dict[str, Limit] | None = None) -> ChatPlatform:
-        """`platform` budgeted; one the table has no routes for (the console) as it is."""
-        if routes is None and platform.name not in ROUTES:
+    def wrap(
+        self, platform: ChatPlatform, limits: Mapping[str, Limit] | None = None
+    ) -> ChatPlatform:
+        """`platform` budgeted by the routes it declares (`rate_routes`), their limits the
+        operator's overrides or `limits`; a platform that declares none (the console) as it is."""
+        declared = platform.rate_routes
+        if declared is None:
             return platform
-        chosen = routes if routes is not None else routes_of(platform.name, self.overrides)
+        self.declared[declared.platform] = declared
+        chosen = limits if limits is not None else routes_of(declared.limits, self.overrides)
         return BudgetedPlatform(platform, self.queue, chosen)
+
+    def unknown_overrides(self) -> list[str]:
+        """Routes the overrides name that no wrapped platform declares (a typo, said at start)."""
+        known = {route for declared in self.declared.values() for route in declared.limits}
+        return sorted(set(self.overrides) - known - {"*"})
 
     async def close(self) -> None:
         await self.tasks.close()

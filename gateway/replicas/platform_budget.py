@@ -1,10 +1,10 @@
 """One platform budget shared by every gateway replica (issue 19 §5; docs/scale-out.md).
 
-Every outgoing platform call spends a token from the buckets of its route (`ROUTES`, the
-platforms' published limits, one table) before it is sent. The buckets live in Redis when
-`RAWP_REDIS_URL` is set (gateway.replicas.redis_budget: one Lua script, Redis `TIME`), so three
-replicas together spend what one bot token may; without Redis they live in this process
-(`MemoryBuckets`). Both answer `take` the same way for the same sequence of calls.
+Every outgoing platform call spends a token from the buckets of its route before it is sent:
+the platform's published limits, which its adapter declares (`PlatformRoutes`). The buckets
+live in Redis when `RAWP_REDIS_URL` is set (gateway.replicas.redis_budget: one Lua script,
+Redis `TIME`), so three replicas together spend what one bot token may; without Redis they live
+in this process (`MemoryBuckets`). Both answer `take` the same way for the same sequence of calls.
 
 Rules:
 
@@ -32,13 +32,17 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rawp.clock import SYSTEM_CLOCK, Clock
 from runtime.rate_limit import Budget
+
+if TYPE_CHECKING:
+    from gateway.platform import ConversationRef
 
 
 class Priority(enum.IntEnum):
@@ -84,68 +88,79 @@ class Limit:
         return 1.0 + RESERVE[priority] * (self.burst - 1)
 
 
-# --- the table (rule 1) -----------------------------------------------------------------------
+# --- what a platform declares (rule 1) ---------------------------------------------------------
 #
-# Discord: https://discord.com/developers/docs/topics/rate-limits — 50 requests per second per
-# bot (global); per-route limits are announced in X-RateLimit-Limit / -Reset-After headers and
-# may change; the figures below are what Discord answers for a bot today and what discord.py's
-# docs and issue tracker record: message create 5 per 5 s per channel, reactions 1 per 0.25 s
-# per channel, typing 5 per 5 s, message edit/delete 5 per 5 s per channel. discord.py still
-# reads the headers and waits out any bucket we underestimate (its own Ratelimit per bucket).
-#
-# Slack: https://api.slack.com/apis/rate-limits — Tier 2 20+/min, Tier 3 50+/min, Tier 4
-# 100+/min, per method per workspace; chat.postMessage "1 per second per channel, short bursts
-# allowed" (its method page); each method's tier on its page at
-# https://api.slack.com/methods/<method> (chat.update, chat.delete, reactions.add,
-# conversations.replies, assistant.threads.setStatus: Tier 3; reactions.remove,
-# files.getUploadURLExternal: Tier 2; chat.postEphemeral: Tier 4).
+# The routes and their limits are the adapter's (adapters/discord/routes.py,
+# adapters/slack/routes.py: each cites its platform's published limits); the core spends what
+# the declaration says and never names a platform's route.
 GLOBAL = "global"  # rule 1: spent by every call of the platform
-ROUTES: dict[str, dict[str, Limit]] = {
-    "discord": {
-        GLOBAL: Limit(50.0, 50),
-        "message.create": Limit(1.0, 5, per_channel=True),
-        "message.edit": Limit(1.0, 5, per_channel=True),
-        "message.delete": Limit(1.0, 5, per_channel=True),
-        "reaction": Limit(4.0, 1, per_channel=True),
-        "typing": Limit(1.0, 5, per_channel=True),
-        "thread.create": Limit(1.0, 5, per_channel=True),
-    },
-    "slack": {
-        "chat.postMessage": Limit(1.0, 3, per_channel=True),
-        "chat.update": Limit(50 / 60, 5),
-        "chat.delete": Limit(50 / 60, 5),
-        "chat.postEphemeral": Limit(100 / 60, 10),
-        "reactions.add": Limit(50 / 60, 5),
-        "reactions.remove": Limit(20 / 60, 3),
-        "assistant.threads.setStatus": Limit(50 / 60, 5),
-        "conversations.replies": Limit(50 / 60, 5),
-        "files.upload": Limit(20 / 60, 3),
-    },
-}
 
 
-def parse_limits(text: str) -> dict[str, Budget]:
-    """`RAWP_GATEWAY_PLATFORM_LIMITS`: `route=rate` items overriding the table, comma-separated
-    (`global=5/s,chat.postMessage=2/s`; `*=…` every route), rates as runtime.rate_limit.Budget
-    reads them (the count is the burst). Raises ValueError naming what is wrong."""
-    known = {route for table in ROUTES.values() for route in table} | {"*"}
+def _no_label(label: str, headers: Any) -> str | None:
+    return None
+
+
+def _the_channel(conversation: ConversationRef) -> str:
+    return conversation.channel_id
+
+
+@dataclass(frozen=True)
+class PlatformRoutes:
+    """One platform's rate-limit routes, declared by its adapter (`ChatPlatform.rate_routes`).
+
+    `limits`: route → its limit (`GLOBAL` where the platform has a platform-wide one).
+    `calls`: kind of call (gateway.replicas.budgeted_platform.KINDS) → the route it spends; a
+    kind the platform has no call for (Discord's status line) is absent and costs nothing.
+    `route_of_label`: the route a 429 on the call labelled so (adapters.call_labels) refused,
+    given the answer's headers (rule 3); None when that call is not budgeted.
+    `channel_of`: the channel where the platform counts a conversation's calls.
+    """
+
+    platform: str
+    limits: Mapping[str, Limit]
+    calls: Mapping[str, str]
+    route_of_label: Callable[[str, Any], str | None] = _no_label
+    channel_of: Callable[[ConversationRef], str] = _the_channel
+
+    def blocked_route(self, label: str, headers: Any) -> str | None:
+        """`platform:route` a 429 on `label` blocks (rule 3), or None if it is not budgeted."""
+        route = self.route_of_label(label, headers)
+        if route is None or route not in self.limits:
+            return None
+        return f"{self.platform}:{route}"
+
+
+ROUTE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
+
+
+def parse_limits(text: str, known: Collection[str] | None = None) -> dict[str, Budget]:
+    """`RAWP_GATEWAY_PLATFORM_LIMITS`: `route=rate` items overriding the declared limits,
+    comma-separated (`global=5/s,chat.postMessage=2/s`; `*=…` every route), rates as
+    runtime.rate_limit.Budget reads them (the count is the burst). With `known` (the routes the
+    platforms declare) a route must be one of them. Raises ValueError naming what is wrong."""
     found: dict[str, Budget] = {}
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
         route, sep, rate = (piece.strip() for piece in item.partition("="))
-        if not sep or route not in known:
+        named = route == "*" or (
+            ROUTE_NAME.fullmatch(route) is not None if known is None else route in known
+        )
+        if not sep or not named:
+            routes = ", ".join(sorted({*known, "*"})) if known is not None else "a platform's"
             raise ValueError(
                 f"a platform limit looks like 'chat.postMessage=2/s' with a route of "
-                f"{', '.join(sorted(known))}; not {item!r}"
+                f"{routes}; not {item!r}"
             )
         found[route] = Budget.parse(rate)
     return found
 
 
-def routes_of(platform: str, overrides: dict[str, Budget] | None = None) -> dict[str, Limit]:
-    """The platform's table with the operator's overrides (a route keeps its scope)."""
-    table = dict(ROUTES.get(platform, {}))
+def routes_of(
+    limits: Mapping[str, Limit], overrides: dict[str, Budget] | None = None
+) -> dict[str, Limit]:
+    """A platform's declared limits with the operator's overrides (a route keeps its scope)."""
+    table = dict(limits)
     for route, limit in table.items():
         chosen = (overrides or {}).get(route) or (overrides or {}).get("*")
         if chosen is not None:
@@ -162,7 +177,7 @@ class Spend:
 
 
 def spends(
-    routes: dict[str, Limit], platform: str, route: str, channel: str | None
+    routes: Mapping[str, Limit], platform: str, route: str, channel: str | None
 ) -> tuple[Spend, ...]:
     """The buckets a call to `route` in `channel` spends from (rule 1); none for a route the
     table does not name (it is not budgeted: the library's own limits still apply)."""

@@ -164,7 +164,7 @@ async def test_members_of_an_approver_role_may_answer_a_turn_they_did_not_start(
         operators = frozenset({fake.world.operator_role_id})
         async with running_bot(fake, approver_roles=operators) as bot:
             conversation = ConversationRef("discord", fake.world.channel_id, thread["id"])
-            approvers = bot.platform.approver_ids(conversation)
+            approvers = await bot.platform.approvers(conversation)
             assert fake.world.alice["id"] in approvers and fake.world.bob["id"] not in approvers
             sent = Recorder()
             renderer = SessionRenderer(

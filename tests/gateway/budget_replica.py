@@ -51,7 +51,7 @@ async def main(role: str, api_base: str, token: str, redis_url: str, prefix: str
     # late_s: kept long, so every status queued is posted and the order can be checked.
     budget = PlatformBudget(RedisBuckets.from_url(redis_url, prefix), late_s=120.0)
     await budget.tasks.start()
-    metrics.rate_limit_listeners.append(block_on_429(budget.queue))
+    metrics.rate_limit_listeners.append(block_on_429(budget))
     session = aiohttp.ClientSession(trace_configs=[metrics.platform_trace("slack", slack_label)])
     platform = budget.wrap(SlackPlatform(web_client(token, api_base, session=session)), LOW_ROUTES)
     try:

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters.discord.routes import ROUTES as DISCORD_ROUTES
+from adapters.slack.routes import ROUTES as SLACK_ROUTES
 from gateway.replicas.budget_queue import BudgetQueue
 from gateway.replicas.platform_budget import (
     GLOBAL,
@@ -26,7 +28,6 @@ from gateway.replicas.platform_budget import (
     routes_of,
     spends,
 )
-from gateway.replicas.platform_budget import ROUTES as PLATFORM_ROUTES
 from gateway.replicas.redis_budget import RedisBuckets
 from rawp.clock import FakeClock
 from runtime.tasks import TaskOwner
@@ -48,14 +49,20 @@ def test_spends_name_the_route_its_scope_and_the_global_bucket():
 
 def test_operator_overrides_replace_a_rate_and_keep_the_scope():
     overrides = parse_limits(" global=5/s , chat.postMessage=2/s,")
-    slack = routes_of("slack", overrides)
+    slack = routes_of(SLACK_ROUTES.limits, overrides)
     assert slack["chat.postMessage"] == Limit(2.0, 2, per_channel=True)
-    assert slack["chat.update"] == PLATFORM_ROUTES["slack"]["chat.update"]
+    assert slack["chat.update"] == SLACK_ROUTES.limits["chat.update"]
     assert "global" not in slack  # Slack has no platform-wide limit unless the table says so
-    assert routes_of("discord", parse_limits("*=1000/s"))["reaction"] == Limit(1000.0, 1000, True)
+    every = parse_limits("*=1000/s")
+    assert routes_of(DISCORD_ROUTES.limits, every)["reaction"] == Limit(1000.0, 1000, True)
+    known = {*DISCORD_ROUTES.limits, *SLACK_ROUTES.limits}
     for wrong in ("chat.post=2/s", "global", "global=fast", "=2/s"):
         with pytest.raises(ValueError):
+            parse_limits(wrong, known)
+    for wrong in ("global", "global=fast", "=2/s", "chat post=2/s"):  # no table: the form only
+        with pytest.raises(ValueError):
             parse_limits(wrong)
+    assert parse_limits("chat.post=2/s", known=None)  # a route's name is checked at launch
 
 
 def test_a_reserve_is_never_larger_than_the_bucket():
@@ -250,7 +257,7 @@ async def test_a_429_storm_delays_but_never_loses_or_reorders_an_answer(redis_pr
     metrics = GatewayMetrics()
     budget = PlatformBudget(RedisBuckets(client, prefix))
     other_replica = RedisBuckets(client, prefix)
-    metrics.rate_limit_listeners.append(block_on_429(budget.queue))
+    metrics.rate_limit_listeners.append(block_on_429(budget))
     async with FakeSlack() as slack, budget.tasks:
         slack.rate_limit("chat.postMessage", times=2, retry_after=1)
         trace = metrics.platform_trace("slack", slack_label)
@@ -270,7 +277,7 @@ async def test_a_429_storm_delays_but_never_loses_or_reorders_an_answer(redis_pr
             posting = asyncio.gather(*(answer(t) for t in threads))
             await slack.log.wait_for_call("POST", "chat.postMessage", timeout=10, where=_refused)
             channel = slack.world.channel_id
-            where = spends(PLATFORM_ROUTES["slack"], "slack", "chat.postMessage", channel)
+            where = spends(SLACK_ROUTES.limits, "slack", "chat.postMessage", channel)
             waits = []
             for _ in range(200):  # the listener runs as slack_sdk reads the 429 answer
                 waits.append(await other_replica.take(where, Priority.ANSWER))
@@ -291,10 +298,10 @@ def _refused(call) -> bool:
 
 def test_a_429_names_the_route_it_blocks():
     from adapters.call_labels import discord_route, slack_method
-    from gateway.replicas.budgeted_platform import asked_wait, route_of_label
+    from gateway.replicas.budgeted_platform import asked_wait
 
     def discord(method: str, path: str, **headers: str) -> str | None:
-        return route_of_label("discord", discord_route(method, "/api/v10" + path), headers)
+        return DISCORD_ROUTES.blocked_route(discord_route(method, "/api/v10" + path), headers)
 
     assert discord("POST", "/channels/1/messages") == "discord:message.create"
     assert discord("PATCH", "/channels/1/messages/2") == "discord:message.edit"
@@ -305,8 +312,9 @@ def test_a_429_names_the_route_it_blocks():
     )
     assert discord("GET", "/users/@me") is None  # not budgeted: nothing to block
     slack = slack_method("/api/chat.postMessage")
-    assert route_of_label("slack", slack, {}) == "slack:chat.postMessage"
-    assert route_of_label("slack", "files.getUploadURLExternal", {}) == "slack:files.upload"
+    assert SLACK_ROUTES.blocked_route(slack, {}) == "slack:chat.postMessage"
+    assert SLACK_ROUTES.blocked_route("files.getUploadURLExternal", {}) == "slack:files.upload"
+    assert SLACK_ROUTES.blocked_route("auth.test", {}) is None  # not budgeted
     assert asked_wait({"X-RateLimit-Reset-After": "0.25", "Retry-After": "1"}) == 0.25
     assert asked_wait({"Retry-After": "3"}) == 3.0
 

@@ -1,7 +1,8 @@
-"""The platforms that wrap an adapter's (budget, redaction) stand in for it completely: each
-public method of `ChatPlatform` is the wrapper's own, so a base-class default never answers in
-place of the adapter's override (a Discord press forwarded from another replica went to the
-base class's prompt-board key once), and what the adapter declares reads the same through it."""
+"""The platforms that wrap an adapter's (budget, redaction, metrics) stand in for it completely:
+no public method of `ChatPlatform` answers through a wrapper with the base class's default, so
+a default never answers in place of the adapter's override (a Discord press forwarded from
+another replica went to the base class's prompt-board key once), and what the adapter declares
+reads the same through it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import inspect
 
 import pytest
 
+from gateway.metrics import PlatformOpMetrics
 from gateway.platform import ChatPlatform
 from gateway.redaction.redacting_platform import RedactingPlatform
 from gateway.replicas.budgeted_platform import BudgetedPlatform
@@ -20,8 +22,8 @@ PUBLIC_METHODS = sorted(
 )
 
 
-@pytest.mark.parametrize("wrapper", [BudgetedPlatform, RedactingPlatform])
-def test_every_public_method_is_the_wrappers_own(wrapper):
+@pytest.mark.parametrize("wrapper", [BudgetedPlatform, RedactingPlatform, PlatformOpMetrics])
+def test_no_public_method_is_a_chat_platform_default(wrapper):
     assert "where_of" in PUBLIC_METHODS and "send_keyed" in PUBLIC_METHODS
-    inherited = [name for name in PUBLIC_METHODS if name not in wrapper.__dict__]
+    inherited = [n for n in PUBLIC_METHODS if getattr(wrapper, n) is getattr(ChatPlatform, n)]
     assert inherited == [], f"{wrapper.__name__} inherits ChatPlatform defaults: {inherited}"
