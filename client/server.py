@@ -38,13 +38,13 @@ async def serve_client(
     # hypercorn binds inside `serve` and says nothing we could wait for, so the address is
     # tried first, as hypercorn binds it (SO_REUSEADDR): "listening" is then not a guess, and
     # a port in use is one line (as the master's, master.server) rather than a traceback.
+    # The family and address exactly as hypercorn's Config.create_sockets takes them: "" is
+    # every IPv4 address, a host with ":" is IPv6.
+    bare = host.replace("[", "").replace("]", "")
     try:
-        for family, kind, proto, _, address in socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM
-        ):
-            with socket.socket(family, kind, proto) as probe:
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                probe.bind(address)
+        with socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((bare, port))
     except OSError:
         raise CannotListen(f"could not listen on {host}:{port} (in use, or not here)") from None
     if on_listening is not None:
