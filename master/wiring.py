@@ -128,7 +128,7 @@ def _limiter(settings: Settings, clock: Clock) -> RateLimiter:
     """In-process buckets, or buckets shared by every replica when a Redis URL is set."""
     if not settings.redis_url:
         return MemoryRateLimiter(clock)
-    from master.services.redis_rate_limit import RedisRateLimiter  # imports redis: only here
+    from runtime.redis_buckets import RedisRateLimiter  # imports redis: only here
 
     log.info("rate limits: shared through Redis")
     return RedisRateLimiter.from_url(settings.redis_url, prefix=f"{settings.redis_prefix}rate:")
