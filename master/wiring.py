@@ -18,10 +18,11 @@ from master.services.session_start import SessionStarter
 from master.services.sockets import NodeSockets
 from master.services.tokens import TokenService
 from master.settings import Settings
-from master.storage.db import Database, database_url, redacted
+from master.storage.db import Database, database_url
 from master.storage.migrations import migrate
 from rawp.clock import Clock
 from rawp.tokens import SigningKey
+from runtime.database import redacted
 from runtime.rate_limit import MemoryRateLimiter, RateLimiter
 
 log = logging.getLogger("rawp.master")
