@@ -25,8 +25,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import MetaData, Table, insert, inspect, select, text
+from sqlalchemy import Column, Integer, MetaData, String, Table, insert, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.types import TypeEngine
 
 from runtime.database import Database
 
@@ -48,6 +49,18 @@ class Schema:
     log: logging.Logger
     created: str  # the log line of rule 1, with the version
     applied: str  # the log line of rule 2, with the number and the name
+
+
+def version_table(name: str, metadata: MetaData, applied_at: TypeEngine) -> Table:
+    """A program's version table (rule 2): its name and how it stores a time are its own (an
+    existing database keeps its table), the columns are every program's."""
+    return Table(
+        name,
+        metadata,
+        Column("version", Integer, primary_key=True),
+        Column("name", String(200), nullable=False),
+        Column("applied_at", applied_at, nullable=False),
+    )
 
 
 def head(migrations: list[Migration]) -> int:

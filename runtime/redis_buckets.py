@@ -23,15 +23,21 @@ from runtime.rate_limit import BucketRateLimiter, Budget, Draw
 
 log = logging.getLogger("rawp.master.rate_limit")
 
-# KEYS: n bucket hashes, then m block keys. ARGV: now (seconds; negative = Redis TIME), n, m,
-# then per bucket: per_second, burst, need, ttl_ms. Returns the seconds to wait as a string
-# (Redis would truncate a Lua number to an integer), or false when spent.
-_TAKE = """
+# ARGV[1] now in seconds, negative = Redis's own TIME: every script's first lines.
+_NOW = """
 local now = tonumber(ARGV[1])
 if now < 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
+"""
+
+# KEYS: n bucket hashes, then m block keys. ARGV: now (seconds; negative = Redis TIME), n, m,
+# then per bucket: per_second, burst, need, ttl_ms. Returns the seconds to wait as a string
+# (Redis would truncate a Lua number to an integer), or false when spent.
+_TAKE = (
+    _NOW
+    + """
 local n = tonumber(ARGV[2])
 local m = tonumber(ARGV[3])
 local wait = 0
@@ -70,14 +76,12 @@ end
 if wait > 0 then return string.format('%.6f', wait) end
 return false
 """
+)
 
 # KEYS[1] the block; ARGV: now (negative = TIME), seconds. Keeps the later end.
-_BLOCK = """
-local now = tonumber(ARGV[1])
-if now < 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
+_BLOCK = (
+    _NOW
+    + """
 local until_ = now + tonumber(ARGV[2])
 local old = tonumber(redis.call('GET', KEYS[1]))
 if old == nil or old < until_ then
@@ -86,6 +90,7 @@ if old == nil or old < until_ then
 end
 return 1
 """
+)
 
 
 class RedisTokenBuckets:

@@ -46,19 +46,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.storage.store_db import Database
 from runtime import migrate as migrate_runner
-from runtime.migrate import Step
+from runtime.migrate import Step, version_table
 
 log = logging.getLogger("rawp.gateway.store")
 
 metadata = MetaData()
 
-schema_version = Table(
-    "gateway_schema_version",
-    metadata,
-    Column("version", Integer, primary_key=True),
-    Column("name", String(200), nullable=False),
-    Column("applied_at", String(40), nullable=False),
-)
+schema_version = version_table("gateway_schema_version", metadata, String(40))
 
 CONVERSATION_SEQ = Sequence("conversations_seq", metadata=metadata)
 QUEUED_SEQ = Sequence("queued_prompts_seq", metadata=metadata)

@@ -57,13 +57,7 @@ async def test_replicas_migrating_one_new_database_at_once_migrate_it_once(progr
 
 # A toy program: version 1 makes `things`; version 2 adds a column, which fails if run twice.
 _metadata = MetaData()
-_versions_table = Table(
-    "toy_schema_version",
-    _metadata,
-    Column("version", Integer, primary_key=True),
-    Column("name", String(200), nullable=False),
-    Column("applied_at", String(40), nullable=False),
-)
+_versions_table = migrate.version_table("toy_schema_version", _metadata, String(40))
 _things = Table("things", _metadata, Column("id", Integer, primary_key=True))
 TOY = migrate.Schema(
     metadata=_metadata,

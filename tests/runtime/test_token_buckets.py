@@ -4,9 +4,6 @@ real Redis. The master's rate limiters and the gateway's platform budget both st
 
 from __future__ import annotations
 
-import asyncio
-import secrets
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +17,8 @@ from runtime.rate_limit import (
     MemoryTokenBuckets,
 )
 from runtime.redis_buckets import RedisRateLimiter, RedisTokenBuckets
-from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
+from tests.runtime.bucket_support import in_both_homes, replay
+from tests.scale.conftest import redis_prefix  # noqa: F401 (a fixture)
 
 
 async def test_same_refusals_as_the_memory_limiter(redis_prefix):  # noqa: F811
@@ -61,41 +59,17 @@ _OPS = st.lists(
 )
 
 
-async def _answers(buckets, clock: FakeClock, ops) -> list[float]:
-    seen = []
-    for op in ops:
-        if op[0] == "take":
-            seen.append(round(await buckets.take(_DRAWS[op[1]], _BLOCKS[op[1]]), 4))
-        elif op[0] == "advance":
-            clock.advance(op[1])
-        else:
-            await buckets.block(op[1], op[2])
-    return seen
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=_OPS)
 def test_memory_and_redis_buckets_answer_alike(ops):
     """Several draws at once, a need above one token, blocks: the same waits, call for call."""
 
-    async def both():
-        from redis.asyncio import Redis
-
-        memory_clock, redis_clock = FakeClock(), FakeClock()
-        memory = await _answers(MemoryTokenBuckets(memory_clock), memory_clock, ops)
-        client = Redis.from_url(REDIS_URL, socket_timeout=5)
-        prefix = f"rawp-test:{secrets.token_hex(6)}:"
-        try:
-            buckets = RedisTokenBuckets(client, prefix, redis_clock)
-            redis = await _answers(buckets, redis_clock, ops)
-        finally:
-            keys = [k async for k in client.scan_iter(match=prefix + "*")]
-            if keys:
-                await client.delete(*keys)
-            await client.aclose()
-        return memory, redis
-
-    memory, redis = asyncio.run(both())
+    answers = replay(
+        ops,
+        lambda buckets, op: buckets.take(_DRAWS[op[1]], _BLOCKS[op[1]]),
+        lambda buckets, op: buckets.block(op[1], op[2]),
+    )
+    memory, redis = in_both_homes(MemoryTokenBuckets, RedisTokenBuckets, answers)
     assert memory == redis
 
 
