@@ -37,20 +37,6 @@ Step = Callable[[AsyncConnection], Awaitable[None]]
 Migration = tuple[int, str, Step]  # (number, name, step)
 
 
-@dataclass(frozen=True)
-class Schema:
-    """One program's migrations: what the runner needs to know of it."""
-
-    metadata: MetaData  # every table as it stands today (rule 1)
-    versions: Table  # (version, name, applied_at): what has been applied (rule 2)
-    markers: tuple[str, ...]  # tables whose absence means a new database (rule 1)
-    lock_key: int  # rule 4: each program its own, so a master and a gateway never wait
-    stamp: Callable[[datetime], object]  # `applied_at` as the version table stores it
-    log: logging.Logger
-    created: str  # the log line of rule 1, with the version
-    applied: str  # the log line of rule 2, with the number and the name
-
-
 def version_table(name: str, metadata: MetaData, applied_at: TypeEngine) -> Table:
     """A program's version table (rule 2): its name and how it stores a time are its own (an
     existing database keeps its table), the columns are every program's."""
@@ -63,12 +49,30 @@ def version_table(name: str, metadata: MetaData, applied_at: TypeEngine) -> Tabl
     )
 
 
-def head(migrations: list[Migration]) -> int:
-    return migrations[-1][0]
+@dataclass(frozen=True)
+class Schema:
+    """One program's migrations and what the runner needs to know of them."""
+
+    metadata: MetaData  # every table as it stands today (rule 1)
+    versions: Table  # `version_table`: what has been applied (rule 2)
+    markers: tuple[str, ...]  # tables whose absence means a new database (rule 1)
+    migrations: list[Migration]  # append only (rule 5)
+    lock_key: int  # rule 4: each program its own, so a master and a gateway never wait
+    stamp: Callable[[datetime], object]  # `applied_at` as the version table stores it
+    log: logging.Logger
+    created: str  # the log line of rule 1, with the version
+    applied: str  # the log line of rule 2, with the number and the name
+
+    def head(self) -> int:
+        return self.migrations[-1][0]
+
+    async def migrate(self, db: Database, migrations: list[Migration] | None = None) -> list[int]:
+        """Bring the database to the last migration (of `migrations`, a test's longer list, or
+        the program's own); return the numbers applied now."""
+        return await _migrate(db, self, self.migrations if migrations is None else migrations)
 
 
-async def migrate(db: Database, schema: Schema, migrations: list[Migration]) -> list[int]:
-    """Bring the database to the last migration; return the numbers applied now."""
+async def _migrate(db: Database, schema: Schema, migrations: list[Migration]) -> list[int]:
     async with db.write() as conn:
         if not db.is_sqlite:  # rule 4
             await conn.execute(text(TAKE), {"key": schema.lock_key})
@@ -76,7 +80,7 @@ async def migrate(db: Database, schema: Schema, migrations: list[Migration]) -> 
         if not tables & set(schema.markers):  # rule 1
             await conn.run_sync(schema.metadata.create_all)
             await _record(conn, schema, migrations)
-            schema.log.info(schema.created, head(migrations))
+            schema.log.info(schema.created, migrations[-1][0])
             return [number for number, _, _ in migrations]
         await conn.run_sync(schema.versions.create, checkfirst=True)  # rule 2
         done = set((await conn.execute(select(schema.versions.c.version))).scalars())

@@ -44,7 +44,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.storage.store_db import Database
 from runtime import migrate as migrate_runner
 from runtime.migrate import Step, version_table
 
@@ -279,6 +278,7 @@ SCHEMA = migrate_runner.Schema(
     metadata=metadata,
     versions=schema_version,
     markers=(schema_version.name, conversations.name),  # rule 2: a raw-SQLite store has no version
+    migrations=MIGRATIONS,
     lock_key=LOCK_KEY,
     stamp=lambda moment: moment.isoformat(),
     log=log,
@@ -287,12 +287,5 @@ SCHEMA = migrate_runner.Schema(
 )
 
 
-def head() -> int:
-    return MIGRATIONS[-1][0]
-
-
-async def migrate(db: Database, migrations: list[tuple[int, str, Step]] | None = None) -> list[int]:
-    """Bring the database to the last migration; return the numbers applied now."""
-    return await migrate_runner.migrate(
-        db, SCHEMA, MIGRATIONS if migrations is None else migrations
-    )
+head = SCHEMA.head
+migrate = SCHEMA.migrate  # (db, migrations=None) → the numbers applied now

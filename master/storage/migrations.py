@@ -24,7 +24,6 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from master.storage import schema
-from master.storage.db import Database
 from master.storage.migration_audit import add_audit_table
 from master.storage.migration_budgets import add_budget_tables
 from master.storage.migration_edge import add_edge_tables
@@ -54,6 +53,7 @@ SCHEMA = migrate_runner.Schema(
     metadata=schema.metadata,
     versions=schema.schema_version,
     markers=(schema.schema_version.name,),
+    migrations=MIGRATIONS,
     lock_key=LOCK_KEY,
     stamp=lambda moment: moment,
     log=log,
@@ -62,12 +62,5 @@ SCHEMA = migrate_runner.Schema(
 )
 
 
-def head() -> int:
-    return MIGRATIONS[-1][0]
-
-
-async def migrate(db: Database, migrations: list[tuple[int, str, Step]] | None = None) -> list[int]:
-    """Bring the database to the last migration; return the numbers applied now."""
-    return await migrate_runner.migrate(
-        db, SCHEMA, MIGRATIONS if migrations is None else migrations
-    )
+head = SCHEMA.head
+migrate = SCHEMA.migrate  # (db, migrations=None) → the numbers applied now

@@ -42,7 +42,7 @@ async def test_replicas_migrating_one_new_database_at_once_migrate_it_once(progr
     url, name = await fresh_postgres_database()
     replicas = [opener(url) for _ in range(REPLICAS)]
     try:
-        runs = (migrate.migrate(db, schema, steps) for db in replicas)
+        runs = (schema.migrate(db, steps) for db in replicas)
         results = await asyncio.gather(*runs, return_exceptions=True)
         failures = [r for r in results if isinstance(r, BaseException)]
         assert not failures, f"a replica failed to migrate: {failures!r}"
@@ -63,6 +63,7 @@ TOY = migrate.Schema(
     metadata=_metadata,
     versions=_versions_table,
     markers=("toy_schema_version",),
+    migrations=[],  # each test says its own
     lock_key=0x7261_7770_7459,
     stamp=lambda moment: moment.isoformat(),
     log=logging.getLogger("rawp.test.toy"),
@@ -84,9 +85,9 @@ async def test_an_existing_databases_pending_step_runs_once_under_the_lock():
     first = Database(url)
     replicas = [Database(url) for _ in range(REPLICAS)]
     try:
-        assert await migrate.migrate(first, TOY, [(1, "things", _create_all)]) == [1]
+        assert await TOY.migrate(first, [(1, "things", _create_all)]) == [1]
         both = [(1, "things", _create_all), (2, "things.label", _add_label)]
-        runs = (migrate.migrate(db, TOY, both) for db in replicas)
+        runs = (TOY.migrate(db, both) for db in replicas)
         results = await asyncio.gather(*runs, return_exceptions=True)
         failures = [r for r in results if isinstance(r, BaseException)]
         assert not failures, f"a replica failed to migrate: {failures!r}"  # a twice-run ALTER
@@ -102,8 +103,8 @@ async def test_a_new_sqlite_database_is_created_at_the_last_version(tmp_path):
     db = Database(tmp_path / "toy.db")
     try:
         both = [(1, "things", _create_all), (2, "things.label", _add_label)]
-        assert await migrate.migrate(db, TOY, both) == [1, 2]  # created as it stands: no ALTER
-        assert await migrate.migrate(db, TOY, both) == []
+        assert await TOY.migrate(db, both) == [1, 2]  # created as it stands: no ALTER
+        assert await TOY.migrate(db, both) == []
         assert await _versions(db, TOY) == [(1, 1), (2, 1)]
     finally:
         await db.dispose()
