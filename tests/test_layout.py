@@ -50,6 +50,8 @@ RUNTIME_DRIVERS: dict[Path, set[str]] = {
     Path("runtime/redis_buckets.py"): {"redis"},
     Path("runtime/database.py"): {"sqlalchemy"},
     Path("runtime/migrate.py"): {"sqlalchemy"},
+    # waiting for a database to answer, and naming a socket error's cause
+    Path("runtime/database_reach.py"): {"sqlalchemy", "asyncio", "socket"},
 }
 # Loaded by name against the direction, each for a reason: `rawp gateway` lives with the gateway
 # but its handler wires the platforms, which only rawp_app may (gateway/cli.py, WIRING_MODULE).

@@ -57,11 +57,11 @@ from master.services.sockets import NodeSockets
 from master.settings import EdgeSettings
 from master.storage import edge_sessions as store
 from master.storage.db import Database, utc
-from master.storage.reach import Outage
 from rawp.clock import Clock, iso
 from rawp.config import Limits
 from rawp.errors import BadRequest, NotFound, RawpError
 from rawp.session_state import SessionEvent, SessionState
+from runtime.database_reach import Outage
 from runtime.http import validate
 from runtime.logs import bind_session
 from runtime.tasks import TaskOwner
