@@ -27,6 +27,7 @@ import secrets
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from rawp.clock import SYSTEM_CLOCK, Clock
 from runtime.redis_lease import RedisLease
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class ShardLeases:
         *,
         me: str | None = None,
         lease_ms: int = DEFAULT_LEASE_MS,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._redis = redis
         self.prefix = prefix
@@ -56,6 +58,7 @@ class ShardLeases:
             lambda shard: f"{prefix}shard:{shard}",
             me=self.me,
             lease_ms=lease_ms,
+            clock=clock,
             on_lost=self._dropped,
             renew_failed="discord: shard leases not renewed this round: %s",
             noun="shard",

@@ -38,6 +38,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateway.replicas.cluster import Handler, Lost, Unreachable
+from rawp.clock import SYSTEM_CLOCK, Clock
 from runtime.redis_lease import RedisLease
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,9 @@ REDIS_TIMEOUT_S = 2.0
 class RedisCluster:
     clustered = True
 
-    def __init__(self, url: str, prefix: str, *, lease_ms: int = LEASE_MS) -> None:
+    def __init__(
+        self, url: str, prefix: str, *, lease_ms: int = LEASE_MS, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.redis = Redis.from_url(
             url,
             decode_responses=True,
@@ -69,6 +72,7 @@ class RedisCluster:
             me=self.me,
             lease_ms=lease_ms,
             fence_fraction=FENCE_FRACTION,
+            clock=clock,
             on_lost=self._lost,
             renew_failed=f"replica {self.me} could not renew its leases: %s",
         )
