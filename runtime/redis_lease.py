@@ -60,6 +60,8 @@ async def _ignore(name: str, why: str) -> None:
 class RedisLease:
     """One holder's leases over a set of names, each at `key_of(name)` (rules 1–4)."""
 
+    taken = TAKEN  # why a name is lost when another holds its lease (a caller may word it)
+
     def __init__(
         self,
         redis: Redis,
@@ -169,7 +171,7 @@ class RedisLease:
             return
         for name, kept in zip(names, results, strict=True):
             if not kept:
-                await self.lose(name, TAKEN)
+                await self.lose(name, self.taken)
             elif name in self.owned:
                 self.owned[name] = sent + self._fence_s
 

@@ -30,6 +30,8 @@ Lost = Callable[[str, str], Awaitable[None]]  # (session_id, why)
 class Leases(RedisLease):
     """runtime.redis_lease over `own:{sid}`, with the relay's words and verdicts (rule 2)."""
 
+    taken = "another replica holds it now"
+
     def __init__(
         self,
         redis: Redis,
@@ -55,7 +57,7 @@ class Leases(RedisLease):
         owners = await self.holders(session_ids)
         return [sid for sid, owner in zip(session_ids, owners, strict=True) if owner is None]
 
-    async def lost(self, session_id: str, why: str = "another replica holds it now") -> None:
+    async def lost(self, session_id: str, why: str = taken) -> None:
         await self.lose(session_id, why)
 
     async def _let_go(self, session_id: str, why: str) -> None:
