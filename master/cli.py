@@ -93,7 +93,7 @@ def with_database(settings, work):
     import asyncio
 
     from master.storage.db import database_url
-    from master.storage.reach import DatabaseUnreachable, describe
+    from runtime.database_reach import DatabaseUnreachable, describe
 
     try:
         return asyncio.run(work)

@@ -21,7 +21,7 @@ from pathlib import Path
 from master import gc_pauses
 from master.settings import Settings
 from master.storage.db import Database, database_url
-from master.storage.reach import wait_for_database
+from runtime.database_reach import wait_for_database
 from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master")

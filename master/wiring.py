@@ -18,10 +18,11 @@ from master.services.session_start import SessionStarter
 from master.services.sockets import NodeSockets
 from master.services.tokens import TokenService
 from master.settings import Settings
-from master.storage.db import Database, database_url, redacted
+from master.storage.db import Database, database_url
 from master.storage.migrations import migrate
 from rawp.clock import Clock
 from rawp.tokens import SigningKey
+from runtime.database import redacted
 from runtime.rate_limit import MemoryRateLimiter, RateLimiter
 
 log = logging.getLogger("rawp.master")
@@ -139,7 +140,7 @@ def _limiter(settings: Settings, clock: Clock) -> RateLimiter:
     """In-process buckets, or buckets shared by every replica when a Redis URL is set."""
     if not settings.redis_url:
         return MemoryRateLimiter(clock)
-    from master.services.redis_rate_limit import RedisRateLimiter  # imports redis: only here
+    from runtime.redis_buckets import RedisRateLimiter  # imports redis: only here
 
     log.info("rate limits: shared through Redis")
     return RedisRateLimiter.from_url(settings.redis_url, prefix=f"{settings.redis_prefix}rate:")

@@ -43,6 +43,16 @@ FORBIDDEN: dict[str, set[str]] = {
 }
 # The runtime's one asyncio module: it owns tasks (issue 14 §6), it serves nothing.
 TASK_OWNERSHIP = Path("runtime/tasks.py")
+# Issue 29 §1: the runtime's one lease, token bucket and database stand on their drivers. Each
+# is its own module, imported only by a process that uses that driver (test below).
+RUNTIME_DRIVERS: dict[Path, set[str]] = {
+    Path("runtime/redis_lease.py"): {"redis", "asyncio"},  # asyncio: the renewal loop's sleep
+    Path("runtime/redis_buckets.py"): {"redis"},
+    Path("runtime/database.py"): {"sqlalchemy"},
+    Path("runtime/migrate.py"): {"sqlalchemy"},
+    # waiting for a database to answer, and naming a socket error's cause
+    Path("runtime/database_reach.py"): {"sqlalchemy", "asyncio", "socket"},
+}
 # Loaded by name against the direction, each for a reason: `rawp gateway` lives with the gateway
 # but its handler wires the platforms, which only rawp_app may (gateway/cli.py, WIRING_MODULE).
 LATE_BOUND = {Path("gateway/cli.py"): {"rawp_app"}}
@@ -104,8 +114,27 @@ def test_dependency_direction(package, path):
     rel = path.relative_to(ROOT)
     forbidden = FORBIDDEN[package] - ({"asyncio"} if rel == TASK_OWNERSHIP else set())
     forbidden -= LATE_BOUND.get(rel, set())
+    forbidden -= RUNTIME_DRIVERS.get(rel, set())
     bad = imported_modules(path) & forbidden
     assert not bad, f"{rel} imports {sorted(bad)}, against the architecture's dependency direction"
+
+
+def test_no_runtime_module_pulls_in_a_driver_module():
+    """A process without Redis or a database never imports redis or sqlalchemy through the
+    runtime: only the driver modules themselves, and the tiers, import them."""
+    drivers = {".".join(p.with_suffix("").parts) for p in RUNTIME_DRIVERS}
+    for path in sorted((ROOT / "runtime").glob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel in RUNTIME_DRIVERS:
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        named = {
+            f"{n.module}.{a.name}" if isinstance(n, ast.ImportFrom) else a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in n.names
+        } | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not named & drivers, f"{rel} imports {sorted(named & drivers)}"
 
 
 def test_checker_sees_violations(tmp_path):

@@ -7,9 +7,10 @@ Rules:
    Redis's own clock, so replicas need no clock sync). Expired members are swept by whoever
    counts next. (This tiny registry is the shard assigner's own: the gateway has no cluster
    registry of its own to reuse.)
-2. Shard i is held through the lease `{prefix}shard:{i}` = the holder's replica id, taken with
-   SET NX PX, renewed by compare-and-extend every third of the lease, let go by
-   compare-and-delete. A replica that dies stops renewing: within one lease its shards are free.
+2. Shard i is held through the lease `{prefix}shard:{i}` = the holder's replica id
+   (runtime.redis_lease), taken with SET NX PX, renewed by compare-and-extend every third of
+   the lease, let go by compare-and-delete. A replica that dies stops renewing: within one
+   lease its shards are free.
 3. A replica holds at most its fair share, ceil(count / live replicas): above it, it lets its
    highest shards go (a replica that joins gets work); below it, it claims free shards, lowest
    first. Each `step()` is one round of that, and returns the shards held now.
@@ -26,7 +27,8 @@ import secrets
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from runtime.lease_scripts import RELEASE, RENEW
+from rawp.clock import SYSTEM_CLOCK, Clock
+from runtime.redis_lease import RedisLease
 
 log = logging.getLogger(__name__)
 
@@ -44,22 +46,41 @@ class ShardLeases:
         *,
         me: str | None = None,
         lease_ms: int = DEFAULT_LEASE_MS,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._redis = redis
         self.prefix = prefix
         self.count = count
         self.me = me or secrets.token_hex(8)
         self.lease_ms = lease_ms
-        self.held: set[int] = set()
-        self._renew = redis.register_script(RENEW)
-        self._release = redis.register_script(RELEASE)
+        self.lease = RedisLease(
+            redis,
+            lambda shard: f"{prefix}shard:{shard}",
+            me=self.me,
+            lease_ms=lease_ms,
+            clock=clock,
+            on_lost=self._dropped,
+            renew_failed="discord: shard leases not renewed this round: %s",
+            noun="shard",
+        )
 
     @property
     def interval_s(self) -> float:
-        return self.lease_ms / 3000
+        return self.lease.interval_s
+
+    @property
+    def held(self) -> set[int]:
+        return {int(shard) for shard in self.lease.owned}
+
+    @held.setter
+    def held(self, shards: set[int]) -> None:
+        """What this replica believes it holds (a test sets a belief Redis contradicts)."""
+        self.lease.owned.clear()
+        for shard in shards:
+            self.lease.hold(str(shard))
 
     def key(self, shard: int) -> str:
-        return f"{self.prefix}shard:{shard}"
+        return self.lease.key(str(shard))
 
     @property
     def registry(self) -> str:
@@ -80,29 +101,27 @@ class ShardLeases:
     async def step(self) -> tuple[int, ...]:
         """One round of rules 1–4; the shards held after it, sorted. A Redis error keeps
         the current set (its leases outlive a short outage; a long one frees them for others,
-        and the next successful renewal then drops them, rule 4)."""
+        and this replica drops each once its lease has passed by its own clock, rule 4)."""
         try:
             share = math.ceil(self.count / await self.live_replicas())
-            for shard in sorted(self.held):  # rule 2/4: keep what is still ours
-                if not await self._renew(keys=[self.key(shard)], args=[self.me, self.lease_ms]):
-                    log.warning("discord: shard %d's lease was lost; dropping it", shard)
-                    self.held.discard(shard)
-            for shard in sorted(self.held, reverse=True)[: max(0, len(self.held) - share)]:
+            await self.lease.renew()  # rule 2/4: keep what is still ours
+            held = self.held
+            for shard in sorted(held, reverse=True)[: max(0, len(held) - share)]:
                 await self.release(shard)  # rule 3: above the fair share
             for shard in range(self.count):  # rule 3: up to the fair share, lowest first
-                if len(self.held) >= share:
+                if len(self.lease.owned) >= share:
                     break
-                if shard not in self.held and await self._redis.set(
-                    self.key(shard), self.me, nx=True, px=self.lease_ms
-                ):
-                    self.held.add(shard)
+                if str(shard) not in self.lease.owned:
+                    await self.lease.take(str(shard))
         except (RedisError, OSError) as exc:
             log.warning("discord: shard leases not renewed this round: %s", exc)
         return tuple(sorted(self.held))
 
     async def release(self, shard: int) -> None:
-        self.held.discard(shard)
-        await self._release(keys=[self.key(shard)], args=[self.me])
+        await self.lease.release(str(shard), best_effort=False)
+
+    async def _dropped(self, shard: str, why: str) -> None:
+        log.warning("discord: shard %s's lease was lost; dropping it", shard)
 
     @classmethod
     def for_plan(cls, count: int | None, redis_url: str | None, prefix: str) -> ShardLeases:

@@ -3,14 +3,15 @@
 Imported only when `RAWP_REDIS_URL` is set (gateway.replicas.cluster rule 1). Keys, under the
 gateway's prefix (`RAWP_GATEWAY_REDIS_PREFIX`, default `rawp:gw:`):
 
-- `own:{sid}` = the replica id that renders the session. Rules, as the master's
-  (master/edge/replicas/redis_leases.py): `SET NX PX lease` to claim, compare-and-extend every third
-  of the lease to renew, compare-and-delete to release. A renewal that finds the lease gone
-  or another's, or Redis unreachable for longer than a lease, reports the session lost
+- `own:{sid}` = the replica id that renders the session, held through runtime.redis_lease (the
+  master's and the Discord shards' lease too): `SET NX PX lease` to claim, compare-and-extend
+  every third of the lease to renew, compare-and-delete to release. A renewal that finds the
+  lease gone or another's, or Redis unreachable for longer than a lease, reports the session lost
   (`on_lost`): the conversation layer stops rendering it without ending anything.
-- `valid(sid)`: the fence (gateway.replicas.cluster rule 3). Each claim or renewal moves the
-  session's local deadline to (the moment the command was sent) + `FENCE_FRACTION` of the lease, by
-  this process's monotonic clock; past it, the renderer posts nothing, whatever Redis says.
+- `valid(sid)`: the fence (gateway.replicas.cluster rule 3; runtime.redis_lease rule 2). Each
+  claim or renewal moves the session's local deadline to (the moment the command was sent) +
+  `FENCE_FRACTION` of the lease, by this process's monotonic clock; past it, the renderer posts
+  nothing, whatever Redis says.
 - `replicas`: a sorted set of replica ids scored by the wall-clock millisecond until which
   each is alive; every replica refreshes its own entry every third of `HEARTBEAT_MS` and
   drops expired ones. It is the list placement hashes over (gateway.replicas.cluster rule 4).
@@ -37,7 +38,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateway.replicas.cluster import Handler, Lost, Unreachable
-from runtime.lease_scripts import RELEASE, RENEW
+from rawp.clock import SYSTEM_CLOCK, Clock
+from runtime.redis_lease import RedisLease
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,9 @@ REDIS_TIMEOUT_S = 2.0
 class RedisCluster:
     clustered = True
 
-    def __init__(self, url: str, prefix: str, *, lease_ms: int = LEASE_MS) -> None:
+    def __init__(
+        self, url: str, prefix: str, *, lease_ms: int = LEASE_MS, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.redis = Redis.from_url(
             url,
             decode_responses=True,
@@ -62,9 +66,16 @@ class RedisCluster:
         self.prefix = prefix
         self.me = secrets.token_hex(6)  # a new id per process: a restart is a new replica
         self.lease_ms = lease_ms
-        self.owned: dict[str, float] = {}  # session_id → local deadline (monotonic)
-        self._renew = self.redis.register_script(RENEW)
-        self._release = self.redis.register_script(RELEASE)
+        self.lease = RedisLease(
+            self.redis,
+            self.own_key,
+            me=self.me,
+            lease_ms=lease_ms,
+            fence_fraction=FENCE_FRACTION,
+            clock=clock,
+            on_lost=self._lost,
+            renew_failed=f"replica {self.me} could not renew its leases: %s",
+        )
         self._pubsub = self.redis.pubsub()
         self._pending: dict[str, asyncio.Future[dict]] = {}
         self._handlers = asyncio.Semaphore(MAX_HANDLERS)
@@ -92,92 +103,50 @@ class RedisCluster:
         await self._pubsub.subscribe(self.channel(self.me))
         # Critical (runtime.tasks rule 3): a replica without them holds leases it no longer
         # renews, or never hears a request; a death is restarted, then ends the process.
-        owner.spawn_critical(self._renewals, name="gateway lease renewals")
+        owner.spawn_critical(self.lease.keep, name="gateway lease renewals")
         owner.spawn_critical(self._heartbeat, name="gateway replica heartbeat")
         owner.spawn_critical(self._read_bus, name="gateway replica bus")
         log.info("gateway replica %s joined the cluster (prefix %s)", self.me, self.prefix)
 
     async def close(self) -> None:
         """Leave: release every lease (others take the sessions at their next sweep)."""
-        for session_id in list(self.owned):
+        for session_id in list(self.lease.owned):
             await self.release(session_id)
         with contextlib.suppress(RedisError, OSError):
             await self.redis.zrem(self.registry, self.me)
         await self._pubsub.aclose()
         await self.redis.aclose()
 
-    # --- leases ----------------------------------------------------------------------------
+    # --- leases (runtime.redis_lease) -------------------------------------------------------
 
     async def claim(self, session_id: str) -> bool:
-        sent = time.monotonic()
-        key = self.own_key(session_id)
-        if await self.redis.set(key, self.me, nx=True, px=self.lease_ms) or (
-            await self.redis.get(key) == self.me
-        ):
-            if session_id not in self.owned:
-                log.info("replica %s renders session %s", self.me, session_id)
-            self.owned[session_id] = self._deadline(sent)
-            return True
-        return False
-
-    def _deadline(self, sent: float) -> float:
-        return sent + self.lease_ms / 1000 * FENCE_FRACTION
+        known = self.lease.holds(session_id)
+        if not await self.lease.claim(session_id):
+            return False
+        if not known:
+            log.info("replica %s renders session %s", self.me, session_id)
+        return True
 
     def holds(self, session_id: str) -> bool:
-        return session_id in self.owned
+        return self.lease.holds(session_id)
 
     def valid(self, session_id: str) -> bool:
-        deadline = self.owned.get(session_id)
-        return deadline is not None and time.monotonic() < deadline
+        return self.lease.valid(session_id)
 
     async def holder(self, session_id: str) -> str | None:
         return await self.redis.get(self.own_key(session_id))
 
     async def holders(self, session_ids: list[str]) -> list[str | None]:
-        if not session_ids:
-            return []
-        return await self.redis.mget([self.own_key(sid) for sid in session_ids])
+        return await self.lease.holders(session_ids)
 
     async def release(self, session_id: str) -> None:
         """Let the lease go (best effort: an unreachable Redis expires it anyway)."""
-        self.owned.pop(session_id, None)
-        try:
-            await self._release(keys=[self.own_key(session_id)], args=[self.me])
-        except (RedisError, OSError) as exc:
-            log.info("session %s: lease not released (it expires): %s", session_id, exc)
+        await self.lease.release(session_id)
 
     async def _lost(self, session_id: str, why: str) -> None:
-        if self.owned.pop(session_id, None) is None:
-            return
         log.warning("replica %s stops rendering session %s: %s", self.me, session_id, why)
         if self._on_lost is not None:  # closing waits for the pump: not in the renewal loop
             self._owner.spawn(self._on_lost(session_id), name=f"letting {session_id} go")
-
-    async def _renewals(self) -> None:
-        while True:
-            await asyncio.sleep(self.lease_ms / 3000)
-            owned = list(self.owned)
-            sent = time.monotonic()
-            try:
-                async with self.redis.pipeline(transaction=False) as pipe:
-                    for session_id in owned:
-                        await self._renew(
-                            keys=[self.own_key(session_id)],
-                            args=[self.me, self.lease_ms],
-                            client=pipe,
-                        )
-                    results = await pipe.execute() if owned else []
-            except (RedisError, OSError) as exc:
-                log.warning("replica %s could not renew its leases: %s", self.me, exc)
-                for session_id in owned:
-                    if not self.valid(session_id):
-                        await self._lost(session_id, "its lease expired while Redis was away")
-                continue
-            for session_id, kept in zip(owned, results, strict=True):
-                if not kept:
-                    await self._lost(session_id, "another replica holds its lease now")
-                elif session_id in self.owned:
-                    self.owned[session_id] = self._deadline(sent)
 
     # --- the live replicas -----------------------------------------------------------------
 

@@ -12,8 +12,8 @@ it wraps the `ConversationService`. Rules:
    expires this replica claims the session and runs the verb itself, for up to
    `ROUTE_WAIT_S`. A prompt keeps the `message_id` this replica gave it on the first try, and
    the master and the client drop a control frame whose `message_id` they saw (E-WS-11,
-   A-25; master.edge.links.dataplane, client.sessions.stream), so a prompt the dead holder had sent is not
-   sent to the agent twice.
+   A-25; master.edge.links.dataplane, client.sessions.stream), so a prompt the dead holder had
+   sent is not sent to the agent twice.
 3. A press of a button posted by another replica reaches the holder's prompt board first
    (`ChatPlatform.deliver_choice`): the wait there resolves, closes the prompt and audits it
    as if the press had arrived there; only when nobody waits there either does the stale path

@@ -4,7 +4,8 @@ Every outgoing platform call spends a token from the buckets of its route before
 the platform's published limits, which its adapter declares (`PlatformRoutes`). The buckets
 live in Redis when `RAWP_REDIS_URL` is set (gateway.replicas.redis_budget: one Lua script,
 Redis `TIME`), so three replicas together spend what one bot token may; without Redis they live
-in this process (`MemoryBuckets`). Both answer `take` the same way for the same sequence of calls.
+in this process (`MemoryBuckets`). Both are the project's one token bucket (runtime.rate_limit),
+and answer `take` the same way for the same sequence of calls.
 
 Rules:
 
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rawp.clock import SYSTEM_CLOCK, Clock
-from runtime.rate_limit import Budget
+from runtime.rate_limit import Budget, Draw, MemoryTokenBuckets, TokenBuckets
 
 if TYPE_CHECKING:
     from gateway.platform import ConversationRef
@@ -207,49 +208,33 @@ class Buckets(Protocol):
     async def aclose(self) -> None: ...
 
 
-class MemoryBuckets:
+BLOCKED = "blocked:"  # a route's block, beside its buckets (rule 3)
+
+
+class PlatformBuckets:
+    """Rules 1–3 on the project's one token bucket (runtime.rate_limit): a spend is a draw that
+    needs its priority's reserve, a route's 429 is a block every take on the route names."""
+
+    def __init__(self, buckets: TokenBuckets) -> None:
+        self.buckets = buckets
+
+    async def take(self, spends: Sequence[Spend], priority: Priority) -> float:
+        if not spends:
+            return 0.0
+        draws = [
+            Draw(s.key, s.limit.per_second, s.limit.burst, s.limit.need(priority)) for s in spends
+        ]
+        return await self.buckets.take(draws, [BLOCKED + blocked_key(s) for s in spends])
+
+    async def block(self, route_key: str, seconds: float) -> None:
+        await self.buckets.block(BLOCKED + route_key, seconds)
+
+    async def aclose(self) -> None:
+        await self.buckets.aclose()
+
+
+class MemoryBuckets(PlatformBuckets):
     """The buckets in this process (one replica), timed by the clock's monotonic counter."""
 
     def __init__(self, clock: Clock = SYSTEM_CLOCK, max_keys: int = 100_000) -> None:
-        self._clock = clock
-        self._tokens: dict[str, tuple[float, float]] = {}  # key → (tokens, at)
-        self._blocked: dict[str, float] = {}  # route key → until
-        self._max_keys = max_keys
-
-    def _now(self) -> float:
-        return self._clock.monotonic()
-
-    async def take(self, spends: Sequence[Spend], priority: Priority) -> float:
-        now = self._now()
-        wait = 0.0
-        for spend in spends:
-            wait = max(wait, self._blocked.get(blocked_key(spend), now) - now)
-        refilled = []
-        for spend in spends:
-            limit = spend.limit
-            tokens, at = self._tokens.get(spend.key, (float(limit.burst), now))
-            tokens = min(float(limit.burst), tokens + max(0.0, now - at) * limit.per_second)
-            refilled.append(tokens)
-            missing = limit.need(priority) - tokens
-            if missing > 1e-6:
-                wait = max(wait, missing / limit.per_second)
-        if wait > 0:
-            for spend, tokens in zip(spends, refilled, strict=True):
-                self._tokens[spend.key] = (tokens, now)
-            return wait
-        if len(self._tokens) >= self._max_keys:
-            self._tokens.clear()  # bounded: a forgotten bucket is a full one (rule 1)
-        for spend, tokens in zip(spends, refilled, strict=True):
-            self._tokens[spend.key] = (max(0.0, tokens - 1.0), now)
-        return 0.0
-
-    async def block(self, route_key: str, seconds: float) -> None:
-        until = self._now() + max(0.0, seconds)
-        if until > self._blocked.get(route_key, 0.0):
-            self._blocked[route_key] = until
-        if len(self._blocked) > 1_000:  # bounded: the expired blocks go
-            now = self._now()
-            self._blocked = {k: t for k, t in self._blocked.items() if t > now}
-
-    async def aclose(self) -> None:
-        return None
+        super().__init__(MemoryTokenBuckets(clock, max_keys))

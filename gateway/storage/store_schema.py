@@ -1,6 +1,6 @@
 """The conversation store's tables (SQLAlchemy Core, one schema for SQLite and PostgreSQL) and
-their migrations, recorded in `gateway_schema_version` (issue 19 §1; the pattern of
-master/storage/migrations.py, which the gateway may not import).
+their migrations, recorded in `gateway_schema_version` (issue 19 §1), run by the project's one
+migration runner (runtime.migrate, the master's too).
 
 Rules:
 
@@ -12,9 +12,9 @@ Rules:
    transaction (PostgreSQL and SQLite both roll DDL back), so a failed step leaves the database
    as it was.
 4. Replicas that open one PostgreSQL at once do not race: the transaction first takes a
-   transaction-scoped advisory lock (runtime.migration_lock, shared with the master), so the others
-   wait and then find the work done. On SQLite the write transaction's `BEGIN IMMEDIATE` is
-   that lock (gateway.storage.store_db rule 3).
+   transaction-scoped advisory lock (runtime.migrate rule 4, the runner the master's
+   migrations share; key `LOCK_KEY`), so the others wait and then find the work done. On
+   SQLite the write transaction's `BEGIN IMMEDIATE` is that lock (gateway.storage.store_db rule 3).
 5. A change to the tables below ships with a new migration appended to `MIGRATIONS` that brings
    an existing database to the same shape. Numbers never change.
 
@@ -27,8 +27,6 @@ PostgreSQL and from `max(seq) + 1` under SQLite's write lock, and `ended` become
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 
 from sqlalchemy import (
     BigInteger,
@@ -43,27 +41,17 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    insert,
-    inspect,
-    select,
-    text,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.storage.store_db import Database
-from runtime import migration_lock
+from runtime import migrate as migrate_runner
+from runtime.migrate import Step, version_table
 
 log = logging.getLogger("rawp.gateway.store")
 
 metadata = MetaData()
 
-schema_version = Table(
-    "gateway_schema_version",
-    metadata,
-    Column("version", Integer, primary_key=True),
-    Column("name", String(200), nullable=False),
-    Column("applied_at", String(40), nullable=False),
-)
+schema_version = version_table("gateway_schema_version", metadata, String(40))
 
 CONVERSATION_SEQ = Sequence("conversations_seq", metadata=metadata)
 QUEUED_SEQ = Sequence("queued_prompts_seq", metadata=metadata)
@@ -194,7 +182,6 @@ Index("web_prompts_by_age", web_prompts.c.sent_at)
 
 # --- migrations ---------------------------------------------------------------------------
 
-Step = Callable[[AsyncConnection], Awaitable[None]]
 
 # Migration 1: the tables exactly as the raw-SQLite gateway made them (issues 10, 14, 16). On a
 # file from before issue 19 it adds what an older file lacked, as that gateway did on open.
@@ -284,38 +271,21 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
 ]
 
 
-def head() -> int:
-    return MIGRATIONS[-1][0]
+# Rule 4's advisory lock key: "rawpgw" (the gateway's since issue 19: kept).
+LOCK_KEY = 0x7261_7770_6777
+
+SCHEMA = migrate_runner.Schema(
+    metadata=metadata,
+    versions=schema_version,
+    markers=(schema_version.name, conversations.name),  # rule 2: a raw-SQLite store has no version
+    migrations=MIGRATIONS,
+    lock_key=LOCK_KEY,
+    stamp=lambda moment: moment.isoformat(),
+    log=log,
+    created="created the conversation store at version %d",
+    applied="applied conversation store migration %d: %s",
+)
 
 
-async def migrate(db: Database, migrations: list[tuple[int, str, Step]] | None = None) -> list[int]:
-    """Bring the database to the last migration; return the numbers applied now."""
-    migrations = MIGRATIONS if migrations is None else migrations
-    async with db.write() as conn:
-        if not db.is_sqlite:
-            await conn.execute(text(migration_lock.TAKE), {"key": migration_lock.GATEWAY})
-        tables = set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
-        if schema_version.name not in tables and conversations.name not in tables:
-            await conn.run_sync(metadata.create_all)  # rule 1
-            await _record(conn, migrations)
-            log.info("created the conversation store at version %d", migrations[-1][0])
-            return [number for number, _, _ in migrations]
-        await conn.run_sync(schema_version.create, checkfirst=True)  # rule 2
-        done = set((await conn.execute(select(schema_version.c.version))).scalars())
-        applied = []
-        for number, name, step in migrations:
-            if number in done:
-                continue
-            await step(conn)
-            await _record(conn, [(number, name, step)])
-            log.info("applied conversation store migration %d: %s", number, name)
-            applied.append(number)
-        return applied
-
-
-async def _record(conn: AsyncConnection, steps: list[tuple[int, str, Step]]) -> None:
-    now = datetime.now(UTC).isoformat()
-    await conn.execute(
-        insert(schema_version),
-        [{"version": n, "name": name, "applied_at": now} for n, name, _ in steps],
-    )
+head = SCHEMA.head
+migrate = SCHEMA.migrate  # (db, migrations=None) → the numbers applied now

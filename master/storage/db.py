@@ -1,7 +1,10 @@
-"""Opening the master's database: SQLite by default, PostgreSQL by URL (architecture: storage).
+"""Opening the master's database: SQLite by default, PostgreSQL by URL (architecture: storage),
+through the project's one way to open a database (runtime.database).
 
 `Database` owns one async engine. Services take a connection with `async with db.begin()` (one
-transaction) and pass it to the query functions of the storage modules.
+transaction) and pass it to the query functions of the storage modules. On SQLite the master
+turns foreign keys on and keeps the driver's own transactions (runtime.database rule 3: one
+process, no immediate writes needed).
 """
 
 from __future__ import annotations
@@ -9,11 +12,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import event
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from runtime import database
 
 SQLITE_FILE = "master.db"
+MASTER_SQLITE = database.SQLite(pragmas=("PRAGMA foreign_keys=ON", "PRAGMA journal_mode=WAL"))
 
 
 def database_url(configured: str | None, state_dir: Path) -> str:
@@ -38,38 +42,6 @@ def utc(moment: datetime | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def redacted(url: str) -> str:
-    """The URL without its password, for log lines."""
-    return make_url(url).render_as_string(hide_password=True)
-
-
-class Database:
+class Database(database.Database):
     def __init__(self, url: str) -> None:
-        self.url = url
-        self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
-        kwargs: dict = {}
-        if self.is_sqlite:
-            # Several writers in one process wait for each other instead of failing at once.
-            kwargs["connect_args"] = {"timeout": 30}
-        else:
-            kwargs["pool_pre_ping"] = True
-        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
-        if self.is_sqlite:
-            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
-
-    def begin(self):
-        """`async with db.begin() as conn`: one transaction, committed on success."""
-        return self.engine.begin()
-
-    def connect(self):
-        return self.engine.connect()
-
-    async def dispose(self) -> None:
-        await self.engine.dispose()
-
-
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.close()
+        super().__init__(url, MASTER_SQLITE)

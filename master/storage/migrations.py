@@ -1,4 +1,5 @@
-"""Ordered schema migrations, recorded in the `schema_version` table.
+"""Ordered schema migrations, recorded in the `schema_version` table, run by the project's one
+migration runner (runtime.migrate).
 
 Rules:
 
@@ -9,8 +10,9 @@ Rules:
    its record. Everything happens in one transaction: on PostgreSQL a failed step leaves the
    database as it was.
 3. Replicas that start on one PostgreSQL database at once do not race (issue 29 §4): the
-   transaction first takes the advisory lock of runtime.migration_lock, so the others wait for
-   the first one's commit and find the work done. A master on SQLite is one process.
+   transaction first takes the advisory lock (runtime.migrate rule 4, key `LOCK_KEY`), so the
+   others wait for the first one's commit and find the work done. A master on SQLite is one
+   process.
 4. A change to `schema.py` ships with a new migration appended here that brings an existing
    database to the same shape (ALTER TABLE …, CREATE TABLE …). Numbers never change.
 """
@@ -18,22 +20,17 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 
-from sqlalchemy import insert, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from master.storage import schema
-from master.storage.db import Database
 from master.storage.migration_audit import add_audit_table
 from master.storage.migration_budgets import add_budget_tables
 from master.storage.migration_edge import add_edge_tables
-from runtime import migration_lock
+from runtime import migrate as migrate_runner
+from runtime.migrate import Step
 
 log = logging.getLogger("rawp.master.storage")
-
-Step = Callable[[AsyncConnection], Awaitable[None]]
 
 
 async def _initial(conn: AsyncConnection) -> None:
@@ -49,37 +46,21 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
 ]
 
 
-def head() -> int:
-    return MIGRATIONS[-1][0]
+# Rule 3's advisory lock key: "rawpms" (the gateway has its own, its tables differ).
+LOCK_KEY = 0x7261_7770_6D73
+
+SCHEMA = migrate_runner.Schema(
+    metadata=schema.metadata,
+    versions=schema.schema_version,
+    markers=(schema.schema_version.name,),
+    migrations=MIGRATIONS,
+    lock_key=LOCK_KEY,
+    stamp=lambda moment: moment,
+    log=log,
+    created="created a new database schema at version %d",
+    applied="applied migration %d: %s",
+)
 
 
-async def migrate(db: Database, migrations: list[tuple[int, str, Step]] | None = None) -> list[int]:
-    """Bring the database to the last migration; return the numbers applied now."""
-    migrations = MIGRATIONS if migrations is None else migrations
-    async with db.begin() as conn:
-        if not db.is_sqlite:  # rule 3
-            await conn.execute(text(migration_lock.TAKE), {"key": migration_lock.MASTER})
-        exists = await conn.run_sync(lambda c: inspect(c).has_table("schema_version"))
-        if not exists:
-            await conn.run_sync(schema.metadata.create_all)
-            await _record(conn, migrations)
-            log.info("created a new database schema at version %d", migrations[-1][0])
-            return [number for number, _, _ in migrations]
-        done = set((await conn.execute(select(schema.schema_version.c.version))).scalars())
-        applied = []
-        for number, name, step in migrations:
-            if number in done:
-                continue
-            await step(conn)
-            await _record(conn, [(number, name, step)])
-            log.info("applied migration %d: %s", number, name)
-            applied.append(number)
-        return applied
-
-
-async def _record(conn: AsyncConnection, steps: list[tuple[int, str, Step]]) -> None:
-    now = datetime.now(UTC)
-    await conn.execute(
-        insert(schema.schema_version),
-        [{"version": n, "name": name, "applied_at": now} for n, name, _ in steps],
-    )
+head = SCHEMA.head
+migrate = SCHEMA.migrate  # (db, migrations=None) → the numbers applied now

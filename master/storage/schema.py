@@ -28,6 +28,8 @@ from sqlalchemy import (
     Text,
 )
 
+from runtime.migrate import version_table
+
 metadata = MetaData()
 
 
@@ -35,13 +37,7 @@ def _time(name: str, *, nullable: bool = True) -> Column:
     return Column(name, DateTime(timezone=True), nullable=nullable)
 
 
-schema_version = Table(
-    "schema_version",
-    metadata,
-    Column("version", Integer, primary_key=True),
-    _time("applied_at", nullable=False),
-    Column("name", String(200), nullable=False),
-)
+schema_version = version_table("schema_version", metadata, DateTime(timezone=True))
 
 # A person, named by the platform that vouches for them: `discord:123`, `slack:T1:U2`, `local:me`.
 users = Table(

@@ -8,7 +8,6 @@ gateway.replicas.budget_queue say the rules checked here.
 from __future__ import annotations
 
 import asyncio
-import secrets
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +30,8 @@ from gateway.replicas.platform_budget import (
 from gateway.replicas.redis_budget import RedisBuckets
 from rawp.clock import FakeClock
 from runtime.tasks import TaskOwner
-from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401  (the fixture)
+from tests.runtime.bucket_support import in_both_homes, replay
+from tests.scale.conftest import redis_prefix  # noqa: F401  (the fixture)
 
 ROUTES = {
     GLOBAL: Limit(50.0, 50),
@@ -90,38 +90,15 @@ _OPS = st.lists(
 )
 
 
-async def _answers(buckets, clock: FakeClock, ops) -> list[float]:
-    seen = []
-    for op in ops:
-        if op[0] == "take":
-            seen.append(round(await buckets.take(_SPENDS[op[1]], op[2]), 4))
-        elif op[0] == "advance":
-            clock.advance(op[1])
-        else:
-            await buckets.block(blocked_key(_SPENDS[op[1]][0]), op[2])
-    return seen
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=_OPS)
 def test_redis_and_memory_buckets_give_the_same_answers(ops):
-    async def both():
-        from redis.asyncio import Redis
-
-        memory_clock, redis_clock = FakeClock(), FakeClock()
-        memory = await _answers(MemoryBuckets(memory_clock), memory_clock, ops)
-        client = Redis.from_url(REDIS_URL, socket_timeout=5)
-        prefix = f"rawp-test:{secrets.token_hex(6)}:"
-        try:
-            redis = await _answers(RedisBuckets(client, prefix, redis_clock), redis_clock, ops)
-        finally:
-            keys = [k async for k in client.scan_iter(match=prefix + "*")]
-            if keys:
-                await client.delete(*keys)
-            await client.aclose()
-        return memory, redis
-
-    memory, redis = asyncio.run(both())
+    answers = replay(
+        ops,
+        lambda buckets, op: buckets.take(_SPENDS[op[1]], op[2]),
+        lambda buckets, op: buckets.block(blocked_key(_SPENDS[op[1]][0]), op[2]),
+    )
+    memory, redis = in_both_homes(MemoryBuckets, RedisBuckets, answers)
     assert memory == redis
 
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from master.storage.reach import describe, where
+from runtime.database_reach import describe, where
 from tests.edge.proxy import CuttableProxy
 from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
 from tests.support import ROOT, Lines, free_port

@@ -50,6 +50,6 @@ class Inbox:
             self._tasks.spawn(relay.hooks.node_closed(node_id), name=f"node {node_id} closed")
         elif "end" in message and message.get("from") != relay.me:
             session_id = message["end"]
-            relay.leases.owned.discard(session_id)
+            relay.leases.forget(session_id)
             relay.drop_local(session_id, message["code"], message["reason"])
             self._tasks.spawn(relay.hooks.session_ended(session_id), name=f"{session_id} ended")

@@ -189,7 +189,7 @@ class RedisRelay(InProcessRelay):
 
     def bind_client(self, session_id, link) -> None:
         super().bind_client(session_id, link)
-        self.leases.owned.add(session_id)
+        self.leases.hold(session_id)
         self._tasks.spawn(
             self.subscriptions.subscribe(self.keys.to_client(session_id)),
             name=f"subscribe client channel {session_id}",
@@ -252,7 +252,7 @@ class RedisRelay(InProcessRelay):
 
     def forget_session(self, session_id: str, code: int, reason: str) -> None:
         super().forget_session(session_id, code, reason)
-        self.leases.owned.discard(session_id)
+        self.leases.forget(session_id)
         end = {"end": session_id, "code": code, "reason": reason, "from": self.me}
         self.writer.put("bus", orjson.dumps(end).decode())
         self.writer.put("forget", session_id)

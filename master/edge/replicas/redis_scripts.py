@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.lease_scripts import RELEASE, RENEW
-
 SESSION_TTL_MS = 24 * 3600 * 1000  # what an idle session leaves in Redis lives a day at most
 NODE_FRAMES_KEPT = 64  # node frames kept per node for edges that reconnect
 
@@ -71,9 +69,6 @@ for k = 2, 5 do redis.call('PEXPIRE', KEYS[k], ARGV[4]) end
 redis.call('PUBLISH', ARGV[2], cjson.encode(out))
 return #out / 2
 """
-# KEYS: own. ARGV: me, lease_ms (runtime.lease_scripts: every RAWP lease renews and releases so).
-RENEW_SCRIPT = RENEW
-RELEASE_SCRIPT = RELEASE
 
 
 def stream_position(entry_id: str) -> tuple[int, int]:

@@ -41,11 +41,11 @@ from master.services.sockets import NodeSockets
 from master.settings import EdgeSettings
 from master.storage import edge_sessions as store
 from master.storage.db import Database, utc
-from master.storage.reach import Outage
 from rawp.clock import Clock
 from rawp.config import Limits
 from rawp.errors import RawpError
 from rawp.session_state import SessionEvent, SessionState
+from runtime.database_reach import Outage
 from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.sessions")

@@ -1,4 +1,6 @@
-"""Reaching the master's database: why it cannot be reached, in one line, and waiting for it.
+"""Reaching a database (runtime.database): why it cannot be reached, in one line, and waiting
+for it. The master waits for its database at start and words its outages so; any program
+opening a database through the runtime may.
 
 Issue 34 §2: a master started before its PostgreSQL (compose, systemd) or with a wrong password
 must say so in one line that names the database — host, port and the cause — and never the
@@ -25,7 +27,7 @@ import socket
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from master.storage.db import Database
+from runtime.database import Database
 
 log = logging.getLogger("rawp.master")
 
@@ -37,7 +39,7 @@ FINAL = ("authentication failed", "database missing")  # rule 3: waiting does no
 
 
 class DatabaseUnreachable(Exception):
-    """The master cannot use its database; the message is the one line to show (rule 2)."""
+    """The program cannot use its database; the message is the one line to show (rule 2)."""
 
 
 def where(url: str) -> str:
