@@ -28,6 +28,7 @@ Rules an implementation keeps:
 from __future__ import annotations
 
 import abc
+import inspect
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -394,69 +395,31 @@ HOOK_FAILED = "⚠️ Something went wrong on our side; the gateway logged it. P
 
 class GuardedHooks(ConversationHooks):
     """Hooks whose failures become an apology (or no suggestions) instead of an interaction
-    left hanging: adapters wrap the conversation layer's hooks in this."""
+    left hanging: adapters wrap the conversation layer's hooks in this. Every hook of
+    `ConversationHooks` is guarded by the loop below the class, so a hook added there is guarded
+    without a forwarder written here."""
 
     def __init__(self, inner: ConversationHooks) -> None:
         self.inner = inner
 
-    async def _text(self, name: str, *args) -> str | None:
+
+def _guarded(name: str, listing: bool):
+    """Hook `name`, run on the inner hooks; a failure is logged with its traceback and answered
+    with an apology (or, for suggestions, nothing)."""
+
+    async def hook(self: GuardedHooks, *args):
         try:
-            return await getattr(self.inner, name)(*args)
+            answer = await getattr(self.inner, name)(*args)
         except Exception:
             _log.exception("conversation hook %s failed", name)
-            return HOOK_FAILED
+            return [] if listing else HOOK_FAILED
+        return list(answer) if listing else answer
 
-    async def _list(self, name: str, *args) -> list:
-        try:
-            return list(await getattr(self.inner, name)(*args))
-        except Exception:
-            _log.exception("conversation hook %s failed", name)
-            return []
+    hook.__name__ = hook.__qualname__ = name
+    return hook
 
-    async def start_session(self, invocation, node, agent):
-        return await self._text("start_session", invocation, node, agent)
 
-    async def prompt(self, invocation, request):
-        return await self._text("prompt", invocation, request)
-
-    async def start_here(self, invocation, request):
-        return await self._text("start_here", invocation, request)
-
-    async def stop(self, invocation):
-        return await self._text("stop", invocation)
-
-    async def end(self, invocation):
-        return await self._text("end", invocation)
-
-    async def pair(self, invocation):
-        return await self._text("pair", invocation)
-
-    async def web_link(self, invocation):
-        return await self._text("web_link", invocation)
-
-    async def list_nodes(self, invocation):
-        return await self._text("list_nodes", invocation)
-
-    async def list_sessions(self, invocation):
-        return await self._text("list_sessions", invocation)
-
-    async def suggest_nodes(self, invocation, typed):
-        return await self._list("suggest_nodes", invocation, typed)
-
-    async def suggest_agents(self, invocation, node, typed):
-        return await self._list("suggest_agents", invocation, node, typed)
-
-    async def search_files(self, invocation, typed):
-        return await self._list("search_files", invocation, typed)
-
-    async def agent_commands(self, invocation):
-        return await self._list("agent_commands", invocation)
-
-    async def stale_choice(self, stale):
-        return await self._text("stale_choice", stale)
-
-    async def usage(self, invocation):
-        return await self._text("usage", invocation)
-
-    async def set_busy(self, invocation, mode):
-        return await self._text("set_busy", invocation, mode)
+for _name, _hook in inspect.getmembers(ConversationHooks, inspect.iscoroutinefunction):
+    if not _name.startswith("_"):  # `-> list[…]` hooks suggest; the rest answer in words
+        _listing = str(_hook.__annotations__.get("return", "")).startswith("list")
+        setattr(GuardedHooks, _name, _guarded(_name, _listing))

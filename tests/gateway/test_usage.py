@@ -149,3 +149,31 @@ async def test_the_usage_hook_defaults_and_is_guarded():
 
     answer = await GuardedHooks(Broken()).usage(invocation)
     assert answer is not None and "went wrong" in answer and "boom" not in answer
+
+
+async def test_every_conversation_hook_is_guarded_without_a_forwarder():
+    """A hook that raises answers an apology (or no suggestions), whichever hook it is: the
+    guard is made for every hook of ConversationHooks, new ones included."""
+    import inspect
+
+    hooks = [
+        name
+        for name, _ in inspect.getmembers(ConversationHooks, inspect.iscoroutinefunction)
+        if not name.startswith("_")
+    ]
+    assert {"usage", "prompt", "suggest_nodes", "search_files", "set_busy"} <= set(hooks)
+
+    class Broken(ConversationHooks):
+        pass
+
+    def boom(*args):
+        raise RuntimeError("boom")
+
+    for name in hooks:
+        setattr(Broken, name, boom)
+    guarded = GuardedHooks(Broken())
+    for name in hooks:
+        arity = len(inspect.signature(getattr(ConversationHooks, name)).parameters) - 1
+        answer = await getattr(guarded, name)(*[None] * arity)
+        listing = str(getattr(ConversationHooks, name).__annotations__["return"]).startswith("list")
+        assert answer == [] if listing else "went wrong" in answer, (name, answer)
