@@ -260,7 +260,7 @@ async def run_up(options: UpOptions) -> int:
     from client.app import create_app as create_client_app
     from client.settings import ClientSettings
     from master.app import create_app as create_master_app
-    from master.settings import EdgeSettings, Settings
+    from master.settings import EdgeSettings, MasterSettings
     from rawp.clock import new_secret
     from rawp_app.launch import GatewayConfig, LaunchError, run_gateway
 
@@ -276,7 +276,7 @@ async def run_up(options: UpOptions) -> int:
     # This run's own; kept in up.json (mode 0600, in the 0700 state dir beside the master's
     # signing key, which is worth more) so that `rawp doctor --up` can check this master.
     edge_secret = new_secret()
-    master_settings = Settings(
+    master_settings = MasterSettings(
         state_dir=options.state_dir / "master",
         host=LOOPBACK,
         port=master_port,
