@@ -48,7 +48,7 @@ TIERS = (
         "client.settings:ClientSettings",
         "operations-client",
     ),
-    Tier("gateway", "gateway (`rawp gateway`)", "gateway.settings:GatewayOptions", GATEWAY_PAGE),
+    Tier("gateway", "gateway (`rawp gateway`)", "gateway.settings:GatewaySettings", GATEWAY_PAGE),
     Tier(
         "discord",
         "Discord (docs/discord.md)",

@@ -1,7 +1,7 @@
 """Settings models: one pydantic-settings class per command, the one place a setting is written.
 
 Each command reads its configuration through one model — `master.settings.MasterSettings`,
-`client.settings.ClientSettings`, `gateway.settings.GatewayOptions`,
+`client.settings.ClientSettings`, `gateway.settings.GatewaySettings`,
 `adapters.discord.settings.DiscordSettings`, `adapters.slack.settings.SlackSettings`,
 `rawp_app.up_settings.UpSettings`. A field there holds everything about a setting: its type and
 range (the annotation), its default, its environment variable, its flag and its help. From the

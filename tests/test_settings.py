@@ -253,7 +253,7 @@ def test_metrics_budget_footer_and_dm_settings_reach_their_tiers(tmp_path):
     like the others: the metrics token is a secret, environment only, and reaches each tier."""
     from adapters.discord.settings import DiscordSettings
     from client.settings import ClientSettings
-    from gateway.settings import GatewayOptions, parse_address
+    from gateway.settings import GatewaySettings, parse_address
     from master.settings import MasterSettings
 
     token = "m" * 40
@@ -267,15 +267,15 @@ def test_metrics_budget_footer_and_dm_settings_reach_their_tiers(tmp_path):
     assert plain(master.metrics_token) == token
     client = ClientSettings.from_environment(environ={"RAWP_METRICS_TOKEN": token})
     assert plain(client.metrics_token) == token
-    gateway = GatewayOptions.from_environment(
+    gateway = GatewaySettings.from_environment(
         {"metrics_address": "[::1]:9464"}, {"RAWP_USAGE_FOOTER": "1", "RAWP_METRICS_TOKEN": token}
     )
     assert gateway.usage_footer and parse_address(gateway.metrics_address) == ("::1", 9464)
     assert gateway.metrics_token.get_secret_value() == token
-    assert not GatewayOptions().usage_footer and GatewayOptions().metrics_address is None
+    assert not GatewaySettings().usage_footer and GatewaySettings().metrics_address is None
     discord = DiscordSettings.from_env({"DISCORD_BOT_TOKEN": "x", "DISCORD_ALLOW_DMS": "no"})
     assert discord.allow_dms is False and discord.max_upload_bytes is None
-    for model in (MasterSettings, ClientSettings, GatewayOptions):  # never a flag
+    for model in (MasterSettings, ClientSettings, GatewaySettings):  # never a flag
         assert model.model_fields["metrics_token"].json_schema_extra["flag"] is None
 
 
