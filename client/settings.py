@@ -19,17 +19,8 @@ from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import NoDecode
 
 from rawp.config import DEFAULT_LIMITS, Limits
-from runtime.settings import (
-    Accepts,
-    CommandSettings,
-    Flag,
-    Port,
-    agents_file_setting,
-    check_tls_pair,
-    dev_setting,
-    metrics_token_setting,
-    setting,
-)
+from runtime.settings import Accepts, CommandSettings, Flag, Port, check_tls_pair, setting
+from runtime.shared_settings import agents_file_setting, dev_setting, metrics_token_setting
 
 
 def _paths(value: object) -> object:

@@ -1,5 +1,7 @@
 """`rawp gateway`'s settings: the one place each is written (runtime.settings explains how to add
-one). `gateway.cli` loads `GatewaySettings` from flags and the environment; the platforms' own
+one). `gateway.cli` loads `GatewaySettings` from flags and the environment and
+`rawp_app.launch.run_gateway` takes it as it is (`rawp up` builds one); the web edge's and the
+console's settings are its groups `web` and `console`. The platforms' own
 settings (tokens, endpoints, allow-lists) are `DISCORD_*` / `SLACK_*`, read by their adapters
 (adapters/discord/settings.py, adapters/slack/settings.py) when the gateway serves them.
 """
@@ -22,11 +24,13 @@ from runtime.settings import (
     RedisUrl,
     SettingGroup,
     comma_list,
+    setting,
+)
+from runtime.shared_settings import (
     edge_secret_setting,
     master_url_setting,
     metrics_token_setting,
     redis_url_setting,
-    setting,
 )
 
 WEEK_S = 7 * 24 * 3600

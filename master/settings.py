@@ -28,13 +28,15 @@ from runtime.settings import (
     SettingGroup,
     check_tls_pair,
     comma_list,
+    plain,
+    setting,
+)
+from runtime.shared_settings import (
     database_url_setting,
     dev_setting,
     edge_secret_setting,
     metrics_token_setting,
-    plain,
     redis_url_setting,
-    setting,
 )
 
 
@@ -187,7 +189,8 @@ class EdgeSettings(SettingGroup):
         stops the start with one line (the model's error), before anything listens."""
         if not isinstance(data, dict) or "budgets" in data:
             return data
-        path = data.get("budgets_file", data.get("RAWP_BUDGETS_FILE"))
+        alias = cls.model_fields["budgets_file"].validation_alias
+        path = data.get("budgets_file", data.get(alias))
         if path is None:
             return data
         from master.services.budget_rules import BudgetFileError, load_budgets

@@ -22,7 +22,8 @@ from gateway.settings import (
     web_host_setting,
     web_public_url_setting,
 )
-from runtime.settings import Accepts, CommandSettings, Flag, agents_file_setting, setting
+from runtime.settings import Accepts, CommandSettings, Flag, setting
+from runtime.shared_settings import agents_file_setting
 
 LoopbackPort = Annotated[
     int, Field(ge=0, le=65535), Accepts("a port number 1–65535, 0 for last run's or a free one")

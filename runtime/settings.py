@@ -3,11 +3,13 @@
 Each command reads its configuration through one model — `master.settings.MasterSettings`,
 `client.settings.ClientSettings`, `gateway.settings.GatewaySettings`,
 `adapters.discord.settings.DiscordSettings`, `adapters.slack.settings.SlackSettings`,
-`rawp_app.up_settings.UpSettings`. A field there holds everything about a setting: its type and
-range (the annotation), its default, its environment variable, its flag and its help. From the
-models come the command's flags (`add_flags`), the one-line error for a bad value
-(`SettingError`), `.env.example` and the settings tables in docs/operations-*.md
-(`rawp_app.settings_docs`, checked by tests/test_env_example.py).
+`rawp_app.up_settings.UpSettings`, `rawp_app.doctor.settings.DoctorSettings` — and its
+services take that model as it is, never a copy (issue 29 §2; tests/test_settings_homes.py).
+A field there holds everything about a setting: its type and range (the annotation), its
+default, its environment variable, its flag and its help. From the models come the command's
+flags (`add_flags`), the one-line error for a bad value (`SettingError`), `.env.example` and the
+settings tables in docs/operations-*.md (`rawp_app.settings_docs`, checked by
+tests/test_env_example.py).
 
 Rules:
 
@@ -19,7 +21,15 @@ Rules:
 3. A bad value is one line naming the variable (or the flag it came from) and what it accepts;
    a secret's value is never repeated (`SecretStr`, no `got …`).
 4. Building a model directly (`MasterSettings(port=1)`, as tests do) reads nothing from the
-   environment: only `from_environment` does.
+   environment: only `from_environment` does. A misspelt keyword is an error.
+5. A concern with several settings is a group (`SettingGroup`, e.g. the master's `edge`): a
+   field of the model typed with it, whose settings are read from the same flat variables and
+   flags, named "group.field" in docs and errors. A field without `setting(...)` is a
+   runtime-only tunable (no variable, no flag, not documented); a value derived from settings
+   (a parsed rate, a URL with its password put in) is a property of the model.
+6. A variable several commands read is declared once: a `*_setting(help)` function in
+   runtime.shared_settings (or in the lower tier, e.g. `gateway.settings.platform_setting`)
+   that each model calls.
 
 Adding a setting is one change, in the tier's model — for example (master/settings.py):
 
@@ -31,9 +41,10 @@ Adding a setting is one change, in the tier's model — for example (master/sett
     )
 
 The annotation carries type and range (`Annotated[int, Field(gt=0)]`; `Accepts("…")` words
-what an error says it expects); a secret is `SecretStr` and has no flag. Then
-use it where the tier turns its model into runtime settings (e.g. `MasterSettings.runtime`), and
-run `python -m rawp_app.settings_docs --write` to regenerate `.env.example` and the docs tables.
+what an error says it expects); a secret is `SecretStr` and has no flag (`plain(…)` gives its
+text where a library needs it). Then use it where the services read the model
+(`settings.access_token_ttl`), and run `python -m rawp_app.settings_docs --write` to
+regenerate `.env.example` and the docs tables.
 """
 
 from __future__ import annotations
@@ -132,63 +143,6 @@ AutoFlag = Annotated[
     BeforeValidator(lambda value: value.strip() if isinstance(value, str) else value),
     Accepts("1 or 0 (also true/false, yes/no, on/off); none: automatic"),
 ]
-
-
-# --- settings several commands share (one declaration each) ----------------------------------
-
-
-def dev_setting(allows: str) -> Any:
-    """RAWP_DEV / --dev, the same switch in every tier; `allows` says what it permits there."""
-    return setting(
-        False,
-        env="RAWP_DEV",
-        flag="--dev",
-        help=f"development mode: allow {allows} (never in production)",
-    )
-
-
-def metrics_token_setting() -> Any:
-    """RAWP_METRICS_TOKEN, the same secret wherever GET /metrics is served
-    (runtime.scrape_access)."""
-    return setting(
-        None,
-        env="RAWP_METRICS_TOKEN",
-        help="bearer token GET /metrics requires (Authorization: Bearer …); none: loopback "
-        "peers only. Read from the environment only",
-    )
-
-
-def edge_secret_setting(help: str) -> Any:
-    """RAWP_EDGE_SECRET: the master's edge service credential, which the gateway (and doctor)
-    present; a secret, so never a flag. `help` says what it is to this command."""
-    return setting(None, env="RAWP_EDGE_SECRET", help=help)
-
-
-def redis_url_setting(help: str) -> Any:
-    """RAWP_REDIS_URL: the Redis the master's or the gateway's replicas share (RedisUrl)."""
-    return setting(
-        None,
-        env="RAWP_REDIS_URL",
-        flag="--redis-url",
-        help=help,
-        example="redis://127.0.0.1:6379/0",
-    )
-
-
-def database_url_setting(help: str, example: str | None = None) -> Any:
-    """RAWP_DATABASE_URL: the master's database (SQLAlchemy URL, kept secret)."""
-    return setting(None, env="RAWP_DATABASE_URL", flag="--database-url", help=help, example=example)
-
-
-def agents_file_setting(help: str) -> Any:
-    """RAWP_AGENTS_FILE: the TOML file naming the agents a client may run (docs/agents.md),
-    read by `rawp client`, `rawp up` and doctor."""
-    return setting(None, env="RAWP_AGENTS_FILE", flag="--agents-file", help=help)
-
-
-def master_url_setting(help: str) -> Any:
-    """RAWP_MASTER_URL: where the gateway (and doctor) reach the master's Edge API."""
-    return setting("http://127.0.0.1:8700", env="RAWP_MASTER_URL", flag="--master-url", help=help)
 
 
 def check_tls_pair(model: BaseSettings) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from runtime.settings import (
-    CommandSettings,
+from runtime.settings import CommandSettings
+from runtime.shared_settings import (
     agents_file_setting,
     database_url_setting,
     edge_secret_setting,
