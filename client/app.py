@@ -59,7 +59,7 @@ def default_search(settings: ClientSettings) -> Any:
     except ImportError:
         log.warning("client.files.search is missing: file search answers FILE_SEARCH_FAILED")
         return SearchUnavailable()
-    return FileSearchService(settings.allowed_roots)
+    return FileSearchService(settings.roots)
 
 
 @dataclass
@@ -86,7 +86,7 @@ def build_services(
     settings: ClientSettings, clock: Clock = SYSTEM_CLOCK, search: Any = None
 ) -> Services:
     state = StateDir.open(settings.state_dir)
-    guard = PathGuard(settings.allowed_roots)
+    guard = PathGuard(settings.roots)
     tickets = TicketStore(clock, settings.ticket_ttl)
     link = MasterLink(state, settings, clock=clock)
     processes = AgentProcesses(GroupRecord(settings.state_dir))

@@ -10,27 +10,27 @@ from runtime.settings import add_flags, environment_only, load
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from client.settings import COMMON, ClientOptions
+    from client.settings import COMMON, ClientSettings
 
-    parser.epilog = environment_only(ClientOptions)  # RAWP_METRICS_TOKEN
-    add_flags(parser, ClientOptions)
+    parser.epilog = environment_only(ClientSettings)  # RAWP_METRICS_TOKEN
+    add_flags(parser, ClientSettings)
     sub = parser.add_subparsers(dest="client_command", metavar="SUBCOMMAND")
     pair = sub.add_parser("pair", help="pair this machine with a master using a pairing URL")
     pair.add_argument("pairing_url", help="the URL the master (or the chat bot) gave you")
     pair.add_argument("--name", help="device name shown to you in chat (default: host name)")
-    add_flags(pair, ClientOptions, only=COMMON)  # given after `pair` too
+    add_flags(pair, ClientSettings, only=COMMON)  # given after `pair` too
     pair.set_defaults(handler=run_pair)
     unpair = sub.add_parser("unpair", help="leave the master's network (RAWP §3.5)")
-    add_flags(unpair, ClientOptions, only=COMMON)
+    add_flags(unpair, ClientSettings, only=COMMON)
     unpair.set_defaults(handler=run_unpair)
     parser.set_defaults(handler=run_serve)
 
 
 def build_settings(args: argparse.Namespace):
-    """The client's settings from flags over RAWP_* variables (client.settings.ClientOptions)."""
-    from client.settings import ClientOptions
+    """The client's settings from flags over RAWP_* variables (client.settings.ClientSettings)."""
+    from client.settings import ClientSettings
 
-    return load(ClientOptions, args).runtime()
+    return load(ClientSettings, args)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -45,7 +45,7 @@ def run_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = build_settings(args)
     writable_directory(settings.state_dir)
-    if settings.certfile is None and not settings.dev:
+    if settings.tls_cert is None and not settings.dev:
         raise CommandError("serving without TLS needs --dev (K-01); give --tls-cert/--tls-key")
     try:
         app = create_app(settings)
@@ -65,8 +65,8 @@ def run_serve(args: argparse.Namespace) -> int:
             settings.host,
             settings.port,
             stop,
-            certfile=settings.certfile,
-            keyfile=settings.keyfile,
+            certfile=settings.tls_cert,
+            keyfile=settings.tls_key,
             on_listening=lambda: print(f"rawp client listening on {settings.address}", flush=True),
         )
         print("rawp client stopped", flush=True)  # the one line of a clean stop

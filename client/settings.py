@@ -1,16 +1,17 @@
-"""Everything `rawp client` is configured with: what the operator sets, and the runtime object.
+"""Everything `rawp client` is configured with: one model, `ClientSettings`, taken by its services.
 
-`ClientOptions` is the one place a `rawp client` setting is written — variable, flag, default,
-range, help (runtime.settings explains how to add one); `client.cli` loads it and turns it into
-`ClientSettings` with `runtime()`. The limits (RAWP §4.1.5) and capabilities (§4.1.6) are the
-two config scopes the client reports to its master; a session pins the snapshot current at its
-`session/init` (A-09). The limits' ranges are the protocol model's own (rawp.config.Limits).
+`ClientSettings` is the one place a `rawp client` setting is written — variable, flag, default,
+range, help (runtime.settings explains how to add one); `client.cli` loads it, tests and
+`rawp up` build it. Fields without a variable are tunables no operator sets; the limits scope,
+the roots and the address are properties derived from the settings, never copies. The limits
+(RAWP §4.1.5) and capabilities (§4.1.6) are the two config scopes the client reports to its
+master; a session pins the snapshot current at its `session/init` (A-09). The limits' ranges
+are the protocol model's own (rawp.config.Limits).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -18,16 +19,8 @@ from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import NoDecode
 
 from rawp.config import DEFAULT_LIMITS, Limits
-from runtime.settings import (
-    Accepts,
-    CommandSettings,
-    Flag,
-    Port,
-    check_tls_pair,
-    dev_setting,
-    metrics_token_setting,
-    setting,
-)
+from runtime.settings import Accepts, CommandSettings, Flag, Port, check_tls_pair, setting
+from runtime.shared_settings import agents_file_setting, dev_setting, metrics_token_setting
 
 
 def _paths(value: object) -> object:
@@ -50,19 +43,16 @@ Paths = Annotated[
 ]
 
 
-class ClientOptions(CommandSettings):
+class ClientSettings(CommandSettings):
     """`rawp client`'s settings (docs/operations-client.md has the generated table)."""
 
     host: str = setting(
         "127.0.0.1", env="RAWP_CLIENT_HOST", flag="--host", help="address to listen on"
     )
     port: Port = setting(8701, env="RAWP_CLIENT_PORT", flag="--port", help="port to listen on")
-    agents_file: Path | None = setting(
-        None,
-        env="RAWP_AGENTS_FILE",
-        flag="--agents-file",
-        help="TOML file naming the agents this machine may run (docs/agents.md); none: the "
-        "demo agent and the known agent CLIs found on PATH",
+    agents_file: Path | None = agents_file_setting(
+        "TOML file naming the agents this machine may run (docs/agents.md); none: the "
+        "demo agent and the known agent CLIs found on PATH"
     )
     allowed_roots: Paths = setting(
         (),
@@ -143,9 +133,22 @@ class ClientOptions(CommandSettings):
     )
     dev: Flag = dev_setting("http:// and loopback addresses")
     metrics_token: SecretStr | None = metrics_token_setting()
+    # --- runtime-only (no variable, no flag) ---
+    # The capabilities scope (§4.1.6) before the agents file adds `agent_kind.<kind>` for each
+    # kind it configures (see MasterLink).
+    capabilities: tuple[str, ...] = ("rawp_dps_1.0", "file_search_v1")
+    # §5.1 / K-12: the master's ticket is accepted for this long and burned on first use.
+    ticket_ttl: float = 60.0
+    # dps-profile §6: prompts queued behind a running turn, past which TURN_QUEUE_FULL.
+    turn_queue_max: int = 8
+    # Lifetime of the access tokens this client signs for its master (client_credentials).
+    access_token_ttl: int = 3600
+    # How often (real seconds) expired tickets and reattach windows are swept.
+    sweep_interval: float = 0.25
+    max_body_bytes: int = 1024 * 1024
 
     @model_validator(mode="after")
-    def _consistent(self) -> ClientOptions:
+    def _consistent(self) -> ClientSettings:
         check_tls_pair(self)
         if self.max_buffer_size < self.max_frame_size:
             raise ValueError(
@@ -154,76 +157,30 @@ class ClientOptions(CommandSettings):
             )
         return self
 
-    def runtime(self) -> ClientSettings:
-        return ClientSettings(
-            state_dir=self.state_dir,
-            allowed_roots=list(self.allowed_roots) or [Path.cwd()],
-            host=self.host,
-            port=self.port,
-            public_address=self.public_address,
-            metrics_token=(
-                self.metrics_token.get_secret_value() if self.metrics_token is not None else None
-            ),
-            agents_file=self.agents_file,
-            default_workspace=self.default_workspace,
-            dev=self.dev,
-            certfile=self.tls_cert,
-            keyfile=self.tls_key,
-            limits=Limits(
-                rate_limit=self.rate_limit,
-                max_frame_size=self.max_frame_size,
-                reattach_window=self.reattach_window,
-                max_buffer_size=self.max_buffer_size,
-                buffer_overflow_policy=self.buffer_policy,
-            ),
-            kill_grace=self.kill_grace,
+    @property
+    def roots(self) -> list[Path]:
+        """The directories sessions may work in: `allowed_roots`, else the current one."""
+        return list(self.allowed_roots) or [Path.cwd()]
+
+    @property
+    def limits(self) -> Limits:
+        """The limits scope (§4.1.5) this client reports to its master."""
+        return Limits(
+            rate_limit=self.rate_limit,
+            max_frame_size=self.max_frame_size,
+            reattach_window=self.reattach_window,
+            max_buffer_size=self.max_buffer_size,
+            buffer_overflow_policy=self.buffer_policy,
         )
-
-
-# The options `rawp client pair` and `unpair` take after their own name too.
-COMMON = ("state_dir", "public_address", "dev")
-DEFAULTS = ClientOptions()
-
-
-@dataclass
-class ClientSettings:
-    state_dir: Path
-    allowed_roots: list[Path]
-    host: str = DEFAULTS.host
-    port: int = DEFAULTS.port
-    # Base URL the master calls (`client_address`, A-02); default http(s)://host:port.
-    public_address: str | None = None
-    agents_file: Path | None = None
-    # Where a session starts when the master names no workspace (the master's A-21 decision
-    # reads it from GET /v1/agents); default: the first allowed root.
-    default_workspace: Path | None = None
-    dev: bool = False
-    certfile: Path | None = None
-    keyfile: Path | None = None
-    limits: Limits = DEFAULT_LIMITS
-    # The capabilities scope (§4.1.6) before the agents file adds `agent_kind.<kind>` for each
-    # kind it configures (see MasterLink).
-    capabilities: tuple[str, ...] = ("rawp_dps_1.0", "file_search_v1")
-    # §5.1 / K-12: the master's ticket is accepted for this long and burned on first use.
-    ticket_ttl: float = 60.0
-    # C-SESS-06: SIGTERM, then SIGKILL after this many seconds. 5 by the spec; tests shorten it.
-    kill_grace: float = DEFAULTS.kill_grace
-    # dps-profile §6: prompts queued behind a running turn, past which TURN_QUEUE_FULL.
-    turn_queue_max: int = 8
-    # Lifetime of the access tokens this client signs for its master (client_credentials).
-    access_token_ttl: int = 3600
-    # How often (real seconds) expired tickets and reattach windows are swept.
-    sweep_interval: float = 0.25
-    max_body_bytes: int = 1024 * 1024
-    # GET /metrics needs `Authorization: Bearer <this>` when set; else loopback peers only
-    # (runtime.scrape_access). Read from RAWP_METRICS_TOKEN only: never a flag.
-    metrics_token: str | None = field(default=None, repr=False)
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
         """`client_address` (A-02): a base URL with scheme."""
         if self.public_address:
             return self.public_address.rstrip("/")
-        scheme = "https" if self.certfile else "http"
+        scheme = "https" if self.tls_cert else "http"
         return f"{scheme}://{self.host}:{self.port}"
+
+
+# The options `rawp client pair` and `unpair` take after their own name too.
+COMMON = ("state_dir", "public_address", "dev")

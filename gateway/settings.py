@@ -1,5 +1,7 @@
 """`rawp gateway`'s settings: the one place each is written (runtime.settings explains how to add
-one). `gateway.cli` loads `GatewayOptions` from flags and the environment; the platforms' own
+one). `gateway.cli` loads `GatewaySettings` from flags and the environment and
+`rawp_app.launch.run_gateway` takes it as it is (`rawp up` builds one); the web edge's and the
+console's settings are its groups `web` and `console`. The platforms' own
 settings (tokens, endpoints, allow-lists) are `DISCORD_*` / `SLACK_*`, read by their adapters
 (adapters/discord/settings.py, adapters/slack/settings.py) when the gateway serves them.
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
 from gateway.replicas.platform_budget import parse_limits
@@ -20,9 +22,15 @@ from runtime.settings import (
     Names,
     Port,
     RedisUrl,
+    SettingGroup,
     comma_list,
-    metrics_token_setting,
     setting,
+)
+from runtime.shared_settings import (
+    edge_secret_setting,
+    master_url_setting,
+    metrics_token_setting,
+    redis_url_setting,
 )
 
 WEEK_S = 7 * 24 * 3600
@@ -43,6 +51,11 @@ Platform = Annotated[
     Accepts("comma-separated platforms: discord, slack, console, web"),
 ]
 DEFAULT_WEB_PORT = 8790
+
+
+def platform_setting(help: str) -> Any:
+    """RAWP_PLATFORM: the chat platforms to serve, for `rawp gateway` and `rawp up`."""
+    return setting((), env="RAWP_PLATFORM", flag="--platform", help=help)
 
 
 def web_host_setting() -> Any:
@@ -111,41 +124,20 @@ LimitOverrides = Annotated[
     str, AfterValidator(_platform_limits), Accepts("route=rate, …, e.g. global=5/s")
 ]
 
-# The console group of --help lists these; the others come first.
-CONSOLE_OPTIONS = ("console_user", "node", "agent")
 
+class WebSettings(SettingGroup):
+    """The web edge's settings (docs/web.md): `GatewaySettings.web`, taken by
+    adapters.web.WebEdge as they are."""
 
-class GatewayOptions(CommandSettings):
-    """`rawp gateway`'s settings (docs/operations-gateway.md has the generated table)."""
-
-    master_url: str = setting(
-        "http://127.0.0.1:8700",
-        env="RAWP_MASTER_URL",
-        flag="--master-url",
-        help="base URL of the master's Edge API",
-    )
-    edge_secret: SecretStr | None = setting(
-        None,
-        env="RAWP_EDGE_SECRET",
-        help="the master's edge service credential (the same value the master has); read "
-        "from the environment only",
-    )
-    platform: Platform = setting(
-        (),
-        env="RAWP_PLATFORM",
-        flag="--platform",
-        help="chat platforms, e.g. slack,web; none: every platform whose token is configured "
-        "(DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN), else the console",
-    )
-    web_port: Port = setting(
+    port: Port = setting(
         DEFAULT_WEB_PORT,
         env="RAWP_WEB_PORT",
         flag="--web-port",
         help="port of the web edge (with --platform …,web; docs/web.md); 0: any free one",
     )
-    web_host: str = web_host_setting()
-    web_public_url: str | None = web_public_url_setting()
-    web_login_for: str | None = setting(
+    host: str = web_host_setting()
+    public_url: str | None = web_public_url_setting()  # None: http://<host>:<bound port>
+    login_for: str | None = setting(
         None,
         env="RAWP_WEB_LOGIN_FOR",
         flag="--web-login-for",
@@ -154,6 +146,46 @@ class GatewayOptions(CommandSettings):
         "/rawp web",
         example="discord:123456789012345678",
     )
+
+
+class ConsoleSettings(SettingGroup):
+    """The console conversation's settings: `GatewaySettings.console` (its own --help group)."""
+
+    user: str = setting(
+        "local",
+        env="RAWP_CONSOLE_USER",
+        flag="--user",
+        help="the console user; its master user is console:<user>",
+    )
+    node: str | None = setting(
+        None,
+        env="RAWP_CONSOLE_NODE",
+        flag="--node",
+        help="machine the console session starts on, by id or device name; none: the first "
+        "online one",
+    )
+    agent: str = setting(
+        "demo", env="RAWP_CONSOLE_AGENT", flag="--agent", help="agent the console session starts"
+    )
+
+
+DEFAULT_AGENTS = ("demo",)
+
+
+class GatewaySettings(CommandSettings):
+    """`rawp gateway`'s settings (docs/operations-gateway.md has the generated table), taken
+    by rawp_app.launch.run_gateway as they are."""
+
+    master_url: str = master_url_setting("base URL of the master's Edge API")
+    edge_secret: SecretStr | None = edge_secret_setting(
+        "the master's edge service credential (the same value the master has); read "
+        "from the environment only"
+    )
+    platform: Platform = platform_setting(
+        "chat platforms, e.g. slack,web; none: every platform whose token is configured "
+        "(DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN), else the console"
+    )
+    web: WebSettings = Field(default_factory=WebSettings)
     state_dir: Path = setting(
         Path(".rawp/gateway"),
         env="RAWP_GATEWAY_STATE_DIR",
@@ -169,14 +201,10 @@ class GatewayOptions(CommandSettings):
         "(docs/scale-out.md); none: conversations.sqlite3 in the state directory",
         example="postgresql+asyncpg://rawp@db:5432/rawp_gateway",
     )
-    redis_url: RedisUrl = setting(
-        None,
-        env="RAWP_REDIS_URL",
-        flag="--redis-url",
-        help="Redis shared by several gateway replicas: session leases, cross-replica "
+    redis_url: RedisUrl = redis_url_setting(
+        "Redis shared by several gateway replicas: session leases, cross-replica "
         "signals, Discord shard leases and the platform rate budget (docs/scale-out.md); "
-        "none: one gateway process, nothing shared",
-        example="redis://127.0.0.1:6379/0",
+        "none: one gateway process, nothing shared"
     )
     redis_prefix: str = setting(
         "rawp:gw:",
@@ -193,7 +221,7 @@ class GatewayOptions(CommandSettings):
         "the platforms' published limits",
     )
     agents: Names = setting(
-        ("demo",),
+        DEFAULT_AGENTS,
         env="RAWP_GATEWAY_AGENTS",
         flag="--agents",
         help="agent names offered when starting a session (any other name may still be "
@@ -230,19 +258,19 @@ class GatewayOptions(CommandSettings):
         example="127.0.0.1:9464",
     )
     metrics_token: SecretStr | None = metrics_token_setting()
-    console_user: str = setting(
-        "local",
-        env="RAWP_CONSOLE_USER",
-        flag="--user",
-        help="the console user; its master user is console:<user>",
-    )
-    node: str | None = setting(
-        None,
-        env="RAWP_CONSOLE_NODE",
-        flag="--node",
-        help="machine the console session starts on, by id or device name; none: the first "
-        "online one",
-    )
-    agent: str = setting(
-        "demo", env="RAWP_CONSOLE_AGENT", flag="--agent", help="agent the console session starts"
-    )
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+
+    @field_validator("agents")
+    @classmethod
+    def _some_agents(cls, agents: tuple[str, ...]) -> tuple[str, ...]:
+        return agents or DEFAULT_AGENTS  # an empty list (RAWP_GATEWAY_AGENTS=,): the default
+
+    @property
+    def database(self) -> Path:
+        """The conversation store's SQLite file, when no `database_url` is set."""
+        return self.state_dir / "conversations.sqlite3"
+
+    @property
+    def metrics_listen(self) -> tuple[str, int] | None:
+        """(host, port) to serve GET /metrics and /health on; None: not served."""
+        return parse_address(self.metrics_address) if self.metrics_address else None

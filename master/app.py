@@ -19,7 +19,7 @@ from master.api.common import EXTENSION
 from master.edge.api import rest as edge_api
 from master.edge.api import ws as edge_ws
 from master.metrics import MasterMetrics
-from master.settings import Settings
+from master.settings import MasterSettings
 from master.wiring import build_services
 from rawp.clock import SYSTEM_CLOCK, Clock, is_uuid4, new_id
 from rawp.errors import RawpError
@@ -37,7 +37,7 @@ HTTP_CODES = {
 
 
 def create_app(
-    settings: Settings, clock: Clock = SYSTEM_CLOCK, limiter: RateLimiter | None = None
+    settings: MasterSettings, clock: Clock = SYSTEM_CLOCK, limiter: RateLimiter | None = None
 ) -> Quart:
     app = Quart("master")
     # Quart refuses larger bodies before reading them; json_body() checks again by size.

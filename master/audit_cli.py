@@ -12,7 +12,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from master.settings import Settings
+from master.settings import MasterSettings
 from rawp.clock import Clock, parse_iso
 from runtime.cli import CommandError
 
@@ -46,7 +46,7 @@ def since_time(text: str | None, now: datetime) -> datetime | None:
 
 
 async def records(
-    settings: Settings,
+    settings: MasterSettings,
     clock: Clock,
     *,
     user: str | None,
@@ -56,12 +56,12 @@ async def records(
 ) -> list[dict[str, Any]]:
     from master.edge.usage.audit import describe
     from master.storage import audit
-    from master.storage.db import Database, database_url
+    from master.storage.db import Database
     from master.storage.migrations import migrate
 
     after = since_time(since, clock.now())
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    db = Database(database_url(settings.database_url, settings.state_dir))
+    db = Database(settings.database_address)
     try:
         await migrate(db)  # an older database gains the table; a listing then shows none
         async with db.connect() as conn:

@@ -8,33 +8,20 @@ from __future__ import annotations
 import argparse
 
 from runtime.cli import CommandError, writable_directory
-from runtime.settings import add_flags, environment_only, load
+from runtime.settings import add_flags, environment_only, load, settings_of
 from runtime.tasks import exit_status
-
-# The fields of MasterOptions shown under "Edge API" in --help; the others come first.
-EDGE_OPTIONS = (
-    "edge_token_ttl",
-    "edge_oidc_issuer",
-    "edge_oidc_jwks_url",
-    "edge_oidc_audience",
-    "edge_deny_tools",
-    "edge_deny_commands",
-    "lease_seconds",
-    "takeover_sweep_seconds",
-    "delivery_seconds",
-    "edge_queue_bytes",
-    "budgets",
-)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from master.settings import MasterOptions
+    from master.settings import MasterSettings
 
-    parser.epilog = environment_only(MasterOptions)
-    names = tuple(MasterOptions.model_fields)
-    add_flags(parser, MasterOptions, only=tuple(n for n in names if n not in EDGE_OPTIONS))
+    parser.epilog = environment_only(MasterSettings)
+    # The settings of the `edge` group are shown under "Edge API" in --help; the others first.
+    names = [doc.name for doc in settings_of(MasterSettings)]
+    edge = tuple(name for name in names if name.startswith("edge."))
+    add_flags(parser, MasterSettings, only=tuple(name for name in names if name not in edge))
     # The edge secret has no flag (RAWP_EDGE_SECRET only), so it never shows in a process list.
-    add_flags(parser.add_argument_group("Edge API (RAWP §9)"), MasterOptions, only=EDGE_OPTIONS)
+    add_flags(parser.add_argument_group("Edge API (RAWP §9)"), MasterSettings, only=edge)
     sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
     pairing = sub.add_parser(
         "pairing-url", help="print a pairing URL (valid 15 minutes) for a user, then exit"
@@ -54,27 +41,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace):
-    """The master's settings from flags over RAWP_* variables (master.settings.MasterOptions)."""
-    from master.settings import MasterOptions
+    """The master's settings from flags over RAWP_* variables (master.settings.MasterSettings;
+    its budgets file is read as it is made: a file it cannot use is one line)."""
+    from master.settings import MasterSettings
 
-    options = load(MasterOptions, args)
-    for path in (options.tls_cert, options.tls_key):
+    settings = load(MasterSettings, args)
+    for path in (settings.tls_cert, settings.tls_key):
         if path is not None and not path.is_file():
             raise CommandError(f"no such file: {path}")
-    state_dir = writable_directory(options.state_dir)  # before anything starts
-    return options.runtime(state_dir, budgets_from(options.budgets))
-
-
-def budgets_from(path):
-    """The budgets file's rules; a file it cannot use stops the start with one line."""
-    from master.services.budget_rules import BudgetFileError, BudgetRules, load_budgets
-
-    if path is None:
-        return BudgetRules()
-    try:
-        return load_budgets(path)
-    except BudgetFileError as exc:
-        raise CommandError(str(exc)) from None
+    writable_directory(settings.state_dir)  # before anything starts
+    return settings
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -92,7 +68,6 @@ def with_database(settings, work):
     """`asyncio.run(work)`; a database it cannot use is one line naming it (issue 34 §2)."""
     import asyncio
 
-    from master.storage.db import database_url
     from runtime.database_reach import DatabaseUnreachable, describe
 
     try:
@@ -100,7 +75,7 @@ def with_database(settings, work):
     except DatabaseUnreachable as exc:
         raise CommandError(str(exc)) from None
     except Exception as exc:
-        line = describe(database_url(settings.database_url, settings.state_dir), exc)
+        line = describe(settings.database_address, exc)
         if line is None:
             raise
         raise CommandError(line) from None

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from master import gc_pauses
-from master.settings import Settings
-from master.storage.db import Database, database_url
+from master.settings import MasterSettings
+from master.storage.db import Database
 from runtime.database_reach import wait_for_database
 from runtime.tasks import TaskOwner
 
@@ -100,7 +100,7 @@ def _uvicorn_config(app, host: str, port: int, certfile: Path | None, keyfile: P
     )
 
 
-async def run(settings: Settings) -> None:
+async def run(settings: MasterSettings) -> None:
     from master.app import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -112,7 +112,7 @@ async def run(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop.set)
     # Compose or systemd may start the master before its database (issue 34 §2): wait for it
     # here, bounded, so the app's own start finds it (DatabaseUnreachable: one line, exit 2).
-    db = Database(database_url(settings.database_url, settings.state_dir))
+    db = Database(settings.database_address)
     try:
         await wait_for_database(db, settings.database_wait)
     finally:
@@ -134,7 +134,7 @@ async def run(settings: Settings) -> None:
     )
 
 
-async def issue_pairing_url(settings: Settings, user_id: str) -> str:
+async def issue_pairing_url(settings: MasterSettings, user_id: str) -> str:
     """`rawp master pairing-url`: a token in the same database the server uses (§3.1)."""
     from master.wiring import build_services
     from rawp.clock import SYSTEM_CLOCK

@@ -1,16 +1,15 @@
-"""Everything the master is configured with: what the operator sets, and the frozen runtime object.
+"""Everything the master is configured with: one model, `MasterSettings`, taken by its services.
 
-`MasterOptions` is the one place a `rawp master` setting is written — its variable, flag,
+`MasterSettings` is the one place a `rawp master` setting is written — its variable, flag,
 default, range and help (runtime.settings explains how to add one). `master.cli` loads it from
-flags and the environment and turns it into `Settings` with `runtime()`; tests and `rawp up`
-build `Settings` directly. `Settings` also holds the tunables no operator sets (token lifetimes
-fixed by the spec, replay sizes); its operator-facing defaults are read from `MasterOptions`.
+flags and the environment; tests and `rawp up` build it directly. The Edge API's settings are
+its `edge` group (`EdgeSettings`). Fields without a variable are the tunables no operator sets
+(token lifetimes fixed by the spec, replay sizes); values derived from settings (a parsed rate,
+the database URL with its password) are properties, never copies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -26,11 +25,18 @@ from runtime.settings import (
     Names,
     Port,
     RedisUrl,
+    SettingGroup,
     check_tls_pair,
     comma_list,
-    dev_setting,
-    metrics_token_setting,
+    plain,
     setting,
+)
+from runtime.shared_settings import (
+    database_url_setting,
+    dev_setting,
+    edge_secret_setting,
+    metrics_token_setting,
+    redis_url_setting,
 )
 
 
@@ -60,7 +66,7 @@ UserRates = Annotated[
 ]
 
 
-def user_budgets(items: tuple[str, ...]) -> dict[str, Budget]:
+def parse_user_budgets(items: tuple[str, ...]) -> dict[str, Budget]:
     """`("a:1=100/s",)` → {"a:1": Budget}: the users whose Edge API budget is not the default."""
     pairs = (item.rpartition("=") for item in items)
     return {subject.strip(): Budget.parse(rate) for subject, _, rate in pairs}
@@ -69,19 +75,166 @@ def user_budgets(items: tuple[str, ...]) -> dict[str, Budget]:
 Seconds = Annotated[int, Field(gt=0), Accepts("a whole number of seconds above 0")]
 
 
-class MasterOptions(CommandSettings):
+USER_BUDGET = Budget.parse("30/s")  # per edge user (Edge API)
+
+
+class EdgeSettings(SettingGroup):
+    """The Edge API's settings (RAWP §9; docs/edge-api.md): `MasterSettings.edge`."""
+
+    secret: SecretStr | None = edge_secret_setting(
+        "the edge service credential a gateway trades for user tokens (POST "
+        "/v1/edge/auth/token); none disables that exchange. A long random secret, read from "
+        "the environment only so it never shows in a process list; the gateway needs the same"
+    )
+    user_token_ttl: Seconds = setting(
+        900,
+        env="RAWP_EDGE_TOKEN_TTL",
+        flag="--edge-token-ttl",
+        help="lifetime of the user access tokens issued to edges, in seconds",
+    )
+    oidc_issuer: str | None = setting(
+        None,
+        env="RAWP_EDGE_OIDC_ISSUER",
+        flag="--edge-oidc-issuer",
+        help="accept user JWTs from this OIDC issuer (with its JWKS URL and audience)",
+    )
+    oidc_jwks_url: str | None = setting(
+        None,
+        env="RAWP_EDGE_OIDC_JWKS_URL",
+        flag="--edge-oidc-jwks-url",
+        help="the issuer's JWKS URL",
+    )
+    oidc_audience: str | None = setting(
+        None,
+        env="RAWP_EDGE_OIDC_AUDIENCE",
+        flag="--edge-oidc-audience",
+        help="the audience the issuer's tokens must name",
+    )
+    deny_tools: Names = setting(
+        ("*",),
+        env="RAWP_EDGE_DENY_TOOLS",
+        flag="--edge-deny-tools",
+        help="security policy: tool_overrides edges may not ask for; * = every one",
+    )
+    deny_commands: Names = setting(
+        (),
+        env="RAWP_EDGE_DENY_COMMANDS",
+        flag="--edge-deny-commands",
+        help="security policy: commands (without /) edges may not send, as text or slash_command",
+    )
+    lease_seconds: Annotated[float, Field(ge=0.3, le=600)] = setting(
+        5.0,
+        env="RAWP_LEASE_SECONDS",
+        flag="--lease-seconds",
+        help="with several replicas: a session's lease outlives its holder's last renewal this "
+        "long; a dead replica's sessions are taken over within about this plus the sweep",
+    )
+    takeover_sweep_seconds: Annotated[float, Field(ge=0.1, le=600)] = setting(
+        2.0,
+        env="RAWP_TAKEOVER_SWEEP_SECONDS",
+        flag="--takeover-sweep-seconds",
+        help="with several replicas: how often each looks for sessions nobody holds",
+    )
+    delivery_seconds: Annotated[float, Field(ge=0.1, le=600)] = setting(
+        5.0,
+        env="RAWP_DELIVERY_SECONDS",
+        flag="--delivery-seconds",
+        help="how long an edge frame may wait to reach the client (a reattach, another "
+        "replica) before the edge is told CLIENT_UNAVAILABLE and may resend it",
+    )
+    queue_bytes: Annotated[int, Field(gt=0)] = setting(
+        16 * 1024 * 1024,
+        env="RAWP_EDGE_QUEUE_BYTES",
+        flag="--edge-queue-bytes",
+        help="backlog (bytes of frame text) of one edge socket before a too-slow edge is cut "
+        "off (1013)",
+    )
+    user_rate_limits: UserRates = setting(
+        (),
+        env="RAWP_EDGE_USER_RATE_LIMITS",
+        flag="--edge-user-rate-limits",
+        help="Edge API requests per second for named users instead of the default 30/s "
+        "(a load generator, a trusted bot); everyone else keeps the default",
+        example="discord:123=100/s",
+    )
+    budgets_file: Path | None = setting(
+        None,
+        env="RAWP_BUDGETS_FILE",
+        flag="--budgets",
+        help="TOML file of spending budgets per user and node, read at start "
+        "(docs/operations-master.md, Budgets); none: nothing is limited",
+    )
+    # --- runtime-only (no variable, no flag) ---
+    oidc_jwks_cache_seconds: int = 300
+    oidc_min_refetch_seconds: float = 10.0  # an unknown kid refetches the JWKS at most this often
+    # §9.4: edge_ws_ticket lifetime, seconds (single use).
+    ticket_ttl: int = 60
+    # E-WS-11: control message_ids remembered per session for de-duplication.
+    dedupe_window: int = 4096
+    # K-09: a node not heard from for this long is offline; health answers are reused this long.
+    offline_after: int = 120
+    health_cache_seconds: float = 5.0
+    health_timeout: float = 3.0
+    # Frames kept per session to replay to an edge reconnecting with `last_message_id`.
+    replay_frames: int = 2048
+    # Edge API requests each user may make, unless `user_rate_limits` names them.
+    user_budget: Budget = USER_BUDGET
+    # Issue 16 §4: spending budgets, read from `budgets_file` at start (empty: nothing limited).
+    budgets: BudgetRules = Field(default_factory=BudgetRules)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_budgets(cls, data: object) -> object:
+        """The budgets file is read once, when the settings are made: a file it cannot use
+        stops the start with one line (the model's error), before anything listens."""
+        if not isinstance(data, dict) or "budgets" in data:
+            return data
+        alias = cls.model_fields["budgets_file"].validation_alias
+        path = data.get("budgets_file", data.get(alias))
+        if path is None:
+            return data
+        from master.services.budget_rules import BudgetFileError, load_budgets
+
+        try:
+            return {**data, "budgets": load_budgets(Path(path))}
+        except BudgetFileError as exc:
+            raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _oidc_together(self) -> EdgeSettings:
+        if any(self.oidc) and not all(self.oidc):
+            raise ValueError(
+                "RAWP_EDGE_OIDC_ISSUER, RAWP_EDGE_OIDC_JWKS_URL and RAWP_EDGE_OIDC_AUDIENCE "
+                "(--edge-oidc-*) go together"
+            )
+        return self
+
+    @property
+    def oidc(self) -> tuple[str | None, str | None, str | None]:
+        return (self.oidc_issuer, self.oidc_jwks_url, self.oidc_audience)
+
+    @property
+    def user_budgets(self) -> dict[str, Budget]:
+        """Users with an Edge API budget of their own instead of `user_budget`."""
+        return parse_user_budgets(self.user_rate_limits)
+
+    def budget_of(self, user_id: str) -> Budget:
+        """The Edge API rate budget of one user: their own if the operator set one."""
+        return self.user_budgets.get(user_id, self.user_budget)
+
+
+class MasterSettings(CommandSettings):
     """`rawp master`'s settings (docs/operations-master.md has the generated table)."""
 
     host: str = setting(
         "127.0.0.1", env="RAWP_MASTER_HOST", flag="--host", help="address to listen on"
     )
     port: Port = setting(8700, env="RAWP_MASTER_PORT", flag="--port", help="port to listen on")
-    database_url: Annotated[SecretStr | None, Accepts("an SQLAlchemy URL (kept secret)")] = setting(
-        None,
-        env="RAWP_DATABASE_URL",
-        flag="--database-url",
-        help="SQLAlchemy URL of the master's database; none: an SQLite file in the state directory",
-        example="postgresql+asyncpg://rawp:password@db:5432/rawp",
+    database_url: Annotated[SecretStr | None, Accepts("an SQLAlchemy URL (kept secret)")] = (
+        database_url_setting(
+            "SQLAlchemy URL of the master's database; none: an SQLite file in the state directory",
+            example="postgresql+asyncpg://rawp:password@db:5432/rawp",
+        )
     )
     database_password: SecretStr | None = setting(
         None,
@@ -140,13 +293,9 @@ class MasterOptions(CommandSettings):
         flag="--access-token-ttl",
         help="lifetime of the access tokens the master issues to nodes, in seconds",
     )
-    redis_url: RedisUrl = setting(
-        None,
-        env="RAWP_REDIS_URL",
-        flag="--redis-url",
-        help="Redis shared by several master replicas (docs/scale-out.md); none: one master "
-        "process, nothing shared",
-        example="redis://127.0.0.1:6379/0",
+    redis_url: RedisUrl = redis_url_setting(
+        "Redis shared by several master replicas (docs/scale-out.md); none: one master "
+        "process, nothing shared"
     )
     redis_prefix: str = setting(
         "rawp:",
@@ -154,244 +303,47 @@ class MasterOptions(CommandSettings):
         flag="--redis-prefix",
         help="start of every Redis key the master writes (several deployments, one Redis)",
     )
-    # --- Edge API (RAWP §9; docs/edge-api.md) ---
-    edge_secret: SecretStr | None = setting(
-        None,
-        env="RAWP_EDGE_SECRET",
-        help="the edge service credential a gateway trades for user tokens (POST "
-        "/v1/edge/auth/token); none disables that exchange. A long random secret, read from "
-        "the environment only so it never shows in a process list; the gateway needs the same",
-    )
-    edge_token_ttl: Seconds = setting(
-        900,
-        env="RAWP_EDGE_TOKEN_TTL",
-        flag="--edge-token-ttl",
-        help="lifetime of the user access tokens issued to edges, in seconds",
-    )
-    edge_oidc_issuer: str | None = setting(
-        None,
-        env="RAWP_EDGE_OIDC_ISSUER",
-        flag="--edge-oidc-issuer",
-        help="accept user JWTs from this OIDC issuer (with its JWKS URL and audience)",
-    )
-    edge_oidc_jwks_url: str | None = setting(
-        None,
-        env="RAWP_EDGE_OIDC_JWKS_URL",
-        flag="--edge-oidc-jwks-url",
-        help="the issuer's JWKS URL",
-    )
-    edge_oidc_audience: str | None = setting(
-        None,
-        env="RAWP_EDGE_OIDC_AUDIENCE",
-        flag="--edge-oidc-audience",
-        help="the audience the issuer's tokens must name",
-    )
-    edge_deny_tools: Names = setting(
-        ("*",),
-        env="RAWP_EDGE_DENY_TOOLS",
-        flag="--edge-deny-tools",
-        help="security policy: tool_overrides edges may not ask for; * = every one",
-    )
-    edge_deny_commands: Names = setting(
-        (),
-        env="RAWP_EDGE_DENY_COMMANDS",
-        flag="--edge-deny-commands",
-        help="security policy: commands (without /) edges may not send, as text or slash_command",
-    )
-    lease_seconds: Annotated[float, Field(ge=0.3, le=600)] = setting(
-        5.0,
-        env="RAWP_LEASE_SECONDS",
-        flag="--lease-seconds",
-        help="with several replicas: a session's lease outlives its holder's last renewal this "
-        "long; a dead replica's sessions are taken over within about this plus the sweep",
-    )
-    takeover_sweep_seconds: Annotated[float, Field(ge=0.1, le=600)] = setting(
-        2.0,
-        env="RAWP_TAKEOVER_SWEEP_SECONDS",
-        flag="--takeover-sweep-seconds",
-        help="with several replicas: how often each looks for sessions nobody holds",
-    )
-    delivery_seconds: Annotated[float, Field(ge=0.1, le=600)] = setting(
-        5.0,
-        env="RAWP_DELIVERY_SECONDS",
-        flag="--delivery-seconds",
-        help="how long an edge frame may wait to reach the client (a reattach, another "
-        "replica) before the edge is told CLIENT_UNAVAILABLE and may resend it",
-    )
-    edge_queue_bytes: Annotated[int, Field(gt=0)] = setting(
-        16 * 1024 * 1024,
-        env="RAWP_EDGE_QUEUE_BYTES",
-        flag="--edge-queue-bytes",
-        help="backlog (bytes of frame text) of one edge socket before a too-slow edge is cut "
-        "off (1013)",
-    )
-    edge_user_rate_limits: UserRates = setting(
-        (),
-        env="RAWP_EDGE_USER_RATE_LIMITS",
-        flag="--edge-user-rate-limits",
-        help="Edge API requests per second for named users instead of the default 30/s "
-        "(a load generator, a trusted bot); everyone else keeps the default",
-        example="discord:123=100/s",
-    )
-    budgets: Path | None = setting(
-        None,
-        env="RAWP_BUDGETS_FILE",
-        flag="--budgets",
-        help="TOML file of spending budgets per user and node, read at start "
-        "(docs/operations-master.md, Budgets); none: nothing is limited",
-    )
+    edge: EdgeSettings = Field(default_factory=EdgeSettings)
     metrics_token: SecretStr | None = metrics_token_setting()
-
-    @model_validator(mode="after")
-    def _together(self) -> MasterOptions:
-        check_tls_pair(self)
-        if self.database_password is not None and self.database_url is None:
-            raise ValueError("RAWP_DATABASE_PASSWORD needs RAWP_DATABASE_URL (--database-url)")
-        oidc = (self.edge_oidc_issuer, self.edge_oidc_jwks_url, self.edge_oidc_audience)
-        if any(oidc) and not all(oidc):
-            raise ValueError(
-                "RAWP_EDGE_OIDC_ISSUER, RAWP_EDGE_OIDC_JWKS_URL and RAWP_EDGE_OIDC_AUDIENCE "
-                "(--edge-oidc-*) go together"
-            )
-        return self
-
-    def runtime(self, state_dir: Path, budgets: BudgetRules | None = None) -> Settings:
-        """The master's runtime settings; `state_dir` is the checked, usable directory and
-        `budgets` the rules read from the `budgets` file (master.cli reads it)."""
-        from master.storage.db import with_password  # imports SQLAlchemy: not for --help
-
-        return Settings(
-            state_dir=state_dir,
-            host=self.host,
-            port=self.port,
-            database_url=with_password(_plain(self.database_url), _plain(self.database_password)),
-            database_wait=self.database_wait,
-            dev=self.dev,
-            tls_cert=self.tls_cert,
-            tls_key=self.tls_key,
-            public_url=self.public_url,
-            access_token_ttl=self.access_token_ttl,
-            node_budget=Budget.parse(self.node_rate_limit),
-            auth_budget=Budget.parse(self.auth_rate_limit),
-            redis_url=_plain(self.redis_url),
-            redis_prefix=self.redis_prefix,
-            metrics_token=_plain(self.metrics_token),
-            edge=EdgeSettings(
-                secret=_plain(self.edge_secret),
-                user_token_ttl=self.edge_token_ttl,
-                oidc_issuer=self.edge_oidc_issuer,
-                oidc_jwks_url=self.edge_oidc_jwks_url,
-                oidc_audience=self.edge_oidc_audience,
-                deny_tools=self.edge_deny_tools,
-                deny_commands=self.edge_deny_commands,
-                queue_bytes=self.edge_queue_bytes,
-                lease_seconds=self.lease_seconds,
-                takeover_sweep_seconds=self.takeover_sweep_seconds,
-                delivery_seconds=self.delivery_seconds,
-                user_budgets=user_budgets(self.edge_user_rate_limits),
-                budgets=budgets if budgets is not None else BudgetRules(),
-            ),
-        )
-
-
-def _plain(secret: SecretStr | None) -> str | None:
-    return secret.get_secret_value() if secret is not None else None
-
-
-DEFAULTS = MasterOptions()  # the operator-facing defaults, for the runtime objects below
-NODE_BUDGET = Budget.parse(DEFAULTS.node_rate_limit)  # per node token
-USER_BUDGET = Budget.parse("30/s")  # per edge user (Edge API)
-AUTH_BUDGET = Budget.parse(DEFAULTS.auth_rate_limit)  # per remote address on pair / refresh
-
-
-@dataclass(frozen=True)
-class EdgeSettings:
-    """The Edge API's settings (RAWP §9), grouped so `Settings` stays readable."""
-
-    # §9.1: the edge service credential a gateway trades for user tokens; None disables it.
-    secret: str | None = field(default=None, repr=False)
-    user_token_ttl: int = DEFAULTS.edge_token_ttl
-    # Optional OIDC issuer whose JWTs are accepted as user tokens (all three, or none).
-    oidc_issuer: str | None = None
-    oidc_jwks_url: str | None = None
-    oidc_audience: str | None = None
-    oidc_jwks_cache_seconds: int = 300
-    oidc_min_refetch_seconds: float = 10.0  # an unknown kid refetches the JWKS at most this often
-    # §9.4: edge_ws_ticket lifetime, seconds (single use).
-    ticket_ttl: int = 60
-    # A-24 security policy: tool_overrides / slash commands an edge may not ask for.
-    # "*" in deny_tools refuses every tool override.
-    deny_tools: tuple[str, ...] = DEFAULTS.edge_deny_tools
-    deny_commands: tuple[str, ...] = DEFAULTS.edge_deny_commands
-    # Backpressure: characters of frames queued for one edge socket before it is disconnected.
-    queue_bytes: int = DEFAULTS.edge_queue_bytes
-    # E-WS-11: control message_ids remembered per session for de-duplication.
-    dedupe_window: int = 4096
-    # K-09: a node not heard from for this long is offline; health answers are reused this long.
-    offline_after: int = 120
-    health_cache_seconds: float = 5.0
-    health_timeout: float = 3.0
-    # Frames kept per session to replay to an edge reconnecting with `last_message_id`.
-    replay_frames: int = 2048
-    # Several replicas (docs/scale-out.md): how long a session's lease outlives its holder's
-    # last renewal, and how often each replica looks for sessions nobody holds. Together they
-    # bound how long a dead replica's sessions wait for another to take them over.
-    lease_seconds: float = DEFAULTS.lease_seconds
-    takeover_sweep_seconds: float = DEFAULTS.takeover_sweep_seconds
-    # Issue 14 §2: how long an edge frame may wait to be written to the client's socket (for
-    # a reattach, or for the replica holding the link to answer) before the edge is told
-    # CLIENT_UNAVAILABLE and may resend it.
-    delivery_seconds: float = DEFAULTS.delivery_seconds
-    user_budget: Budget = USER_BUDGET
-    # Users with an Edge API budget of their own instead of `user_budget` (subject → budget).
-    user_budgets: Mapping[str, Budget] = field(default_factory=dict)
-    # Issue 16 §4: spending budgets (the --budgets file; empty: nothing is limited).
-    budgets: BudgetRules = field(default_factory=BudgetRules)
-
-    def budget_of(self, user_id: str) -> Budget:
-        """The Edge API rate budget of one user: their own if the operator set one."""
-        return self.user_budgets.get(user_id, self.user_budget)
-
-
-@dataclass(frozen=True)
-class Settings:
-    state_dir: Path
-    host: str = DEFAULTS.host
-    port: int = DEFAULTS.port
-    # SQLAlchemy URL; None means an SQLite file in `state_dir`. It may hold a password.
-    database_url: str | None = field(default=None, repr=False)
-    # Seconds `rawp master` waits at start for the database to answer (issue 34 §2).
-    database_wait: float = DEFAULTS.database_wait
-    # §3.2 / K-01: allow http:// and loopback client addresses.
-    dev: bool = False
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    # Base URL people and clients reach the master at, used in pairing URLs (§3.1).
-    public_url: str | None = None
-    # §3.4 token lifetimes, seconds.
-    access_token_ttl: int = DEFAULTS.access_token_ttl
+    # --- runtime-only (no variable, no flag) ---
+    # §3.4: a refresh token lives 30 days.
     refresh_token_ttl: int = 30 * 24 * 3600
     # §3.1: an unused pairing token is discarded 15 minutes after issue (M-PAIR-02).
     pairing_token_ttl: int = 15 * 60
     # Largest request body accepted, bytes (413 above).
     max_body_bytes: int = 256 * 1024
-    # §7.1 rate budgets: per node token, and per remote address on unauthenticated routes.
-    node_budget: Budget = NODE_BUDGET
-    auth_budget: Budget = AUTH_BUDGET
     # Throttle for calls to a client whose limits scope is not synced yet (requests/second).
     unsynced_client_rate: float = 1.0
-    # Redis shared by master replicas (docs/scale-out.md); None = single process, no Redis.
-    redis_url: str | None = field(default=None, repr=False)
-    # Every key the master writes in Redis starts with this (several deployments, one Redis).
-    redis_prefix: str = DEFAULTS.redis_prefix
-    # GET /metrics needs `Authorization: Bearer <this>` when set; else loopback peers only
-    # (runtime.scrape_access). Read from RAWP_METRICS_TOKEN only: never a flag.
-    metrics_token: str | None = field(default=None, repr=False)
-    # --- Edge API (RAWP §9; docs/edge-api.md) ---
-    edge: EdgeSettings = field(default_factory=EdgeSettings)
+
+    @model_validator(mode="after")
+    def _together(self) -> MasterSettings:
+        check_tls_pair(self)
+        if self.database_password is not None and self.database_url is None:
+            raise ValueError("RAWP_DATABASE_PASSWORD needs RAWP_DATABASE_URL (--database-url)")
+        return self
+
+    @property
+    def database_address(self) -> str:
+        """The SQLAlchemy URL to open: `database_url` with `database_password` put in, or the
+        SQLite file in the state directory."""
+        from master.storage.db import database_url, with_password  # SQLAlchemy: not for --help
+
+        url = with_password(plain(self.database_url), plain(self.database_password))
+        return database_url(url, self.state_dir)
+
+    @property
+    def node_budget(self) -> Budget:
+        """§7.1: the rate budget of each node token."""
+        return Budget.parse(self.node_rate_limit)
+
+    @property
+    def auth_budget(self) -> Budget:
+        """§7.1: the rate budget per remote address on unauthenticated routes."""
+        return Budget.parse(self.auth_rate_limit)
 
     @property
     def base_url(self) -> str:
+        """Where people and clients reach the master, used in pairing URLs (§3.1)."""
         if self.public_url:
             return self.public_url.rstrip("/")
         scheme = "https" if self.tls_cert else "http"

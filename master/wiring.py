@@ -17,20 +17,21 @@ from master.services.pairing import PairingService
 from master.services.session_start import SessionStarter
 from master.services.sockets import NodeSockets
 from master.services.tokens import TokenService
-from master.settings import Settings
-from master.storage.db import Database, database_url
+from master.settings import MasterSettings
+from master.storage.db import Database
 from master.storage.migrations import migrate
 from rawp.clock import Clock
 from rawp.tokens import SigningKey
 from runtime.database import redacted
 from runtime.rate_limit import MemoryRateLimiter, RateLimiter
+from runtime.settings import plain
 
 log = logging.getLogger("rawp.master")
 
 
 @dataclass
 class Services:
-    settings: Settings
+    settings: MasterSettings
     clock: Clock
     db: Database
     key: SigningKey
@@ -57,7 +58,7 @@ class Services:
 
 
 async def build_services(
-    settings: Settings,
+    settings: MasterSettings,
     clock: Clock,
     limiter: RateLimiter | None = None,
     metrics: MasterMetrics | None = None,
@@ -116,16 +117,16 @@ async def build_services(
     )
 
 
-async def _database(settings: Settings) -> Database:
+async def _database(settings: MasterSettings) -> Database:
     """The master's database, migrated, under its state directory (created private)."""
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    db = Database(database_url(settings.database_url, settings.state_dir))
+    db = Database(settings.database_address)
     await migrate(db)
     log.info("database: %s", redacted(db.url))
     return db
 
 
-def _tokens(settings: Settings, db: Database, key: SigningKey, clock: Clock) -> TokenService:
+def _tokens(settings: MasterSettings, db: Database, key: SigningKey, clock: Clock) -> TokenService:
     """Node access and refresh tokens (§3.3), signed with the master's key."""
     return TokenService(
         db,
@@ -136,17 +137,19 @@ def _tokens(settings: Settings, db: Database, key: SigningKey, clock: Clock) -> 
     )
 
 
-def _limiter(settings: Settings, clock: Clock) -> RateLimiter:
+def _limiter(settings: MasterSettings, clock: Clock) -> RateLimiter:
     """In-process buckets, or buckets shared by every replica when a Redis URL is set."""
     if not settings.redis_url:
         return MemoryRateLimiter(clock)
     from runtime.redis_buckets import RedisRateLimiter  # imports redis: only here
 
     log.info("rate limits: shared through Redis")
-    return RedisRateLimiter.from_url(settings.redis_url, prefix=f"{settings.redis_prefix}rate:")
+    return RedisRateLimiter.from_url(
+        plain(settings.redis_url), prefix=f"{settings.redis_prefix}rate:"
+    )
 
 
-def _relay(settings: Settings) -> Relay:
+def _relay(settings: MasterSettings) -> Relay:
     """Sockets in this process only, or sessions shared by every replica (docs/scale-out.md)."""
     edge = settings.edge
     if not settings.redis_url:
@@ -154,7 +157,7 @@ def _relay(settings: Settings) -> Relay:
     from master.edge.replicas.redis_relay import RedisRelay  # imports redis: only here
 
     return RedisRelay(
-        settings.redis_url,
+        plain(settings.redis_url),
         prefix=settings.redis_prefix,
         replay_frames=edge.replay_frames,
         dedupe_window=edge.dedupe_window,

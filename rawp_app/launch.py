@@ -39,12 +39,11 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TextIO
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
-from adapters.web import WebConfig, WebEdge
+from adapters.web import WebEdge
 from gateway.edge_client import EdgeApiError, EdgeClient
 from gateway.metrics import GatewayMetrics, MetricsServer
 from gateway.platform import Invocation
@@ -54,49 +53,21 @@ from gateway.replicas.budgeted_platform import PlatformBudget, block_on_429
 from gateway.replicas.platform_budget import parse_limits
 from gateway.sessions.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.sessions.live import ConnectedSession
-from gateway.settings import GatewayOptions
+from gateway.settings import GatewaySettings
 from gateway.storage.conversation_store import ConversationStore, StoreError
 from gateway.storage.web_logins import WebLogins
 from gateway.storage.web_prompts import WebPrompts
+from runtime.settings import plain
 from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
 
 PLATFORMS = ("discord", "slack", "console", "web")
 CONSOLE_WAIT_FOR_NODE_S = 30.0
-DEFAULTS = GatewayOptions()
 
 
 class LaunchError(Exception):
     """A configuration the gateway cannot run with; the message says what to change."""
-
-
-@dataclass(frozen=True)
-class GatewayConfig:
-    master_url: str
-    edge_secret: str = field(repr=False)
-    database: Path
-    platforms: tuple[str, ...]
-    # Defaults: `rawp gateway`'s own (gateway.settings.GatewayOptions).
-    agents: tuple[str, ...] = DEFAULTS.agents
-    workspace: str | None = DEFAULTS.workspace
-    show_thinking: bool = DEFAULTS.show_thinking
-    approval_timeout_s: float = DEFAULTS.approval_timeout  # issue 15 §4: then it is denied
-    unredacted_nodes: tuple[str, ...] = DEFAULTS.unredacted_nodes  # shown unredacted (§3)
-    # the console conversation
-    console_user: str = DEFAULTS.console_user
-    node: str | None = DEFAULTS.node
-    agent: str = DEFAULTS.agent
-    usage_footer: bool = DEFAULTS.usage_footer  # a usage line after every turn (issue 16 §4)
-    # GET /metrics and /health on this host:port (gateway.metrics); None: not served.
-    metrics_address: tuple[str, int] | None = None
-    metrics_token: str | None = field(default=None, repr=False)
-    # Several replicas (docs/scale-out.md): the shared store, and Redis for what they share.
-    database_url: str | None = field(default=None, repr=False)  # None: `database` (SQLite)
-    redis_url: str | None = field(default=None, repr=False)  # None: one process
-    redis_prefix: str = DEFAULTS.redis_prefix
-    platform_limits: str = DEFAULTS.platform_limits  # overrides of the budget's table
-    web: WebConfig = field(default_factory=WebConfig)  # with "web" in `platforms`
 
 
 def choose_platforms(
@@ -126,120 +97,153 @@ MASTER_WAIT_S = 60.0  # a master's cold start in a container takes a few seconds
 
 
 async def run_gateway(
-    config: GatewayConfig,
+    settings: GatewaySettings,
     *,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stop: asyncio.Event | None = None,
     on_web: Callable[[WebEdge], Awaitable[None]] | None = None,
 ) -> int:
-    """Serve `config.platforms` until stopped; `on_web` is called once the web edge listens."""
-    chat = tuple(p for p in config.platforms if p != "web")
+    """Serve the platforms `settings` name (else those configured, `choose_platforms`) until
+    stopped; `on_web` is called once the web edge listens."""
+    platforms = choose_platforms(settings.platform)
+    chat = tuple(p for p in platforms if p != "web")
     if chat == ("console",) and input_is_null(stdin or sys.stdin):
         raise LaunchError(NO_CONSOLE_INPUT)  # docker run without -i: said at once
     await asyncio.to_thread(redact.prepare)  # issue 15 §3: its patterns, compiled once
-    edge = EdgeClient(config.master_url, config.edge_secret)
-    try:  # issue 19 §1: a shared database for replicas, else the SQLite file
-        store = await ConversationStore.open(config.database_url or config.database)
-    except StoreError as exc:  # one line, never the URL (it may hold a password)
-        raise LaunchError(str(exc)) from None
-    settings = ConversationSettings(
-        agents=config.agents,
-        workspace_path=config.workspace,
-        render=RenderOptions(
-            show_thinking=config.show_thinking,
-            approval_timeout_s=config.approval_timeout_s,
-            unredacted_nodes=frozenset(config.unredacted_nodes),
-            usage_footer=config.usage_footer,
-        ),
-    )
-    services: list[ConversationService] = []
-    clustered: list = []  # gateway.replicas.cluster_routing.ClusterHooks, with a Redis URL
-    cluster_tasks = TaskOwner("cluster", log)
-    metrics = GatewayMetrics()
-    server = MetricsServer(metrics, config.metrics_token)
-    # One platform budget, shared through Redis by every replica (issue 19 §5).
-    budget = await PlatformBudget.open(
-        config.redis_url, config.redis_prefix, parse_limits(config.platform_limits)
-    )
-    metrics.rate_limit_listeners.append(block_on_429(budget))
-    web_edge = None
+    gateway = await _Gateway.open(settings)
     try:
-        if config.metrics_address is not None:
-            await server.start(*config.metrics_address)
-        if "web" in config.platforms:
-            web_edge = await _start_web(edge, store, config)
+        if settings.metrics_listen is not None:
+            await gateway.server.start(*settings.metrics_listen)
+        if "web" in platforms:
+            gateway.web_edge = await _start_web(gateway.edge, gateway.store, settings)
             if on_web is not None:
-                await on_web(web_edge)
+                await on_web(gateway.web_edge)
         if not chat:  # the web edge alone
-            await _wait_for_master(edge)
+            await _wait_for_master(gateway.edge)
             await (stop or _signal_event()).wait()
             return 0
         if chat == ("console",):
-            await _wait_for_master(edge)
-            service = ConversationService(edge, store, settings)
-            service.web_links = web_edge.link_for if web_edge else None
-            services.append(service)
-            metrics.watch("console", lambda: list(service.live.values()))
+            await _wait_for_master(gateway.edge)
+            service = gateway.service("console")
             return await run_console(
-                service, config, stdin or sys.stdin, stdout or sys.stdout, stop=stop
+                service, settings, stdin or sys.stdin, stdout or sys.stdout, stop=stop
             )
-        bots = []
-        for name in chat:
-            service = ConversationService(edge, store, settings)
-            service.web_links = web_edge.link_for if web_edge else None  # `/rawp web`
-            services.append(service)
-            metrics.watch(name, lambda service=service: list(service.live.values()))
-            hooks = service
-            if config.redis_url:
-                hooks = await _join_cluster(service, config, cluster_tasks)
-                clustered.append(hooks)
-            bots.append(_bot(name, service, metrics, budget, config, hooks))
-        if unknown := budget.unknown_overrides():  # the routes are the platforms' own
-            raise LaunchError(unknown_routes(unknown, budget))
-        await _wait_for_master(edge)  # after the bots: a bad platform setting is said at once
-        sweeps = [hooks.sweep() for hooks in clustered]
-        return await _serve_bots(bots, services, stop or _signal_event(), *sweeps)
+        bots = [await gateway.chat_bot(name) for name in chat]
+        if unknown := gateway.budget.unknown_overrides():  # the routes are the platforms' own
+            raise LaunchError(unknown_routes(unknown, gateway.budget))
+        await _wait_for_master(gateway.edge)  # after the bots: a bad platform setting is said
+        sweeps = [hooks.sweep() for hooks in gateway.clustered]
+        return await _serve_bots(bots, gateway.services, stop or _signal_event(), *sweeps)
     finally:
-        if web_edge is not None:
-            await web_edge.close()
-        await server.close()
-        for service in services:
+        await gateway.close()
+
+
+@dataclass
+class _Gateway:
+    """What one gateway process runs on: the Edge API client, the conversation store, the
+    metrics and the platform budget, and the conversation services made on them."""
+
+    settings: GatewaySettings
+    edge: EdgeClient
+    store: ConversationStore
+    metrics: GatewayMetrics
+    server: MetricsServer
+    budget: PlatformBudget
+    services: list[ConversationService] = field(default_factory=list)
+    clustered: list = field(default_factory=list)  # cluster_routing.ClusterHooks, with Redis
+    cluster_tasks: TaskOwner = field(default_factory=lambda: TaskOwner("cluster", log))
+    web_edge: WebEdge | None = None
+
+    @classmethod
+    async def open(cls, settings: GatewaySettings) -> _Gateway:
+        edge = EdgeClient(settings.master_url, plain(settings.edge_secret) or "")
+        try:  # issue 19 §1: a shared database for replicas, else the SQLite file
+            store = await ConversationStore.open(plain(settings.database_url) or settings.database)
+        except StoreError as exc:  # one line, never the URL (it may hold a password)
+            raise LaunchError(str(exc)) from None
+        metrics = GatewayMetrics()
+        server = MetricsServer(metrics, plain(settings.metrics_token))
+        # One platform budget, shared through Redis by every replica (issue 19 §5).
+        budget = await PlatformBudget.open(
+            plain(settings.redis_url), settings.redis_prefix, parse_limits(settings.platform_limits)
+        )
+        metrics.rate_limit_listeners.append(block_on_429(budget))
+        return cls(settings, edge, store, metrics, server, budget)
+
+    def service(self, name: str) -> ConversationService:
+        """A conversation service for platform `name`, watched by the metrics."""
+        service = ConversationService(self.edge, self.store, conversation_settings(self.settings))
+        service.web_links = self.web_edge.link_for if self.web_edge else None  # `/rawp web`
+        self.services.append(service)
+        self.metrics.watch(name, lambda: list(service.live.values()))
+        return service
+
+    async def chat_bot(self, name: str):
+        """Discord's or Slack's bot around its own service (a replica's, with Redis)."""
+        service = self.service(name)
+        hooks = service
+        if self.settings.redis_url:
+            hooks = await _join_cluster(service, self.settings, self.cluster_tasks)
+            self.clustered.append(hooks)
+        return _bot(name, service, self.metrics, self.budget, self.settings, hooks)
+
+    async def close(self) -> None:
+        if self.web_edge is not None:
+            await self.web_edge.close()
+        await self.server.close()
+        for service in self.services:
             await service.close()
-        await cluster_tasks.close()  # renewals and the bus reader stop, then leases go
-        for hooks in clustered:
+        await self.cluster_tasks.close()  # renewals and the bus reader stop, then leases go
+        for hooks in self.clustered:
             await hooks.cluster.close()
-        await budget.close()
-        await store.close()
-        await edge.close()
+        await self.budget.close()
+        await self.store.close()
+        await self.edge.close()
 
 
-async def _start_web(edge: EdgeClient, store: ConversationStore, config: GatewayConfig) -> WebEdge:
+def conversation_settings(settings: GatewaySettings) -> ConversationSettings:
+    """What the conversation layer and its renderers take from the gateway's settings."""
+    return ConversationSettings(
+        agents=settings.agents,
+        workspace_path=settings.workspace,
+        render=RenderOptions(
+            show_thinking=settings.show_thinking,
+            approval_timeout_s=settings.approval_timeout,
+            unredacted_nodes=frozenset(settings.unredacted_nodes),
+            usage_footer=settings.usage_footer,
+        ),
+    )
+
+
+async def _start_web(
+    edge: EdgeClient, store: ConversationStore, settings: GatewaySettings
+) -> WebEdge:
     web_edge = WebEdge(
         edge,
         WebLogins(store.database),
-        config.web,
-        edge_secret=config.edge_secret,
+        settings.web,
+        edge_secret=plain(settings.edge_secret) or "",
         prompts=WebPrompts(store.database),
-        agents=config.agents,
+        agents=settings.agents,
     )
     try:
         await web_edge.start()
     except OSError as exc:  # the port is taken, the address is not this machine's
         await web_edge.close()
-        where = f"{config.web.host}:{config.web.port}"
+        where = f"{settings.web.host}:{settings.web.port}"
         raise LaunchError(f"the web edge cannot listen on {where}: {exc.strerror or exc}") from None
     return web_edge
 
 
-async def _join_cluster(service: ConversationService, config: GatewayConfig, owner: TaskOwner):
+async def _join_cluster(service: ConversationService, settings: GatewaySettings, owner: TaskOwner):
     """The service as one gateway replica: its hooks for the bot.
 
     See gateway.replicas.cluster_routing."""
     from gateway.replicas.cluster_routing import join_cluster
 
     try:
-        return await join_cluster(service, config.redis_url, config.redis_prefix, owner)
+        return await join_cluster(service, plain(settings.redis_url), settings.redis_prefix, owner)
     except Exception as exc:  # Redis refused or is away: said in one line, no traceback
         raise LaunchError(f"could not join the gateway replicas in Redis: {exc}") from None
 
@@ -256,7 +260,7 @@ def _bot(
     service: ConversationService,
     metrics: GatewayMetrics | None = None,
     budget: PlatformBudget | None = None,
-    config: GatewayConfig | None = None,
+    settings: GatewaySettings | None = None,
     hooks=None,
 ):
     hooks = hooks or service  # a cluster's hooks route verbs to the session's renderer
@@ -270,7 +274,7 @@ def _bot(
                 from adapters.discord.shard_leases import ShardLeases
 
                 redis_url, prefix = (
-                    (config.redis_url, config.redis_prefix) if config else (None, "")
+                    (plain(settings.redis_url), settings.redis_prefix) if settings else (None, "")
                 )
                 leases = ShardLeases.for_plan(discord_settings.shard_count, redis_url, prefix)
             bot = DiscordBot(discord_settings, hooks, metrics, shard_leases=leases)
@@ -351,7 +355,7 @@ def _signal_event() -> asyncio.Event:
 
 async def run_console(
     service: ConversationService,
-    config: GatewayConfig,
+    settings: GatewaySettings,
     stdin: TextIO,
     stdout: TextIO,
     *,
@@ -360,11 +364,11 @@ async def run_console(
     from adapters.console import ConsoleComposer, ConsolePlatform, LineReader, run_chat
 
     lines = LineReader(stdin)
-    platform = ConsolePlatform(stdout, lines, user_id=config.console_user)
+    platform = ConsolePlatform(stdout, lines, user_id=settings.console.user)
     service.bind_platform(platform)
     invocation = Invocation(platform.user_id, platform.conversation)
-    node = config.node or await _first_node(service, invocation)
-    live, greeting = await _open(service, invocation, node, config.agent)
+    node = settings.console.node or await _first_node(service, invocation)
+    live, greeting = await _open(service, invocation, node, settings.console.agent)
     platform.note(greeting)
     if _is_terminal(stdin):
         platform.note(

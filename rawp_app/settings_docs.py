@@ -41,14 +41,14 @@ class Tier:
 GATEWAY_PAGE = "operations-gateway"
 TIERS = (
     Tier("common", "every command (`rawp …`)", "runtime.cli:CommonOptions", "operations-master"),
-    Tier("master", "master (`rawp master`)", "master.settings:MasterOptions", "operations-master"),
+    Tier("master", "master (`rawp master`)", "master.settings:MasterSettings", "operations-master"),
     Tier(
         "client",
         "local client (`rawp client`)",
-        "client.settings:ClientOptions",
+        "client.settings:ClientSettings",
         "operations-client",
     ),
-    Tier("gateway", "gateway (`rawp gateway`)", "gateway.settings:GatewayOptions", GATEWAY_PAGE),
+    Tier("gateway", "gateway (`rawp gateway`)", "gateway.settings:GatewaySettings", GATEWAY_PAGE),
     Tier(
         "discord",
         "Discord (docs/discord.md)",

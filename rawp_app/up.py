@@ -38,12 +38,15 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.cli import CommandError
 from runtime.settings import add_flags, load
 from runtime.tasks import TaskOwner, exit_status
+
+if TYPE_CHECKING:
+    from rawp_app.up_settings import UpSettings
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -54,51 +57,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rawp_app.launch import LaunchError, choose_platforms
+    from rawp_app.launch import NO_CONSOLE_INPUT, LaunchError, choose_platforms, input_is_null
     from rawp_app.up_settings import UpSettings
     from runtime.cli import writable_directory
 
     settings = load(UpSettings, args)
-    workspace = settings.workspace.expanduser().resolve()
-    if not workspace.is_dir():
+    if not settings.workspace_dir.is_dir():
         raise CommandError(f"--workspace {settings.workspace}: no such directory")
-    agents_file = settings.agents_file.expanduser().resolve() if settings.agents_file else None
-    if agents_file is not None and not agents_file.is_file():
+    if settings.agents_path is not None and not settings.agents_path.is_file():
         raise CommandError(f"--agents-file {settings.agents_file}: no such file")
-    agent = choose_agent(settings.agent, agents_file)
+    agent = choose_agent(settings.agent, settings.agents_path)
     try:
         platforms = choose_platforms(settings.platform)
     except LaunchError as exc:
         raise CommandError(str(exc)) from None
-    owner = settings.owner or "console:local"
     chat = tuple(p for p in platforms if p != "web")
     if chat and chat != ("console",) and not settings.owner:
         raise CommandError(
             "set RAWP_UP_OWNER (or --owner) to your chat identity, e.g. discord:<your user id> "
             "or slack:<team id>:<user id>, so this machine is yours in chat"
         )
-    options = UpOptions(
-        state_dir=writable_directory(settings.state_dir.expanduser().resolve()),
-        workspace=workspace,
-        agent=agent,
-        agents_file=agents_file,
-        platforms=with_web(platforms, not settings.no_web),
-        owner=owner,
-        master_port=settings.master_port,
-        client_port=settings.client_port,
-        web_port=settings.web_port,
-        web_host=settings.web_host,
-        web_public_url=settings.web_public_url,
-        show_thinking=settings.show_thinking,
-        approval_timeout_s=settings.approval_timeout,
-    )
-    from rawp_app.launch import NO_CONSOLE_INPUT, input_is_null
-
-    if "console" in options.platforms and input_is_null(sys.stdin):
+    writable_directory(settings.state_path)
+    platforms = with_web(platforms, not settings.no_web)
+    if "console" in platforms and input_is_null(sys.stdin):
         raise CommandError(NO_CONSOLE_INPUT)  # docker run without -i: said before any server starts
     try:
         # Non-zero when a critical task died (runtime.tasks rule 4).
-        return exit_status(asyncio.run(run_up(options)))
+        return exit_status(asyncio.run(run_up(settings, agent, platforms)))
     except LaunchError as exc:
         raise CommandError(str(exc)) from None
     except KeyboardInterrupt:
@@ -136,25 +121,6 @@ READY_TIMEOUT_S = 30.0
 SERVER_STOP_S = 15.0  # how long each server gets to stop before it is cancelled
 
 
-@dataclass(frozen=True)
-class UpOptions:
-    """One run's options: `UpSettings` resolved (paths, platforms, owner)."""
-
-    state_dir: Path
-    workspace: Path
-    agent: str
-    agents_file: Path | None
-    platforms: tuple[str, ...]
-    owner: str
-    master_port: int
-    client_port: int
-    show_thinking: bool
-    approval_timeout_s: float
-    web_port: int = 0
-    web_host: str = LOOPBACK
-    web_public_url: str | None = None
-
-
 def with_web(platforms: tuple[str, ...], web: bool) -> tuple[str, ...]:
     """The chat platforms, and the web edge beside them unless turned off (rule 4)."""
     if web and "web" not in platforms:
@@ -186,18 +152,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def choose_ports(options: UpOptions) -> tuple[int, int, int]:
+def choose_ports(settings: UpSettings) -> tuple[int, int, int]:
     """Configured ports, else last run's while they are free, else free ones (rule 3): the
     master's, the client's and the web edge's."""
     try:
-        last = json.loads((options.state_dir / PORTS_FILE).read_text())
+        last = json.loads((settings.state_path / PORTS_FILE).read_text())
     except (OSError, ValueError):
         last = {}
     chosen = []
     for wanted, key in (
-        (options.master_port, "master_port"),
-        (options.client_port, "client_port"),
-        (options.web_port, "web_port"),
+        (settings.master_port, "master_port"),
+        (settings.client_port, "client_port"),
+        (settings.web_port, "web_port"),
     ):
         previous = last.get(key) if isinstance(last, dict) else None
         if wanted:
@@ -254,48 +220,27 @@ async def wait_until_up(url: str, server: asyncio.Task) -> None:
             await asyncio.sleep(0.01)
 
 
-async def run_up(options: UpOptions) -> int:
-    from adapters.web import WebConfig
+async def run_up(settings: UpSettings, agent: str, platforms: tuple[str, ...]) -> int:
+    """The three tiers on loopback (module docstring), `agent` and `platforms` as `run` chose
+    them from `settings`."""
     from client.agents import AgentsFileError
     from client.app import create_app as create_client_app
-    from client.settings import ClientSettings
     from master.app import create_app as create_master_app
-    from master.settings import EdgeSettings, Settings
     from rawp.clock import new_secret
-    from rawp_app.launch import GatewayConfig, LaunchError, run_gateway
+    from rawp_app.launch import LaunchError, run_gateway
 
     quiet_logging()
-    options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    # The default state dir sits in the workspace: keep its keys and databases out of git and
-    # out of the agent's file search (which honours .gitignore files).
-    ignore = options.state_dir / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# rawp up state: keys and databases\n*\n")
-    master_port, client_port, web_port = choose_ports(options)
+    prepare_state_dir(settings.state_path)
+    master_port, client_port, web_port = choose_ports(settings)
     master_url = f"http://{LOOPBACK}:{master_port}"
     # This run's own; kept in up.json (mode 0600, in the 0700 state dir beside the master's
     # signing key, which is worth more) so that `rawp doctor --up` can check this master.
     edge_secret = new_secret()
-    master_settings = Settings(
-        state_dir=options.state_dir / "master",
-        host=LOOPBACK,
-        port=master_port,
-        dev=True,
-        edge=EdgeSettings(secret=edge_secret),
-    )
-    client_settings = ClientSettings(
-        state_dir=options.state_dir / "client",
-        allowed_roots=[options.workspace],
-        host=LOOPBACK,
-        port=client_port,
-        agents_file=options.agents_file,
-        default_workspace=options.workspace,
-        dev=True,
-        kill_grace=2.0,
-    )
+    client_settings = client_settings_of(settings, client_port)
     stop_servers = asyncio.Event()
     servers = await TaskOwner("rawp up", logging.getLogger(__name__)).start()
-    master = serve_master(servers, create_master_app(master_settings), master_port, stop_servers)
+    master_app = create_master_app(master_settings_of(settings, master_port, edge_secret))
+    master = serve_master(servers, master_app, master_port, stop_servers)
     client: asyncio.Task | None = None
     try:
         await wait_until_up(f"{master_url}/v1/edge/nodes", master)
@@ -308,38 +253,106 @@ async def run_up(options: UpOptions) -> int:
         client = serve_client(servers, client_app, client_port, stop_servers)
         await wait_until_up(f"{client_settings.address}/v1/health", client)
         client_services = client_app.config["client_services"]
-        await pair_if_needed(client_services, master_url, edge_secret, options.owner)
-        save_run(options.state_dir, master_port, client_port, edge_secret, web_port)
-        say(
-            f"development mode (--dev) on loopback: master {master_url}, client "
-            f"{client_settings.address} (http, no TLS); agent {options.agent!r} in "
-            f"{options.workspace}; ready {time.monotonic() - COMMAND_STARTED:.2f} s after start"
-        )
-        config = GatewayConfig(
+        owner = settings.owner_subject
+        await pair_if_needed(client_services, master_url, edge_secret, owner)
+        save_run(settings.state_path, master_port, client_port, edge_secret, web_port)
+        say_ready(master_url, client_settings.address, agent, settings.workspace_dir)
+        gateway = gateway_settings_of(
+            settings,
+            agent,
+            platforms,
             master_url=master_url,
             edge_secret=edge_secret,
-            database=options.state_dir / "gateway" / "conversations.sqlite3",
-            platforms=options.platforms,
-            agents=(options.agent,),
-            workspace=str(options.workspace),
-            show_thinking=options.show_thinking,
-            approval_timeout_s=options.approval_timeout_s,
-            console_user=options.owner.partition(":")[2] or "local",
             node=client_services.state.credentials.node_id,
-            agent=options.agent,
-            web=WebConfig(options.web_host, web_port, options.web_public_url),
+            web_port=web_port,
         )
 
         async def announce(web_edge) -> None:  # rule 4: the owner's sign-in link
-            say(f"web: {await web_edge.link_for(options.owner)}")
+            say(f"web: {await web_edge.link_for(owner)}")
 
-        return await run_gateway(config, stop=signal_event(), on_web=announce)
+        return await run_gateway(gateway, stop=signal_event(), on_web=announce)
     finally:
         stop_servers.set()
         for server in (client, master):  # the client first: it ends the agents it started
             if server is not None:
                 await asyncio.wait({server}, timeout=SERVER_STOP_S)
         await servers.close()  # cancels a server that did not stop in time
+
+
+def say_ready(master_url: str, client_address: str, agent: str, workspace: Path) -> None:
+    say(
+        f"development mode (--dev) on loopback: master {master_url}, client {client_address} "
+        f"(http, no TLS); agent {agent!r} in {workspace}; "
+        f"ready {time.monotonic() - COMMAND_STARTED:.2f} s after start"
+    )
+
+
+def prepare_state_dir(state_dir: Path) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # The default state dir sits in the workspace: keep its keys and databases out of git and
+    # out of the agent's file search (which honours .gitignore files).
+    ignore = state_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# rawp up state: keys and databases\n*\n")
+
+
+def master_settings_of(settings: UpSettings, port: int, edge_secret: str):
+    """The master `rawp up` runs: development mode on loopback, this run's edge secret."""
+    from master.settings import EdgeSettings, MasterSettings
+
+    return MasterSettings(
+        state_dir=settings.state_path / "master",
+        host=LOOPBACK,
+        port=port,
+        dev=True,
+        edge=EdgeSettings(secret=edge_secret),
+    )
+
+
+def client_settings_of(settings: UpSettings, port: int):
+    """The client `rawp up` runs: the workspace its one root and default, on loopback."""
+    from client.settings import ClientSettings
+
+    return ClientSettings(
+        state_dir=settings.state_path / "client",
+        allowed_roots=[settings.workspace_dir],
+        host=LOOPBACK,
+        port=port,
+        agents_file=settings.agents_path,
+        default_workspace=settings.workspace_dir,
+        dev=True,
+        kill_grace=2.0,
+    )
+
+
+def gateway_settings_of(
+    settings: UpSettings,
+    agent: str,
+    platforms: tuple[str, ...],
+    *,
+    master_url: str,
+    edge_secret: str,
+    node: str | None,
+    web_port: int,
+):
+    """The gateway `rawp up` runs: its chosen platforms and agent, the owner's console, the web
+    edge on its chosen port."""
+    from gateway.settings import ConsoleSettings, GatewaySettings, WebSettings
+
+    return GatewaySettings(
+        master_url=master_url,
+        edge_secret=edge_secret,
+        platform=platforms,
+        state_dir=settings.state_path / "gateway",
+        agents=(agent,),
+        workspace=str(settings.workspace_dir),
+        show_thinking=settings.show_thinking,
+        approval_timeout=settings.approval_timeout,
+        console=ConsoleSettings(
+            user=settings.owner_subject.partition(":")[2] or "local", node=node, agent=agent
+        ),
+        web=WebSettings(host=settings.web_host, port=web_port, public_url=settings.web_public_url),
+    )
 
 
 def signal_event() -> asyncio.Event:

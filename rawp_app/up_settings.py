@@ -1,9 +1,9 @@
 """`rawp up`'s settings: the one place each is written (runtime.settings explains how to add one).
 
-Variables `rawp up` shares with a tier mean the same there and here. The gateway's thinking
-and approval settings are its own declarations (gateway.settings), RAWP_PLATFORM its type with
-`rawp up`'s wording. The client tier cannot be imported from here (tests/test_layout.py), so
-RAWP_AGENTS_FILE is stated again; tests/test_env_example.py checks that the defaults agree.
+Variables `rawp up` shares with a tier mean the same there and here, and are declared once:
+the gateway's thinking, approval, web and platform settings are its declarations
+(gateway.settings), RAWP_AGENTS_FILE the one in runtime.settings the client uses too. `run_up`
+takes this model as it is; resolved paths and the owner are properties.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from gateway.settings import (
     ApprovalTimeout,
     Platform,
     approval_timeout_setting,
+    platform_setting,
     show_thinking_setting,
     web_host_setting,
     web_public_url_setting,
 )
 from runtime.settings import Accepts, CommandSettings, Flag, setting
+from runtime.shared_settings import agents_file_setting
 
 LoopbackPort = Annotated[
     int, Field(ge=0, le=65535), Accepts("a port number 1–65535, 0 for last run's or a free one")
@@ -42,12 +44,9 @@ class UpSettings(CommandSettings):
         "agent CLI found on PATH: claude-code, gemini, …), `claude` for claude-code, or a "
         "kind's name",
     )
-    agents_file: Path | None = setting(
-        None,
-        env="RAWP_AGENTS_FILE",
-        flag="--agents-file",
-        help="TOML file naming the agents (docs/agents.md); none: the demo agent and the "
-        "known agent CLIs found on PATH",
+    agents_file: Path | None = agents_file_setting(
+        "TOML file naming the agents (docs/agents.md); none: the demo agent and the "
+        "known agent CLIs found on PATH"
     )
     state_dir: Path = setting(
         Path(".rawp"),
@@ -56,13 +55,10 @@ class UpSettings(CommandSettings):
         help="where rawp up keeps its SQLite databases and keys (master/, client/, gateway/, "
         "up.json)",
     )
-    platform: Platform = setting(
-        (),
-        env="RAWP_PLATFORM",
-        flag="--platform",
-        help="chat platforms; none: Discord and/or Slack when their tokens are configured, "
+    platform: Platform = platform_setting(
+        "chat platforms; none: Discord and/or Slack when their tokens are configured, "
         "else the console; the web edge runs beside them unless --no-web (web alone: no "
-        "console)",
+        "console)"
     )
     owner: str | None = setting(
         None,
@@ -99,3 +95,20 @@ class UpSettings(CommandSettings):
     web_public_url: str | None = web_public_url_setting()
     show_thinking: Flag = show_thinking_setting()
     approval_timeout: ApprovalTimeout = approval_timeout_setting()
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.workspace.expanduser().resolve()
+
+    @property
+    def agents_path(self) -> Path | None:
+        return self.agents_file.expanduser().resolve() if self.agents_file else None
+
+    @property
+    def state_path(self) -> Path:
+        return self.state_dir.expanduser().resolve()
+
+    @property
+    def owner_subject(self) -> str:
+        """The chat user this machine is paired for; the console's own without one."""
+        return self.owner or "console:local"

@@ -1,13 +1,15 @@
 """Settings models: one pydantic-settings class per command, the one place a setting is written.
 
-Each command reads its configuration through one model — `master.settings.MasterOptions`,
-`client.settings.ClientOptions`, `gateway.settings.GatewayOptions`,
+Each command reads its configuration through one model — `master.settings.MasterSettings`,
+`client.settings.ClientSettings`, `gateway.settings.GatewaySettings`,
 `adapters.discord.settings.DiscordSettings`, `adapters.slack.settings.SlackSettings`,
-`rawp_app.up_settings.UpSettings`. A field there holds everything about a setting: its type and
-range (the annotation), its default, its environment variable, its flag and its help. From the
-models come the command's flags (`add_flags`), the one-line error for a bad value
-(`SettingError`), `.env.example` and the settings tables in docs/operations-*.md
-(`rawp_app.settings_docs`, checked by tests/test_env_example.py).
+`rawp_app.up_settings.UpSettings`, `rawp_app.doctor.settings.DoctorSettings` — and its
+services take that model as it is, never a copy (issue 29 §2; tests/test_settings_homes.py).
+A field there holds everything about a setting: its type and range (the annotation), its
+default, its environment variable, its flag and its help. From the models come the command's
+flags (`add_flags`), the one-line error for a bad value (`SettingError`), `.env.example` and the
+settings tables in docs/operations-*.md (`rawp_app.settings_docs`, checked by
+tests/test_env_example.py).
 
 Rules:
 
@@ -18,8 +20,16 @@ Rules:
    the model's default, so any environment prints help.
 3. A bad value is one line naming the variable (or the flag it came from) and what it accepts;
    a secret's value is never repeated (`SecretStr`, no `got …`).
-4. Building a model directly (`MasterOptions(port=1)`, as tests do) reads nothing from the
-   environment: only `from_environment` does.
+4. Building a model directly (`MasterSettings(port=1)`, as tests do) reads nothing from the
+   environment: only `from_environment` does. A misspelt keyword is an error.
+5. A concern with several settings is a group (`SettingGroup`, e.g. the master's `edge`): a
+   field of the model typed with it, whose settings are read from the same flat variables and
+   flags, named "group.field" in docs and errors. A field without `setting(...)` is a
+   runtime-only tunable (no variable, no flag, not documented); a value derived from settings
+   (a parsed rate, a URL with its password put in) is a property of the model.
+6. A variable several commands read is declared once: a `*_setting(help)` function in
+   runtime.shared_settings (or in the lower tier, e.g. `gateway.settings.platform_setting`)
+   that each model calls.
 
 Adding a setting is one change, in the tier's model — for example (master/settings.py):
 
@@ -31,9 +41,10 @@ Adding a setting is one change, in the tier's model — for example (master/sett
     )
 
 The annotation carries type and range (`Annotated[int, Field(gt=0)]`; `Accepts("…")` words
-what an error says it expects); a secret is `SecretStr` and has no flag. Then
-use it where the tier turns its model into runtime settings (e.g. `MasterOptions.runtime`), and
-run `python -m rawp_app.settings_docs --write` to regenerate `.env.example` and the docs tables.
+what an error says it expects); a secret is `SecretStr` and has no flag (`plain(…)` gives its
+text where a library needs it). Then use it where the services read the model
+(`settings.access_token_ttl`), and run `python -m rawp_app.settings_docs --write` to
+regenerate `.env.example` and the docs tables.
 """
 
 from __future__ import annotations
@@ -49,7 +60,15 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+)
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
@@ -126,30 +145,6 @@ AutoFlag = Annotated[
 ]
 
 
-# --- settings several commands share (one declaration each) ----------------------------------
-
-
-def dev_setting(allows: str) -> Any:
-    """RAWP_DEV / --dev, the same switch in every tier; `allows` says what it permits there."""
-    return setting(
-        False,
-        env="RAWP_DEV",
-        flag="--dev",
-        help=f"development mode: allow {allows} (never in production)",
-    )
-
-
-def metrics_token_setting() -> Any:
-    """RAWP_METRICS_TOKEN, the same secret wherever GET /metrics is served
-    (runtime.scrape_access)."""
-    return setting(
-        None,
-        env="RAWP_METRICS_TOKEN",
-        help="bearer token GET /metrics requires (Authorization: Bearer …); none: loopback "
-        "peers only. Read from the environment only",
-    )
-
-
 def check_tls_pair(model: BaseSettings) -> None:
     """A model's `tls_cert` and `tls_key` are both set or both unset (a model validator's rule;
     the error names the flags and the model's own variables)."""
@@ -157,6 +152,50 @@ def check_tls_pair(model: BaseSettings) -> None:
         fields = type(model).model_fields
         cert, key = fields["tls_cert"].validation_alias, fields["tls_key"].validation_alias
         raise ValueError(f"--tls-cert and --tls-key go together ({cert}, {key})")
+
+
+def plain(secret: SecretStr | None) -> str | None:
+    """A secret setting's text where a library needs it (a URL, a token); None stays None."""
+    return secret.get_secret_value() if secret is not None else None
+
+
+class SettingGroup(BaseModel):
+    """A concern's several settings inside a command's model (the master's `edge`): a field
+    of a `CommandSettings` typed with a subclass of this. Its fields are `setting(...)`s read
+    from the same flat environment and command line as the model's own (the variable and flag
+    name the setting, not the group); docs, --help and errors treat them alike. A field
+    without `setting(...)` is a runtime-only tunable: no variable, no flag, not documented."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        populate_by_name=True,
+        validate_default=True,
+        arbitrary_types_allowed=True,
+    )
+
+
+def groups_of(model: type[BaseModel]) -> dict[str, type[SettingGroup]]:
+    """The fields of `model` that are setting groups (field name → group class)."""
+    return {
+        name: field.annotation
+        for name, field in model.model_fields.items()
+        if isinstance(field.annotation, type) and issubclass(field.annotation, SettingGroup)
+    }
+
+
+def field_of(model: type[BaseModel], name: str) -> tuple[type[BaseModel], FieldInfo]:
+    """The model holding setting `name` ("port", or "edge.secret" in a group) and its field."""
+    group, _, inner = name.rpartition(".")
+    owner = groups_of(model)[group] if group else model
+    return owner, owner.model_fields[inner]
+
+
+def value_of(settings: BaseModel, name: str) -> Any:
+    """The value of setting `name` ("port", or "edge.secret" in a group) in `settings`."""
+    for part in name.split("."):
+        settings = getattr(settings, part)
+    return settings
 
 
 class SettingError(ValueError):
@@ -168,11 +207,12 @@ class CommandSettings(BaseSettings):
 
     model_config = SettingsConfigDict(
         frozen=True,
-        extra="ignore",
+        extra="forbid",  # a misspelt keyword is an error, never a setting silently dropped
         populate_by_name=True,
         case_sensitive=True,
         env_ignore_empty=True,
         validate_default=True,
+        arbitrary_types_allowed=True,
     )
 
     @classmethod
@@ -191,11 +231,21 @@ class CommandSettings(BaseSettings):
         Raises `SettingError` with one line naming the variable or flag of a bad value.
         """
         flags = dict(flags or {})
-        source = _MappingSource(cls, os.environ if environ is None else environ)
+        environ = os.environ if environ is None else environ
+        source = _MappingSource(cls, environ)
         by_alias = {field.validation_alias: name for name, field in cls.model_fields.items()}
-        from_env = {by_alias.get(key, key): value for key, value in source().items()}
+        values: dict[str, Any] = {by_alias.get(key, key): value for key, value in source().items()}
+        values.update(flags)  # rule 1: a flag wins over the environment
+        given = parse_env_vars(environ, True, True, None)
+        for group, model in groups_of(cls).items():
+            inner = {
+                name: given[field.validation_alias]
+                for name, field in model.model_fields.items()
+                if isinstance(field.validation_alias, str) and field.validation_alias in given
+            }
+            values[group] = {**inner, **flags.get(group, {})}
         try:
-            return cls(**{**from_env, **flags})
+            return cls(**values)
         except ValidationError as exc:
             raise SettingError(_one_line(cls, exc, flags)) from None
 
@@ -216,13 +266,16 @@ class _MappingSource(EnvSettingsSource):
 # --- errors ---------------------------------------------------------------------------------
 
 
-def _one_line(model: type[BaseSettings], exc: ValidationError, flags: Mapping[str, Any]) -> str:
+def _one_line(model: type[BaseModel], exc: ValidationError, flags: Mapping[str, Any]) -> str:
     error = exc.errors()[0]
-    name = str(error["loc"][0]) if error["loc"] else ""
+    loc = error["loc"]
+    name = str(loc[0]) if loc else ""
+    if name in groups_of(model) and len(loc) > 1:  # a setting of a group: said as its own
+        model, flags, name = groups_of(model)[name], flags.get(name, {}), str(loc[1])
     by_alias = {field.validation_alias: key for key, field in model.model_fields.items()}
     name = by_alias.get(name, name)  # a missing field is reported under its variable
     field = model.model_fields.get(name)
-    if field is None:  # a rule across fields (model validator): its message says it all
+    if field is None or name in groups_of(model):  # a rule across fields: its message says it
         return str(error.get("ctx", {}).get("error") or error["msg"]).removeprefix("Value error, ")
     doc = describe(name, field)
     where = doc.flag if name in flags and doc.flag else doc.env
@@ -270,9 +323,15 @@ def describe(name: str, field: FieldInfo) -> SettingDoc:
     )
 
 
-def settings_of(model: type[BaseSettings]) -> Iterator[SettingDoc]:
+def settings_of(model: type[BaseModel]) -> Iterator[SettingDoc]:
+    """The documented settings of `model` in field order, a group's in its place, named
+    "group.field"; runtime-only fields (no variable) are left out."""
+    groups = groups_of(model)
     for name, field in model.model_fields.items():
-        if isinstance(field.validation_alias, str):
+        if name in groups:
+            for doc in settings_of(groups[name]):
+                yield describe(f"{name}.{doc.name}", groups[name].model_fields[doc.name])
+        elif isinstance(field.validation_alias, str):
             yield describe(name, field)
 
 
@@ -358,7 +417,7 @@ def add_flags(
     for doc in settings_of(model):
         if doc.flag is None or (only is not None and doc.name not in only):
             continue
-        field = model.model_fields[doc.name]
+        field = field_of(model, doc.name)[1]
         kind = _without_none(field.annotation)
         if kind is bool:
             default = "default on" if field.default else "default off"
@@ -368,7 +427,7 @@ def add_flags(
         if field.json_schema_extra.get("repeat"):  # type: ignore[union-attr]
             parser.add_argument(
                 doc.flag, dest=doc.name, action="append", default=argparse.SUPPRESS,
-                metavar=doc.name.upper().removesuffix("S"), help=help_text,
+                metavar=_metavar(doc).removesuffix("S"), help=help_text,
             )  # fmt: skip
         elif kind is bool:
             parser.add_argument(
@@ -379,11 +438,18 @@ def add_flags(
             # Choices are shown, not enforced by argparse: the model checks them, so a bad
             # value is the same one line from a flag as from a variable (rule 3).
             choices = _args(kind) if typing.get_origin(kind) is Literal else ()
-            metavar = "{" + ",".join(choices) + "}" if choices else doc.name.upper()
+            metavar = "{" + ",".join(choices) + "}" if choices else _metavar(doc)
             parser.add_argument(
                 doc.flag, dest=doc.name, default=argparse.SUPPRESS, metavar=metavar,
                 help=help_text,
             )  # fmt: skip
+
+
+def _metavar(doc: SettingDoc) -> str:
+    """A flag's placeholder: the field's name; a group's field says it by its flag."""
+    if "." in doc.name and doc.flag:
+        return doc.flag.removeprefix("--").replace("-", "_").upper()
+    return doc.name.upper()
 
 
 def environment_only(model: type[BaseSettings]) -> str:
@@ -393,9 +459,15 @@ def environment_only(model: type[BaseSettings]) -> str:
 
 
 def flags_given(args: argparse.Namespace, model: type[BaseSettings]) -> dict[str, Any]:
-    """The fields of `model` set by a flag on this command line (field name → value)."""
+    """The fields of `model` set by a flag on this command line (field name → value; a
+    group's as a dict under the group's name)."""
     given = vars(args)
-    return {name: given[name] for name in model.model_fields if name in given}
+    flags: dict[str, Any] = {name: given[name] for name in model.model_fields if name in given}
+    for doc in settings_of(model):
+        group, _, inner = doc.name.rpartition(".")
+        if group and doc.name in given:
+            flags.setdefault(group, {})[inner] = given[doc.name]
+    return flags
 
 
 def load(model: type[CommandSettings], args: argparse.Namespace):

@@ -150,7 +150,7 @@ def test_checker_sees_modules_loaded_by_name(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import importlib\n"
-        "TABLE = {'up': ('rawp_app.up', 'run all'), 'docs': 'gateway.settings:GatewayOptions'}\n"
+        "TABLE = {'up': ('rawp_app.up', 'run all'), 'docs': 'gateway.settings:GatewaySettings'}\n"
         "ARGV = ['python', '-m', 'client.cli']\n"
         "LOG = 'rawp.tasks'\n"
         "PROSE = 'see rawp_app.up'\n"

@@ -13,7 +13,7 @@ from pydantic import SecretStr, StringConstraints
 
 from rawp_app import settings_docs
 from rawp_app.cli import COMMANDS
-from runtime.settings import CommandSettings, SettingError, setting
+from runtime.settings import CommandSettings, SettingError, plain, setting
 from tests import prefork
 
 # Variables that might be set where the tests run and would change what a command does.
@@ -194,15 +194,15 @@ def test_flags_win_over_the_environment_in_the_model():
 
 
 def test_building_a_model_directly_reads_no_environment(monkeypatch):
-    from master.settings import MasterOptions
+    from master.settings import MasterSettings
 
     monkeypatch.setenv("RAWP_MASTER_PORT", "9999")
-    assert MasterOptions().port == 8700
-    assert MasterOptions.from_environment().port == 9999
+    assert MasterSettings().port == 8700
+    assert MasterSettings.from_environment().port == 9999
 
 
-def test_master_options_reach_the_runtime_settings(tmp_path):
-    from master.settings import MasterOptions
+def test_master_settings_are_read_into_the_one_model(tmp_path):
+    from master.settings import MasterSettings
 
     environ = {
         "RAWP_MASTER_HOST": "0.0.0.0",
@@ -213,65 +213,69 @@ def test_master_options_reach_the_runtime_settings(tmp_path):
         "RAWP_LEASE_SECONDS": "7.5",
         "RAWP_EDGE_USER_RATE_LIMITS": "bench:scale=2000/s, slack:T=1:U2=5/min",
     }
-    options = MasterOptions.from_environment(environ=environ)
-    assert "pw@db" not in repr(options) and "e" * 40 not in repr(options)
-    settings = options.runtime(tmp_path)
-    assert settings.host == "0.0.0.0" and settings.database_url.endswith("pw@db/rawp")
-    assert settings.edge.secret == "e" * 40 and settings.edge.deny_tools == ("Bash", "Edit")
+    settings = MasterSettings.from_environment(environ=environ)
+    assert "pw@db" not in repr(settings) and "e" * 40 not in repr(settings)
+    assert settings.host == "0.0.0.0" and settings.database_address.endswith("pw@db/rawp")
+    assert plain(settings.edge.secret) == "e" * 40
+    assert settings.edge.deny_tools == ("Bash", "Edit")
     assert settings.node_budget.burst == 5 and settings.edge.lease_seconds == 7.5
     assert settings.edge.budget_of("bench:scale").per_second == 2000
     assert settings.edge.budget_of("slack:T=1:U2").burst == 5  # a subject may hold "="
     assert settings.edge.budget_of("discord:1") == settings.edge.user_budget
     with pytest.raises(SettingError, match=r"RAWP_EDGE_USER_RATE_LIMITS: .*'bench:scale'"):
-        MasterOptions.from_environment(environ={"RAWP_EDGE_USER_RATE_LIMITS": "bench:scale"})
+        MasterSettings.from_environment(environ={"RAWP_EDGE_USER_RATE_LIMITS": "bench:scale"})
     with pytest.raises(SettingError) as raised:
-        MasterOptions.from_environment(environ={"RAWP_MASTER_NODE_RATE_LIMIT": "5/day"})
+        MasterSettings.from_environment(environ={"RAWP_MASTER_NODE_RATE_LIMIT": "5/day"})
     assert str(raised.value) == (
         "RAWP_MASTER_NODE_RATE_LIMIT: a rate looks like '20/s', '10/min' or '600/h', not '5/day'"
     )
     with pytest.raises(SettingError, match="--tls-cert and --tls-key go together"):
-        MasterOptions.from_environment(environ={"RAWP_MASTER_TLS_CERT": "c.pem"})
+        MasterSettings.from_environment(environ={"RAWP_MASTER_TLS_CERT": "c.pem"})
 
 
-def test_client_options_reach_the_runtime_settings(tmp_path):
-    from client.settings import ClientOptions
+def test_client_settings_are_read_into_the_one_model(tmp_path):
+    from client.settings import ClientSettings
 
     roots = os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")])
     environ = {"RAWP_ALLOWED_ROOTS": roots, "RAWP_CLIENT_BUFFER_POLICY": "DROP"}
-    settings = ClientOptions.from_environment(environ=environ).runtime()
-    assert settings.allowed_roots == [tmp_path / "a", tmp_path / "b"]
+    settings = ClientSettings.from_environment(environ=environ)
+    assert settings.roots == [tmp_path / "a", tmp_path / "b"]
     assert settings.limits.buffer_overflow_policy == "DROP"
     flags = {"allowed_roots": [str(tmp_path)]}  # --allow-root, repeated
-    assert ClientOptions.from_environment(flags, environ).runtime().allowed_roots == [tmp_path]
+    assert ClientSettings.from_environment(flags, environ).roots == [tmp_path]
+    assert ClientSettings().roots == [Path.cwd()]  # none: the current directory
     with pytest.raises(SettingError, match=r"RAWP_CLIENT_MAX_BUFFER_SIZE .* must be at least"):
-        ClientOptions.from_environment(environ={"RAWP_CLIENT_MAX_BUFFER_SIZE": "2048"})
+        ClientSettings.from_environment(environ={"RAWP_CLIENT_MAX_BUFFER_SIZE": "2048"})
 
 
 def test_metrics_budget_footer_and_dm_settings_reach_their_tiers(tmp_path):
     """The settings metrics, budgets, mention starts and files added (issue 16) are model fields
     like the others: the metrics token is a secret, environment only, and reaches each tier."""
     from adapters.discord.settings import DiscordSettings
-    from client.settings import ClientOptions
-    from gateway.settings import GatewayOptions, parse_address
-    from master.settings import MasterOptions
+    from client.settings import ClientSettings
+    from gateway.settings import GatewaySettings, parse_address
+    from master.settings import MasterSettings
 
     token = "m" * 40
-    master = MasterOptions.from_environment(
-        environ={"RAWP_METRICS_TOKEN": token, "RAWP_BUDGETS_FILE": "budgets.toml"}
+    budgets = tmp_path / "budgets.toml"
+    budgets.write_text("[default]\ncost_per_day = 5\n")
+    master = MasterSettings.from_environment(
+        environ={"RAWP_METRICS_TOKEN": token, "RAWP_BUDGETS_FILE": str(budgets)}
     )
-    assert token not in repr(master) and master.budgets == Path("budgets.toml")
-    assert master.runtime(tmp_path).metrics_token == token
-    assert ClientOptions.from_environment(environ={"RAWP_METRICS_TOKEN": token}).runtime(
-    ).metrics_token == token  # fmt: skip
-    gateway = GatewayOptions.from_environment(
+    assert token not in repr(master) and master.edge.budgets_file == budgets
+    assert master.edge.budgets.default.cost_per_day == 5  # read as the settings are made
+    assert plain(master.metrics_token) == token
+    client = ClientSettings.from_environment(environ={"RAWP_METRICS_TOKEN": token})
+    assert plain(client.metrics_token) == token
+    gateway = GatewaySettings.from_environment(
         {"metrics_address": "[::1]:9464"}, {"RAWP_USAGE_FOOTER": "1", "RAWP_METRICS_TOKEN": token}
     )
     assert gateway.usage_footer and parse_address(gateway.metrics_address) == ("::1", 9464)
     assert gateway.metrics_token.get_secret_value() == token
-    assert not GatewayOptions().usage_footer and GatewayOptions().metrics_address is None
+    assert not GatewaySettings().usage_footer and GatewaySettings().metrics_address is None
     discord = DiscordSettings.from_env({"DISCORD_BOT_TOKEN": "x", "DISCORD_ALLOW_DMS": "no"})
     assert discord.allow_dms is False and discord.max_upload_bytes is None
-    for model in (MasterOptions, ClientOptions, GatewayOptions):  # never a flag
+    for model in (MasterSettings, ClientSettings, GatewaySettings):  # never a flag
         assert model.model_fields["metrics_token"].json_schema_extra["flag"] is None
 
 
@@ -287,14 +291,14 @@ SPECIAL = "@%/:#?+="
 def test_a_database_password_of_any_characters_reaches_the_url_intact(password):
     from sqlalchemy.engine import make_url
 
-    from master.settings import MasterOptions
+    from master.settings import MasterSettings
 
     environ = {
         "RAWP_DATABASE_URL": "postgresql+asyncpg://rawp@postgres:5432/rawp",
         "RAWP_DATABASE_PASSWORD": password,
     }
-    settings = MasterOptions.from_environment(environ=environ).runtime(Path("/tmp"))
-    url = make_url(settings.database_url)
+    settings = MasterSettings.from_environment(environ=environ)
+    url = make_url(settings.database_address)
     assert (url.username, url.password) == ("rawp", password)
     assert (url.host, url.port, url.database) == ("postgres", 5432, "rawp")
 
@@ -302,15 +306,13 @@ def test_a_database_password_of_any_characters_reaches_the_url_intact(password):
 def test_a_password_set_by_hand_is_escaped_in_the_url_or_given_apart():
     from sqlalchemy.engine import make_url
 
-    from master.settings import MasterOptions
+    from master.settings import MasterSettings
 
     by_hand = "postgresql+asyncpg://rawp:a%40b%25c%2Fd%3Ae%23f%3Fg+h%3Di@db:5432/rawp"
-    settings = MasterOptions.from_environment(environ={"RAWP_DATABASE_URL": by_hand}).runtime(
-        Path("/tmp")
-    )
-    assert make_url(settings.database_url).password == "a@b%c/d:e#f?g+h=i"
+    settings = MasterSettings.from_environment(environ={"RAWP_DATABASE_URL": by_hand})
+    assert make_url(settings.database_address).password == "a@b%c/d:e#f?g+h=i"
     apart = {"RAWP_DATABASE_URL": by_hand, "RAWP_DATABASE_PASSWORD": "x@y"}
-    settings = MasterOptions.from_environment(environ=apart).runtime(Path("/tmp"))
-    assert make_url(settings.database_url).password == "x@y"  # the separate one wins
+    settings = MasterSettings.from_environment(environ=apart)
+    assert make_url(settings.database_address).password == "x@y"  # the separate one wins
     with pytest.raises(SettingError, match="RAWP_DATABASE_PASSWORD needs RAWP_DATABASE_URL"):
-        MasterOptions.from_environment(environ={"RAWP_DATABASE_PASSWORD": "x"})
+        MasterSettings.from_environment(environ={"RAWP_DATABASE_PASSWORD": "x"})

@@ -37,7 +37,6 @@ from __future__ import annotations
 import html
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -57,6 +56,7 @@ from adapters.web.auth import (
 )
 from adapters.web.usage import parse_days, usage_days
 from gateway.edge_client import EdgeApiError, EdgeClient
+from gateway.settings import WebSettings
 from gateway.storage.web_logins import WebLogins
 from gateway.storage.web_prompts import WebPrompts, prompt_of
 
@@ -87,11 +87,8 @@ or restart <code>rawp up</code>.</p>
 """
 
 
-@dataclass(frozen=True)
-class WebConfig:
-    host: str = "127.0.0.1"
-    port: int = 8790
-    public_url: str | None = None  # None: http://<host>:<bound port>
+# The web edge takes the gateway's web settings as they are (one model per process).
+WebConfig = WebSettings
 
 
 def error(status: int, code: str, message: str) -> web.Response:

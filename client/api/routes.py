@@ -39,7 +39,7 @@ async def get_agents():
     svc = services()
     listed = svc.agents.values()
     settings = svc.settings
-    default = settings.default_workspace or settings.allowed_roots[0]
+    default = settings.default_workspace or settings.roots[0]
     return {
         "agents": [{"id": a.name, "name": a.name, "is_active": a.is_active} for a in listed],
         # Extension: where a session starts when the master is given no workspace_path.

@@ -11,6 +11,7 @@ from quart import Blueprint, Response, request
 from master.api.common import remote_address, services
 from rawp.errors import Forbidden
 from runtime.scrape_access import REFUSAL, may_scrape
+from runtime.settings import plain
 
 blueprint = Blueprint("metrics", __name__)
 
@@ -18,6 +19,6 @@ blueprint = Blueprint("metrics", __name__)
 @blueprint.get("/metrics")
 async def metrics():
     s = services()
-    if not may_scrape(remote_address(), request.headers, s.settings.metrics_token):
+    if not may_scrape(remote_address(), request.headers, plain(s.settings.metrics_token)):
         raise Forbidden(REFUSAL, "METRICS_FORBIDDEN")
     return Response(generate_latest(s.metrics.registry), content_type=CONTENT_TYPE_LATEST)

@@ -7,6 +7,9 @@ One line per check, ✅ or ❌ with the fix, and exit 1 when any ❌ (0 when all
 - Discord and Slack, when their bot tokens are set, at the configured endpoints
   (rawp_app/doctor/platform_checks.py);
 - the database and Redis, when `RAWP_DATABASE_URL` / `RAWP_REDIS_URL` are set;
+
+What it checks with is its own settings model (rawp_app/doctor/settings.py), whose variables are
+the tiers' own declarations; the platforms' tokens are read as their adapters read them.
 - this machine's agents (client/agents_check.py): each configured agent's program is found.
 
 The agents check belongs to the client: like `rawp_app.cli` with its commands, it is loaded by
@@ -24,25 +27,23 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rawp_app.doctor.findings import Finding
+from runtime.settings import add_flags, load, plain, settings_of
+
+if TYPE_CHECKING:
+    from rawp_app.doctor.settings import DoctorSettings
 
 AGENTS_CHECK_MODULE = "client.agents_check"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    env = os.environ.get
-    parser.add_argument(
-        "--master-url",
-        default=env("RAWP_MASTER_URL", "http://127.0.0.1:8700"),
-        help="base URL the gateway reaches the master at (RAWP_MASTER_URL)",
-    )
-    parser.add_argument(
-        "--agents-file",
-        default=env("RAWP_AGENTS_FILE") or None,
-        help="the client's agents file (RAWP_AGENTS_FILE); default: the demo agent and the "
-        "known agent CLIs found on PATH",
-    )
+    from rawp_app.doctor.settings import DoctorSettings
+
+    add_flags(parser, DoctorSettings, only=FLAGS)
+    others = [doc.env for doc in settings_of(DoctorSettings) if doc.name not in FLAGS]
+    parser.epilog = f"Read from the environment only: {', '.join(others)}."
     parser.add_argument(
         "--up",
         metavar="STATE_DIR",
@@ -60,16 +61,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=run)
 
 
+FLAGS = ("master_url", "agents_file")  # the rest are read from the environment only
+
+
 def run(args: argparse.Namespace) -> int:
-    agents_file = None if args.no_agents else (args.agents_file or "")
-    master_url, env = args.master_url, os.environ
+    from rawp_app.doctor.settings import DoctorSettings
+
+    settings = load(DoctorSettings, args)
+    agents_file = None if args.no_agents else str(settings.agents_file or "")
     if args.up is not None:
         try:
-            master_url, env = of_up(args.up, env)
+            settings = of_up(args.up, settings)
         except UpNotFound as exc:
             print(Finding(False, str(exc), "run `rawp up` first, or pass its --state-dir").line())
             return 1
-    findings = asyncio.run(diagnose(master_url, env, agents_file))
+    findings = asyncio.run(diagnose(settings, os.environ, agents_file))
     for finding in findings:
         print(finding.line())
     failed = sum(not f.ok for f in findings)
@@ -82,32 +88,35 @@ class UpNotFound(Exception):
     """No running-or-last `rawp up` is described in the state dir given."""
 
 
-def of_up(state_dir: Path, env: Mapping[str, str]) -> tuple[str, dict[str, str]]:
-    """The master URL and environment to check a `rawp up` by: its loopback master and the
-    edge secret it keeps in up.json (rawp_app.up.save_run)."""
+def of_up(state_dir: Path, settings: DoctorSettings) -> DoctorSettings:
+    """`settings` for checking a `rawp up`: its loopback master and the edge secret it keeps in
+    up.json (rawp_app.up.save_run)."""
     try:
         run = json.loads((state_dir / "up.json").read_text())
         port, secret = int(run["master_port"]), str(run["edge_secret"])
     except (OSError, ValueError, KeyError, TypeError):
         raise UpNotFound(f"no `rawp up` state in {state_dir} (its up.json)") from None
-    return f"http://127.0.0.1:{port}", {**env, "RAWP_EDGE_SECRET": secret}
+    given = {**dict(settings), "master_url": f"http://127.0.0.1:{port}", "edge_secret": secret}
+    return type(settings)(**given)
 
 
 async def diagnose(
-    master_url: str, env: Mapping[str, str], agents_file: str | None
+    settings: DoctorSettings, env: Mapping[str, str], agents_file: str | None
 ) -> list[Finding]:
-    """Every check, in a fixed order; `agents_file` None skips the agents, "" means none set."""
+    """Every check, in a fixed order; `agents_file` None skips the agents, "" means none set.
+    `env` holds the platforms' own variables (DISCORD_*, SLACK_*)."""
     from rawp_app.doctor import master_checks, platform_checks
 
-    checks = [master_checks.check_master(master_url, env.get("RAWP_EDGE_SECRET", ""))]
+    secret = plain(settings.edge_secret) or ""
+    checks = [master_checks.check_master(settings.master_url, secret)]
     if env.get("DISCORD_BOT_TOKEN"):
         checks.append(platform_checks.check_discord(env))
     if env.get("SLACK_BOT_TOKEN"):
         checks.append(platform_checks.check_slack(env))
-    if env.get("RAWP_DATABASE_URL"):
-        checks.append(_one(master_checks.check_database(env["RAWP_DATABASE_URL"])))
-    if env.get("RAWP_REDIS_URL"):
-        checks.append(_one(master_checks.check_redis(env["RAWP_REDIS_URL"])))
+    if settings.database_url is not None:
+        checks.append(_one(master_checks.check_database(plain(settings.database_url))))
+    if settings.redis_url is not None:
+        checks.append(_one(master_checks.check_redis(plain(settings.redis_url))))
     if agents_file is not None:
         checks.append(asyncio.to_thread(_agents, agents_file))
     results = await asyncio.gather(*checks)

@@ -17,6 +17,7 @@ import pytest
 
 from rawp_app.doctor import diagnose
 from rawp_app.doctor.platform_checks import MANIFEST_SCOPES
+from rawp_app.doctor.settings import DoctorSettings
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack
@@ -52,6 +53,12 @@ def master(tmp_path):
         yield processes, proc, url
     finally:
         processes.close()
+
+
+def checked_with(master_url: str, env: dict[str, str]) -> tuple[DoctorSettings, dict[str, str]]:
+    """Doctor's settings and the platforms' variables, both from `env`, as `rawp doctor` reads
+    them."""
+    return DoctorSettings.from_environment({"master_url": master_url}, env), env
 
 
 async def test_a_healthy_deployment_is_all_green_and_each_fault_is_a_red_line_with_its_fix(
@@ -130,7 +137,7 @@ async def test_a_healthy_deployment_is_all_green_and_each_fault_is_a_red_line_wi
 
         # The Message Content intent switched off in the portal.
         world.application_flags = 0
-        found = await diagnose(master_url, env, None)
+        found = await diagnose(*checked_with(master_url, env), None)
         assert [f.what for f in found if not f.ok] == ["privileged intents off: Message Content"]
 
         # The master stopped.
@@ -150,20 +157,22 @@ async def test_slack_tokens_and_scopes_are_checked_at_the_configured_endpoint(tm
             "SLACK_API_BASE_URL": slack.api_base_url,
         }
         dead = f"http://127.0.0.1:{free_port()}"
-        found = [f for f in await diagnose(dead, env, None) if "master" not in f.what]
+        found = [
+            f for f in await diagnose(*checked_with(dead, env), None) if "master" not in f.what
+        ]
         assert [f.line() for f in found] == [
             "✅ Slack accepts the bot token: rawp test",
             "✅ the bot token has every scope the manifest asks for",
             "✅ Slack accepts the app token (Socket Mode)",
         ]
         slack.world.bot_scopes = ("chat:write", "commands")
-        found = await diagnose(dead, {**env, "SLACK_APP_TOKEN": "xapp-wrong"}, None)
+        found = await diagnose(*checked_with(dead, {**env, "SLACK_APP_TOKEN": "xapp-wrong"}), None)
         lines = [f.line() for f in found if not f.ok]
         assert any(
             line.startswith("❌ the bot token lacks scopes: reactions:write") for line in lines
         )
         assert any("refused SLACK_APP_TOKEN (invalid_auth)" in line for line in lines), lines
-        found = await diagnose(dead, {**env, "SLACK_BOT_TOKEN": "xoxb-wrong"}, None)
+        found = await diagnose(*checked_with(dead, {**env, "SLACK_BOT_TOKEN": "xoxb-wrong"}), None)
         assert [f.what for f in found if "Slack" in f.what] == [
             f"Slack ({slack.api_base_url}) refused SLACK_BOT_TOKEN (invalid_auth)"
         ]
@@ -175,7 +184,7 @@ async def test_database_and_redis_that_do_not_answer_are_named_without_their_pas
         "RAWP_DATABASE_URL": f"postgresql+asyncpg://rawp:hunter2@127.0.0.1:{dead}/rawp",
         "RAWP_REDIS_URL": f"redis://:hunter2@127.0.0.1:{dead}/0",
     }
-    found = await diagnose(f"http://127.0.0.1:{dead}", env, None)
+    found = await diagnose(*checked_with(f"http://127.0.0.1:{dead}", env), None)
     text = "\n".join(f.line() for f in found)
     assert "❌ database postgresql+asyncpg://rawp:***@127.0.0.1" in text
     assert "❌ Redis redis://:***@127.0.0.1" in text
@@ -248,7 +257,9 @@ def test_a_tls_certificate_that_does_not_verify_or_ends_soon_is_a_red_line(tmp_p
 
 async def test_an_sqlite_database_that_opens_is_green(tmp_path):
     sqlite = f"sqlite+aiosqlite:///{tmp_path / 'master.db'}"
-    found = await diagnose(f"http://127.0.0.1:{free_port()}", {"RAWP_DATABASE_URL": sqlite}, None)
+    found = await diagnose(
+        *checked_with(f"http://127.0.0.1:{free_port()}", {"RAWP_DATABASE_URL": sqlite}), None
+    )
     assert [f.line() for f in found if "database" in f.what] == [f"✅ database {sqlite} answers"]
 
 
@@ -257,7 +268,7 @@ async def test_the_machines_postgresql_and_redis_are_green_where_they_answer():
         "RAWP_DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres",
         "RAWP_REDIS_URL": "redis://127.0.0.1:6379/0",
     }
-    found = await diagnose(f"http://127.0.0.1:{free_port()}", env, None)
+    found = await diagnose(*checked_with(f"http://127.0.0.1:{free_port()}", env), None)
     services = [f for f in found if "master" not in f.what]
     if not all(f.ok for f in services):  # a missing external service is the only honest skip
         missing_service(f"PostgreSQL or Redis does not answer here: {[f.line() for f in services]}")

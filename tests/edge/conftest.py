@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from master.api.common import EXTENSION
 from master.app import create_app
-from master.settings import EdgeSettings, Settings
+from master.settings import EdgeSettings, MasterSettings
 from rawp.clock import SYSTEM_CLOCK, iso
 from tests.edge.fake_client import FakeClient
 from tests.edge.stack import running_stack
@@ -39,13 +38,13 @@ SECRET = "unit-test-edge-secret-0123456789"
 
 @pytest.fixture
 def edge_settings(tmp_path, database_url):
-    return Settings(
+    return MasterSettings(
         state_dir=tmp_path / "state",
         database_url=database_url,
         public_url="https://master.example",
         dev=True,
-        node_budget=GENEROUS,
-        auth_budget=GENEROUS,
+        node_rate_limit=master_fixtures.GENEROUS_RATE,
+        auth_rate_limit=master_fixtures.GENEROUS_RATE,
         edge=EdgeSettings(
             secret=SECRET,
             user_budget=GENEROUS,
@@ -141,7 +140,8 @@ class EdgeMaster:
 def make_edge_master(edge_settings):
     @contextlib.asynccontextmanager
     async def start(clock=SYSTEM_CLOCK, **edge_overrides):
-        settings = replace(edge_settings, edge=replace(edge_settings.edge, **edge_overrides))
+        edge = master_fixtures.changed(edge_settings.edge, **edge_overrides)
+        settings = master_fixtures.changed(edge_settings, edge=edge)
         app = create_app(settings, clock)
         async with serving(app) as test_app:
             await master_fixtures._empty_tables(app.extensions[EXTENSION])

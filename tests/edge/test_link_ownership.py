@@ -40,7 +40,7 @@ async def test_stopping_the_master_ends_every_link_and_detaches_running_sessions
         assert len(_links()) == 2
     assert _links() == []  # nothing outlives the master's session layer
 
-    db = Database(edge_settings.database_url)
+    db = Database(edge_settings.database_address)
     try:
         async with db.connect() as conn:
             rows = await conn.execute(

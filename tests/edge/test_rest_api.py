@@ -7,7 +7,8 @@ import pytest
 
 from rawp.clock import FakeClock
 from runtime.rate_limit import Budget
-from tests.edge.conftest import GENEROUS, SECRET
+from tests.edge.conftest import SECRET
+from tests.master.conftest import GENEROUS_RATE
 
 ALICE, BOB = "discord:111", "slack:T9:U222"
 
@@ -47,7 +48,7 @@ async def test_a_user_with_a_budget_of_their_own_is_not_held_to_the_default(make
     """The operator raises one user's Edge API budget (a load generator); the rest keep it."""
     tight = Budget(per_second=1 / 60, burst=2)  # also the token issue, per address
     async with make_edge_master(
-        FakeClock(), user_budget=tight, user_budgets={BOB: GENEROUS}
+        FakeClock(), user_budget=tight, user_rate_limits=(f"{BOB}={GENEROUS_RATE}",)
     ) as master:
         alice, bob = await master.token(ALICE), await master.token(BOB)
         assert [(await master.call(alice, "GET", "/v1/edge/nodes"))[0] for _ in range(3)] == [

@@ -12,7 +12,6 @@ import asyncio
 import os
 import secrets
 import socket
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from sqlalchemy import text
 
 from master.api.common import EXTENSION
 from master.app import create_app
-from master.settings import Settings
+from master.settings import MasterSettings
 from master.storage.schema import metadata
 from rawp.clock import FakeClock, iso
 from runtime.rate_limit import Budget
@@ -29,6 +28,7 @@ from tests.support import missing_service, serving
 
 ADMIN_URL = os.environ.get("RAWP_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 GENEROUS = Budget(per_second=1000.0, burst=1000)
+GENEROUS_RATE = "1000/s"  # GENEROUS, as a setting writes it
 # The names the master tests pair with, answered without /etc/hosts or the network (the
 # resolver seam of master.services.addresses). 192.0.2.0/24 is TEST-NET-1: nothing is ever
 # sent there, pairing only checks the answer.
@@ -82,12 +82,12 @@ def clock():
 
 @pytest.fixture
 def settings(tmp_path, database_url):
-    return Settings(
+    return MasterSettings(
         state_dir=tmp_path / "state",
         database_url=database_url,
         public_url="https://master.example",
-        node_budget=GENEROUS,
-        auth_budget=GENEROUS,
+        node_rate_limit=GENEROUS_RATE,
+        auth_rate_limit=GENEROUS_RATE,
     )
 
 
@@ -200,6 +200,11 @@ def sleeps(clock):
     return sleep
 
 
+def changed(settings, **overrides):
+    """`settings` with some fields set anew, checked again as the model checks them."""
+    return type(settings)(**{**dict(settings), **overrides})
+
+
 @pytest.fixture
 def make_master(settings, clock):
     """Start another master app with changed settings: `async with make_master(dev=True)`."""
@@ -207,7 +212,7 @@ def make_master(settings, clock):
 
     @contextlib.asynccontextmanager
     async def start(**overrides):
-        app = create_app(replace(settings, **overrides), clock)
+        app = create_app(changed(settings, **overrides), clock)
         async with serving(app) as test_app:
             await _empty_tables(app.extensions[EXTENSION])
             app.extensions[EXTENSION].addresses.resolve = fake_resolve

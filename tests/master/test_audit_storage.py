@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import insert, inspect, text
 
 from master.audit_cli import records, render, since_time
-from master.settings import Settings
+from master.settings import MasterSettings
 from master.storage import audit, schema
 from master.storage.db import Database
 from master.storage.migrations import MIGRATIONS, head, migrate
@@ -147,7 +147,7 @@ async def test_the_audit_command_reads_the_database(tmp_path, database_url):
             await audit.record(conn, _row(1, 0, audit.REFUSED))
             await audit.record(conn, _row(2, 5))
             await audit.record(conn, _row(3, 7, owner=1))
-        settings = Settings(state_dir=tmp_path / "state", database_url=database_url)
+        settings = MasterSettings(state_dir=tmp_path / "state", database_url=database_url)
         clock = FakeClock(T0 + timedelta(minutes=8))
         found = await records(settings, clock, user=None, node=None, since="4m", limit=10)
         assert [r["record_id"] for r in found] == ["rec-3", "rec-2"]

@@ -7,7 +7,7 @@ import stat
 from sqlalchemy import Column, Integer, MetaData, String, Table, inspect, select, text
 
 from master.services.keys import KEY_FILE, load_or_create_signing_key
-from master.settings import Settings
+from master.settings import MasterSettings
 from master.storage.db import Database, database_url
 from master.storage.migrations import MIGRATIONS, head, migrate
 from master.storage.schema import schema_version
@@ -78,7 +78,7 @@ def test_default_database_is_sqlite_in_the_state_dir(tmp_path):
 
 
 async def test_first_start_creates_the_sqlite_file(tmp_path):
-    settings = Settings(state_dir=tmp_path / "fresh")
+    settings = MasterSettings(state_dir=tmp_path / "fresh")
     services = await build_services(settings, FakeClock())
     await services.close()
     assert (tmp_path / "fresh" / "master.db").is_file()
@@ -86,7 +86,10 @@ async def test_first_start_creates_the_sqlite_file(tmp_path):
 
 
 def test_base_url():
-    assert Settings(state_dir=".", host="0.0.0.0", port=9).base_url == "http://0.0.0.0:9"
-    tls = Settings(state_dir=".", host="::1", port=9, tls_cert="c", tls_key="k")
+    assert MasterSettings(state_dir=".", host="0.0.0.0", port=9).base_url == "http://0.0.0.0:9"
+    tls = MasterSettings(state_dir=".", host="::1", port=9, tls_cert="c", tls_key="k")
     assert tls.base_url == "https://[::1]:9"
-    assert Settings(state_dir=".", public_url="https://m.example/").base_url == "https://m.example"
+    assert (
+        MasterSettings(state_dir=".", public_url="https://m.example/").base_url
+        == "https://m.example"
+    )

@@ -32,6 +32,7 @@ from rawp.clock import Clock
 from rawp.errors import BadRequest, ServiceUnavailable, Unauthorized
 from rawp.rest import EdgeTokenGrant
 from rawp.tokens import SigningKey, bearer, verify
+from runtime.settings import plain
 
 log = logging.getLogger("rawp.master.edge.auth")
 
@@ -56,7 +57,7 @@ class EdgeAuth:
 
     def issue(self, authorization: str | None, subject: Any) -> dict[str, Any]:
         """`POST /v1/edge/auth/token`: a user token for `subject`, for holders of the secret."""
-        secret = self._settings.secret
+        secret = plain(self._settings.secret)
         if not secret:
             raise ServiceUnavailable(
                 "no edge service credential is configured (RAWP_EDGE_SECRET)",
