@@ -518,15 +518,9 @@ def test_the_size_check_sees_violations(tmp_path):
     assert oversized(probe) == ["module (501 lines)"]
 
 
-# Issue 29: the same sizes everywhere else (the master and the client have theirs above). The
-# composition roots in rawp_app/ wait for the settings step.
-SIZE_PENDING_PACKAGES = {"rawp_app"}
-
-
+# Issue 29: the same sizes everywhere else (the master and the client have theirs above).
 @pytest.mark.parametrize("package", [p for p in PACKAGES if p not in ("master", "client")])
 def test_every_package_stays_readable(package):
-    if package in SIZE_PENDING_PACKAGES:
-        return
     big = {
         str(p.relative_to(ROOT)): found
         for p in sorted((ROOT / package).rglob("*.py"))
