@@ -94,6 +94,22 @@ class ConfigConflict(Body):
     current_config_version: int
 
 
+# --- sessions, master → client (§5) ------------------------------------------------------------
+
+
+class SessionInit(Body):
+    """`POST /v1/session/init` (EP-C5, §5.1): start a session on the client, or reattach one
+    (K-03: `reattach` with the edge's last `message_id` or sync time, so the client replays)."""
+
+    session_id: str
+    ticket: str
+    agent_name: str | None = None
+    workspace_path: str | None = None
+    reattach: bool = False
+    last_sync_timestamp: str | None = None
+    last_message_id: str | None = None
+
+
 # --- the Edge API (§9, docs/edge-api.md) -------------------------------------------------------
 
 

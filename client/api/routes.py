@@ -6,9 +6,9 @@ from quart import Blueprint, Response, request
 
 from client.api.common import body, require_master, services
 from client.files.fs import list_directory
-from client.sessions.table import InitRequest
 from rawp.clock import is_uuid4
 from rawp.errors import BadRequest
+from rawp.rest import SessionInit
 from runtime.http import validate
 
 health = Blueprint("health", __name__)
@@ -57,7 +57,7 @@ async def post_fs_list():
 @session.post("/v1/session/init")
 async def post_session_init():
     """EP-C5: 201 for a new session, 200 for a reattach (R-30)."""
-    request = validate(InitRequest, await body())
+    request = validate(SessionInit, await body())
     status, payload = await services().sessions.init(request)
     return payload, status
 

@@ -24,8 +24,6 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from client.agents import create_agent
 from client.agents.base import AgentSpec
 from client.files.paths import PathGuard
@@ -36,26 +34,13 @@ from client.sessions.session import Session
 from rawp.clock import Clock, is_uuid4
 from rawp.config import PinnedConfig
 from rawp.errors import BadRequest, Conflict, Forbidden, NotFound
+from rawp.rest import SessionInit
 from rawp.session_state import SessionState
 from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
 TOMBSTONES = 10_000  # ids of ended sessions remembered for rule 1
-
-
-class InitRequest(BaseModel):
-    """EP-C5 (§5.1); unknown keys ignored."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    session_id: str
-    ticket: str
-    agent_name: str | None = None
-    workspace_path: str | None = None
-    reattach: bool = False
-    last_sync_timestamp: str | None = None
-    last_message_id: str | None = None
 
 
 class SessionManager:
@@ -91,7 +76,7 @@ class SessionManager:
     def count(self) -> int:
         return len(self.sessions)
 
-    async def init(self, request: InitRequest) -> tuple[int, dict[str, Any]]:
+    async def init(self, request: SessionInit) -> tuple[int, dict[str, Any]]:
         if not is_uuid4(request.session_id):
             raise BadRequest("session_id must be a UUID v4", "INVALID_SESSION_ID")
         if not request.ticket:
@@ -103,7 +88,7 @@ class SessionManager:
             return 200, self._reattach(request)
         return 201, await self._create(request)
 
-    def _reattach(self, request: InitRequest) -> dict[str, Any]:
+    def _reattach(self, request: SessionInit) -> dict[str, Any]:
         session = self.sessions.get(request.session_id)
         if session is None or session.state == SessionState.TERMINATED:
             raise NotFound("no such session (it may have ended)", "SESSION_NOT_FOUND")
@@ -112,7 +97,7 @@ class SessionManager:
         self.tickets.register(request.ticket, session.id)
         return self._body(session)
 
-    async def _create(self, request: InitRequest) -> dict[str, Any]:
+    async def _create(self, request: SessionInit) -> dict[str, Any]:
         missing = [f for f in ("agent_name", "workspace_path") if not getattr(request, f)]
         if missing:
             raise BadRequest(f"required when reattach is false: {', '.join(missing)}")

@@ -29,6 +29,7 @@ from master.services.config_scopes import ConfigScopes
 from rawp.clock import new_id, new_secret
 from rawp.config import PinnedConfig
 from rawp.errors import NotFound, RawpError
+from rawp.rest import SessionInit
 from rawp.session_state import SessionEvent, SessionState
 
 
@@ -79,13 +80,12 @@ class SessionStarter:
             workspace_path=workspace_path,
         )
         ticket = new_secret()
-        body = {
-            "session_id": session_id,
-            "ticket": ticket,
-            "agent_name": agent_name,
-            "workspace_path": workspace_path,
-            "reattach": False,
-        }
+        body = SessionInit(
+            session_id=session_id,
+            ticket=ticket,
+            agent_name=agent_name,
+            workspace_path=workspace_path,
+        ).wire()
         try:
             reply = await self._calls.call(
                 node_id, "POST", "/v1/session/init", json=body, session_id=session_id
@@ -118,11 +118,13 @@ class SessionStarter:
         if status is SessionState.TERMINATED:
             raise NotFound(f"session {session_id} has ended", "SESSION_NOT_FOUND")
         ticket = new_secret()
-        body: dict[str, Any] = {"session_id": session_id, "ticket": ticket, "reattach": True}
-        if last_message_id is not None:
-            body["last_message_id"] = last_message_id
-        if last_sync_timestamp is not None:
-            body["last_sync_timestamp"] = last_sync_timestamp
+        body = SessionInit(
+            session_id=session_id,
+            ticket=ticket,
+            reattach=True,
+            last_message_id=last_message_id,
+            last_sync_timestamp=last_sync_timestamp,
+        ).wire()
         reply = await self._calls.call(
             node_id, "POST", "/v1/session/init", json=body, session_id=session_id
         )
