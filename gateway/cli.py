@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
+    from gateway.sessions.voice import VoiceConfig
     from gateway.settings import GatewayOptions, parse_address
 
     options = load(GatewayOptions, args)
@@ -76,6 +77,12 @@ def run(args: argparse.Namespace) -> int:
         redis_prefix=options.redis_prefix,
         platform_limits=options.platform_limits,
         web=launch.WebConfig(options.web_host, options.web_port, options.web_public_url),
+        voice=VoiceConfig(
+            url=options.transcribe_url,
+            model=options.transcribe_model,
+            api_key=_plain(options.transcribe_key),
+            timeout_s=options.transcribe_timeout,
+        ),
     )
     announce = None
     if options.web_login_for and "web" in platforms:

@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 from pydantic_settings import NoDecode
 
 from gateway.replicas.platform_budget import parse_limits
+from gateway.sessions.voice import DEFAULT_MODEL, DEFAULT_TIMEOUT_S, URL_SETTING, check_url
 from runtime.settings import (
     Accepts,
     CommandSettings,
@@ -109,6 +110,13 @@ def _platform_limits(value: str) -> str:
 
 LimitOverrides = Annotated[
     str, AfterValidator(_platform_limits), Accepts("route=rate, …, e.g. global=5/s")
+]
+
+TranscribeUrl = Annotated[
+    str | None, AfterValidator(check_url), Accepts("an http:// or https:// URL")
+]
+TranscribeTimeout = Annotated[
+    float, Field(gt=0, le=600), Accepts("a number of seconds above 0, at most 600")
 ]
 
 # The console group of --help lists these; the others come first.
@@ -220,6 +228,33 @@ class GatewayOptions(CommandSettings):
         env="RAWP_USAGE_FOOTER",
         flag="--usage-footer",
         help="end every turn with a line of its tokens, cost and context use (issue 16 §4)",
+    )
+    transcribe_url: TranscribeUrl = setting(
+        None,
+        env=URL_SETTING,
+        flag="--transcribe-url",
+        help="base URL of an OpenAI-compatible transcription service (POST "
+        "/v1/audio/transcriptions; local whisper servers speak it): Discord voice messages "
+        "and Slack audio clips become prompts; none: they are refused with a note saying so",
+        example="http://127.0.0.1:8000",
+    )
+    transcribe_model: str = setting(
+        DEFAULT_MODEL,
+        env="RAWP_GATEWAY_TRANSCRIBE_MODEL",
+        flag="--transcribe-model",
+        help="the `model` sent with each clip (what the transcription service calls its model)",
+    )
+    transcribe_key: SecretStr | None = setting(
+        None,
+        env="RAWP_GATEWAY_TRANSCRIBE_KEY",
+        help="API key of the transcription service, sent as a Bearer token and never logged; "
+        "none: no Authorization header (a local server); read from the environment only",
+    )
+    transcribe_timeout: TranscribeTimeout = setting(
+        DEFAULT_TIMEOUT_S,
+        env="RAWP_GATEWAY_TRANSCRIBE_TIMEOUT",
+        flag="--transcribe-timeout",
+        help="seconds one clip may take to transcribe; then the person is told and nothing is sent",
     )
     metrics_address: Address = setting(
         None,

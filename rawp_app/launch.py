@@ -54,6 +54,7 @@ from gateway.replicas.budgeted_platform import PlatformBudget, block_on_429
 from gateway.replicas.platform_budget import parse_limits
 from gateway.sessions.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.sessions.live import ConnectedSession
+from gateway.sessions.voice import Transcriber, VoiceConfig
 from gateway.settings import GatewayOptions
 from gateway.storage.conversation_store import ConversationStore, StoreError
 from gateway.storage.web_logins import WebLogins
@@ -97,6 +98,7 @@ class GatewayConfig:
     redis_prefix: str = DEFAULTS.redis_prefix
     platform_limits: str = DEFAULTS.platform_limits  # overrides of the budget's table
     web: WebConfig = field(default_factory=WebConfig)  # with "web" in `platforms`
+    voice: VoiceConfig = field(default_factory=VoiceConfig)  # voice messages in (issue 30 §6)
 
 
 def choose_platforms(
@@ -260,6 +262,7 @@ def _bot(
     hooks=None,
 ):
     hooks = hooks or service  # a cluster's hooks route verbs to the session's renderer
+    transcriber = Transcriber(config.voice if config else None)  # voice messages in
     if name == "discord":
         from adapters.discord import DiscordBot, DiscordSettings
 
@@ -273,14 +276,16 @@ def _bot(
                     (config.redis_url, config.redis_prefix) if config else (None, "")
                 )
                 leases = ShardLeases.for_plan(discord_settings.shard_count, redis_url, prefix)
-            bot = DiscordBot(discord_settings, hooks, metrics, shard_leases=leases)
+            bot = DiscordBot(
+                discord_settings, hooks, metrics, shard_leases=leases, transcriber=transcriber
+            )
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     elif name == "slack":
         from adapters.slack import SlackBot, SlackSettings
 
         try:
-            bot = SlackBot(SlackSettings.from_env(), hooks, metrics)
+            bot = SlackBot(SlackSettings.from_env(), hooks, metrics, transcriber)
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     else:

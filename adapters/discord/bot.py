@@ -44,6 +44,7 @@ from adapters.discord.shards import ShardPlan
 from gateway.metrics import GatewayMetrics
 from gateway.platform import ConversationHooks, Invocation, MessageRef
 from gateway.sessions.prompt import PromptDraft, PromptError
+from gateway.sessions.voice import Clip, Transcriber, add_transcript, is_audio, transcript_note
 from rawp.events import PromptRequest
 from runtime.tasks import TaskOwner, race
 
@@ -89,9 +90,11 @@ class DiscordBot:
         hooks: ConversationHooks | None = None,
         metrics: GatewayMetrics | None = None,
         shard_leases: ShardLeases | None = None,
+        transcriber: Transcriber | None = None,
         **client_options: Any,
     ) -> None:
         self.settings = settings
+        self.transcriber = transcriber or Transcriber()  # voice messages in (issue 30 §6)
         self.shard_leases = shard_leases  # DISCORD_SHARD_IDS=auto (auto_shards.py)
         if metrics is not None:  # every REST call, 429s included (gateway.metrics)
             client_options["http_trace"] = metrics.platform_trace("discord", discord_label)
@@ -238,22 +241,35 @@ class DiscordBot:
             request = PromptRequest(prompt_text="")  # a bare mention: start, prompt nothing
         else:
             try:
-                request = await self._prompt_of(message, text)
+                request, heard = await self._prompt_of(message, text)
             except PromptError as refused:
                 await message.reply(f"⚠️ {refused}", mention_author=False)
                 return
+            if heard is not None:  # what the agent gets instead of the voice message
+                await self.platform.send_message(conversation, transcript_note(heard))
         hook = self.hooks.start_here if starting else self.hooks.prompt
         reply = await hook(invocation, request)
         if reply:
             await message.reply(reply, mention_author=False)
 
-    @staticmethod
-    async def _prompt_of(message: discord.Message, text: str | None = None):
-        """Typed text (escaped when built, §16.2.2) and attachments within their limits."""
+    async def _prompt_of(
+        self, message: discord.Message, text: str | None = None
+    ) -> tuple[PromptRequest, str | None]:
+        """Typed text (escaped when built, §16.2.2), the transcript of any audio (a voice
+        message), and the other attachments within their limits; with the transcript, if any."""
         draft = PromptDraft()
-        draft.add_text(message.content if text is None else text)
+        typed = message.content if text is None else text
+        draft.add_text(typed)
+        audio = [a for a in message.attachments if is_audio(a.content_type)]
+        heard = None
+        if audio:  # transcribed, not attached
+            clips = [Clip(a.filename, a.content_type or "", a.size, a.read) for a in audio]
+            heard = await self.transcriber.transcribe_all(clips)
+            add_transcript(draft, typed, heard)
         limits = draft.attachment_limits
         for attachment in message.attachments:
+            if attachment in audio:
+                continue
             if attachment.size > limits.max_bytes_each:  # refuse before downloading it
                 raise PromptError(
                     f"{attachment.filename} is {attachment.size:,} bytes; an attachment may be "
@@ -262,7 +278,7 @@ class DiscordBot:
             data = await attachment.read()
             mime = attachment.content_type or "application/octet-stream"
             draft.add_attachment(attachment.filename, mime, data)
-        return draft.build()
+        return draft.build(), heard
 
 
 def without_mention(content: str, me: discord.abc.User | None) -> str | None:
