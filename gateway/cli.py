@@ -35,8 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from gateway.sessions.voice import VoiceConfig
-    from gateway.settings import GatewayOptions, parse_address
+    from gateway.settings import GatewayOptions
 
     options = load(GatewayOptions, args)
     if options.edge_secret is None:
@@ -56,7 +55,29 @@ def run(args: argparse.Namespace) -> int:
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
         )
-    config = launch.GatewayConfig(
+    config = _config(launch, options, platforms)
+    announce = None
+    if options.web_login_for and "web" in platforms:
+
+        async def announce(web_edge) -> None:  # stderr, like every other line of the gateway
+            link = await web_edge.link_for(options.web_login_for)
+            print(f"rawp gateway: web: {link}", file=sys.stderr, flush=True)
+
+    try:
+        # Non-zero when a critical task died (runtime.tasks rule 4).
+        return exit_status(asyncio.run(launch.run_gateway(config, on_web=announce)))
+    except launch.LaunchError as exc:
+        raise CommandError(str(exc)) from None
+    except KeyboardInterrupt:
+        return 130
+
+
+def _config(launch, options, platforms: tuple[str, ...]):
+    """The wiring's `GatewayConfig` from the loaded settings."""
+    from gateway.sessions.voice import VoiceConfig
+    from gateway.settings import GatewayOptions, parse_address
+
+    return launch.GatewayConfig(
         master_url=options.master_url,
         edge_secret=options.edge_secret.get_secret_value(),
         database=writable_directory(options.state_dir) / "conversations.sqlite3",
@@ -84,20 +105,6 @@ def run(args: argparse.Namespace) -> int:
             timeout_s=options.transcribe_timeout,
         ),
     )
-    announce = None
-    if options.web_login_for and "web" in platforms:
-
-        async def announce(web_edge) -> None:  # stderr, like every other line of the gateway
-            link = await web_edge.link_for(options.web_login_for)
-            print(f"rawp gateway: web: {link}", file=sys.stderr, flush=True)
-
-    try:
-        # Non-zero when a critical task died (runtime.tasks rule 4).
-        return exit_status(asyncio.run(launch.run_gateway(config, on_web=announce)))
-    except launch.LaunchError as exc:
-        raise CommandError(str(exc)) from None
-    except KeyboardInterrupt:
-        return 130
 
 
 def _plain(secret) -> str | None:

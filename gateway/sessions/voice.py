@@ -3,9 +3,9 @@ service the operator runs.
 
 - The service speaks OpenAI's `POST {base}/v1/audio/transcriptions` (multipart `file` and
   `model`, answer `{"text": …}`), as local whisper servers do (faster-whisper-server,
-  whisper.cpp's server, LocalAI, vLLM). Its base URL, model and optional API key are gateway
-  settings (RAWP_GATEWAY_TRANSCRIBE_*); the key goes into the Authorization header only, never
-  into a log line, an error or a repr.
+  whisper.cpp's server, LocalAI, vLLM). Its base URL, model, optional API key and timeout are
+  gateway settings (gateway.settings, `transcribe_*`); the key goes into the Authorization
+  header only, never into a log line, an error or a repr.
 - Without a base URL, a voice message is refused with `NOT_CONFIGURED` before anything is
   downloaded, and nothing is sent to the agent. Every failure of the service (an HTTP error, no
   answer in time, an answer without text, no speech heard) is one `VoiceError`, a `PromptError`:
