@@ -74,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _config(launch, options, platforms: tuple[str, ...]):
     """The wiring's `GatewayConfig` from the loaded settings."""
-    from gateway.sessions.voice import VoiceConfig
-    from gateway.settings import GatewayOptions, parse_address
+    from gateway.settings import GatewayOptions, parse_address, voice_config
 
     return launch.GatewayConfig(
         master_url=options.master_url,
@@ -98,12 +97,7 @@ def _config(launch, options, platforms: tuple[str, ...]):
         redis_prefix=options.redis_prefix,
         platform_limits=options.platform_limits,
         web=launch.WebConfig(options.web_host, options.web_port, options.web_public_url),
-        voice=VoiceConfig(
-            url=options.transcribe_url,
-            model=options.transcribe_model,
-            api_key=_plain(options.transcribe_key),
-            timeout_s=options.transcribe_timeout,
-        ),
+        voice=voice_config(options),
     )
 
 

@@ -13,7 +13,13 @@ from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 from pydantic_settings import NoDecode
 
 from gateway.replicas.platform_budget import parse_limits
-from gateway.sessions.voice import DEFAULT_MODEL, DEFAULT_TIMEOUT_S, URL_SETTING, check_url
+from gateway.sessions.voice import (
+    DEFAULT_MODEL,
+    DEFAULT_TIMEOUT_S,
+    URL_SETTING,
+    VoiceConfig,
+    check_url,
+)
 from runtime.settings import (
     Accepts,
     CommandSettings,
@@ -118,6 +124,58 @@ TranscribeUrl = Annotated[
 TranscribeTimeout = Annotated[
     float, Field(gt=0, le=600), Accepts("a number of seconds above 0, at most 600")
 ]
+
+
+# Voice messages in (issue 30 §6): `rawp up` shares these with `rawp gateway`.
+def transcribe_url_setting() -> Any:
+    return setting(
+        None,
+        env=URL_SETTING,
+        flag="--transcribe-url",
+        help="base URL of an OpenAI-compatible transcription service (POST "
+        "/v1/audio/transcriptions; local whisper servers speak it): Discord voice messages "
+        "and Slack audio clips become prompts; none: they are refused with a note saying so",
+        example="http://127.0.0.1:8000",
+    )
+
+
+def transcribe_model_setting() -> Any:
+    return setting(
+        DEFAULT_MODEL,
+        env="RAWP_GATEWAY_TRANSCRIBE_MODEL",
+        flag="--transcribe-model",
+        help="the `model` sent with each clip (what the transcription service calls its model)",
+    )
+
+
+def transcribe_key_setting() -> Any:
+    return setting(
+        None,
+        env="RAWP_GATEWAY_TRANSCRIBE_KEY",
+        help="API key of the transcription service, sent as a Bearer token and never logged; "
+        "none: no Authorization header (a local server); read from the environment only",
+    )
+
+
+def transcribe_timeout_setting() -> Any:
+    return setting(
+        DEFAULT_TIMEOUT_S,
+        env="RAWP_GATEWAY_TRANSCRIBE_TIMEOUT",
+        flag="--transcribe-timeout",
+        help="seconds one clip may take to transcribe; then the person is told and nothing is sent",
+    )
+
+
+def voice_config(settings: Any) -> VoiceConfig:
+    """The transcription service of `GatewayOptions` or `rawp up`'s settings (same fields)."""
+    key = settings.transcribe_key
+    return VoiceConfig(
+        url=settings.transcribe_url,
+        model=settings.transcribe_model,
+        api_key=key.get_secret_value() if key is not None else None,
+        timeout_s=settings.transcribe_timeout,
+    )
+
 
 # The console group of --help lists these; the others come first.
 CONSOLE_OPTIONS = ("console_user", "node", "agent")
@@ -229,33 +287,10 @@ class GatewayOptions(CommandSettings):
         flag="--usage-footer",
         help="end every turn with a line of its tokens, cost and context use (issue 16 §4)",
     )
-    transcribe_url: TranscribeUrl = setting(
-        None,
-        env=URL_SETTING,
-        flag="--transcribe-url",
-        help="base URL of an OpenAI-compatible transcription service (POST "
-        "/v1/audio/transcriptions; local whisper servers speak it): Discord voice messages "
-        "and Slack audio clips become prompts; none: they are refused with a note saying so",
-        example="http://127.0.0.1:8000",
-    )
-    transcribe_model: str = setting(
-        DEFAULT_MODEL,
-        env="RAWP_GATEWAY_TRANSCRIBE_MODEL",
-        flag="--transcribe-model",
-        help="the `model` sent with each clip (what the transcription service calls its model)",
-    )
-    transcribe_key: SecretStr | None = setting(
-        None,
-        env="RAWP_GATEWAY_TRANSCRIBE_KEY",
-        help="API key of the transcription service, sent as a Bearer token and never logged; "
-        "none: no Authorization header (a local server); read from the environment only",
-    )
-    transcribe_timeout: TranscribeTimeout = setting(
-        DEFAULT_TIMEOUT_S,
-        env="RAWP_GATEWAY_TRANSCRIBE_TIMEOUT",
-        flag="--transcribe-timeout",
-        help="seconds one clip may take to transcribe; then the person is told and nothing is sent",
-    )
+    transcribe_url: TranscribeUrl = transcribe_url_setting()
+    transcribe_model: str = transcribe_model_setting()
+    transcribe_key: SecretStr | None = transcribe_key_setting()
+    transcribe_timeout: TranscribeTimeout = transcribe_timeout_setting()
     metrics_address: Address = setting(
         None,
         env="RAWP_GATEWAY_METRICS_ADDRESS",

@@ -40,10 +40,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.cli import CommandError
 from runtime.settings import add_flags, load
 from runtime.tasks import TaskOwner, exit_status
+
+if TYPE_CHECKING:
+    from gateway.sessions.voice import VoiceConfig
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gateway.settings import voice_config
     from rawp_app.launch import LaunchError, choose_platforms
     from rawp_app.up_settings import UpSettings
     from runtime.cli import writable_directory
@@ -91,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         web_public_url=settings.web_public_url,
         show_thinking=settings.show_thinking,
         approval_timeout_s=settings.approval_timeout,
+        voice=voice_config(settings),
     )
     from rawp_app.launch import NO_CONSOLE_INPUT, input_is_null
 
@@ -153,6 +159,7 @@ class UpOptions:
     web_port: int = 0
     web_host: str = LOOPBACK
     web_public_url: str | None = None
+    voice: VoiceConfig | None = None  # voice messages in (issue 30 §6); None: not configured
 
 
 def with_web(platforms: tuple[str, ...], web: bool) -> tuple[str, ...]:
@@ -259,6 +266,7 @@ async def run_up(options: UpOptions) -> int:
     from client.agents import AgentsFileError
     from client.app import create_app as create_client_app
     from client.settings import ClientSettings
+    from gateway.sessions.voice import VoiceConfig
     from master.app import create_app as create_master_app
     from master.settings import EdgeSettings, Settings
     from rawp.clock import new_secret
@@ -328,6 +336,7 @@ async def run_up(options: UpOptions) -> int:
             node=client_services.state.credentials.node_id,
             agent=options.agent,
             web=WebConfig(options.web_host, web_port, options.web_public_url),
+            voice=options.voice or VoiceConfig(),
         )
 
         async def announce(web_edge) -> None:  # rule 4: the owner's sign-in link

@@ -1,9 +1,10 @@
 """`rawp up`'s settings: the one place each is written (runtime.settings explains how to add one).
 
-Variables `rawp up` shares with a tier mean the same there and here. The gateway's thinking
-and approval settings are its own declarations (gateway.settings), RAWP_PLATFORM its type with
-`rawp up`'s wording. The client tier cannot be imported from here (tests/test_layout.py), so
-RAWP_AGENTS_FILE is stated again; tests/test_env_example.py checks that the defaults agree.
+Variables `rawp up` shares with a tier mean the same there and here. The gateway's thinking,
+approval and transcription settings are its own declarations (gateway.settings),
+RAWP_PLATFORM its type with `rawp up`'s wording. The client tier cannot be imported from here
+(tests/test_layout.py), so RAWP_AGENTS_FILE is stated again; tests/test_env_example.py checks
+that the defaults agree.
 """
 
 from __future__ import annotations
@@ -11,13 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from gateway.settings import (
     ApprovalTimeout,
     Platform,
+    TranscribeTimeout,
+    TranscribeUrl,
     approval_timeout_setting,
     show_thinking_setting,
+    transcribe_key_setting,
+    transcribe_model_setting,
+    transcribe_timeout_setting,
+    transcribe_url_setting,
     web_host_setting,
     web_public_url_setting,
 )
@@ -99,3 +106,7 @@ class UpSettings(CommandSettings):
     web_public_url: str | None = web_public_url_setting()
     show_thinking: Flag = show_thinking_setting()
     approval_timeout: ApprovalTimeout = approval_timeout_setting()
+    transcribe_url: TranscribeUrl = transcribe_url_setting()
+    transcribe_model: str = transcribe_model_setting()
+    transcribe_key: SecretStr | None = transcribe_key_setting()
+    transcribe_timeout: TranscribeTimeout = transcribe_timeout_setting()

@@ -2,8 +2,8 @@
 service the operator runs.
 
 - The service speaks OpenAI's `POST {base}/v1/audio/transcriptions` (multipart `file` and
-  `model`, answer `{"text": …}`), as local whisper servers do (faster-whisper-server,
-  whisper.cpp's server, LocalAI, vLLM). Its base URL, model, optional API key and timeout are
+  `model`, answer `{"text": …}`), as local whisper servers do (speaches, formerly
+  faster-whisper-server; LocalAI; vLLM). Its base URL, model, optional API key and timeout are
   gateway settings (gateway.settings, `transcribe_*`); the key goes into the Authorization
   header only, never into a log line, an error or a repr.
 - Without a base URL, a voice message is refused with `NOT_CONFIGURED` before anything is
