@@ -38,11 +38,11 @@ from adapters.call_labels import discord_label
 from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
 from adapters.discord.auto_shards import AutoShards
 from adapters.discord.commands import RawpCommands
-from adapters.discord.platform import DiscordPlatform, conversation_of
+from adapters.discord.platform import NAME, DiscordPlatform, conversation_of
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.shards import ShardPlan
 from gateway.metrics import GatewayMetrics
-from gateway.platform import ConversationHooks, Invocation, MessageRef
+from gateway.platform import ConversationHooks, ConversationRef, Invocation, MessageRef
 from gateway.sessions.prompt import PromptDraft, PromptError
 from gateway.sessions.voice import Clip, Transcriber, add_transcript, is_audio, transcript_note
 from rawp.events import PromptRequest
@@ -237,6 +237,7 @@ class DiscordBot:
             MessageRef(conversation, str(message.id)),
             str(message.guild.id) if message.guild else None,
         )
+        heard = None  # the transcript of any audio (gateway.sessions.voice)
         if starting and not text.strip() and not message.attachments:
             request = PromptRequest(prompt_text="")  # a bare mention: start, prompt nothing
         else:
@@ -245,12 +246,14 @@ class DiscordBot:
             except PromptError as refused:
                 await message.reply(f"⚠️ {refused}", mention_author=False)
                 return
-            if heard is not None:  # what the agent gets instead of the voice message
-                await self.platform.send_message(conversation, transcript_note(heard))
         hook = self.hooks.start_here if starting else self.hooks.prompt
         reply = await hook(invocation, request)
         if reply:
             await message.reply(reply, mention_author=False)
+        elif heard is not None:  # the prompt went in: show what the agent got for the audio
+            # A mention in a channel opened its session's thread on the message (same id).
+            where = conversation if direct or not starting else thread_on(message)
+            await self.platform.send_message(where, transcript_note(heard))
 
     async def _prompt_of(
         self, message: discord.Message, text: str | None = None
@@ -279,6 +282,11 @@ class DiscordBot:
             mime = attachment.content_type or "application/octet-stream"
             draft.add_attachment(attachment.filename, mime, data)
         return draft.build(), heard
+
+
+def thread_on(message: discord.Message) -> ConversationRef:
+    """The thread opened on `message` in its channel: Discord gives it the message's id."""
+    return ConversationRef(NAME, str(message.channel.id), str(message.id))
 
 
 def without_mention(content: str, me: discord.abc.User | None) -> str | None:

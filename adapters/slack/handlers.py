@@ -110,10 +110,11 @@ def _listen_to_messages(app, here: _Listening) -> None:
         except PromptError as refused:
             await platform.send_ephemeral(conversation, user, f"⚠️ {refused}")
             return
-        await bot.show_transcript(conversation, heard)
         reply = await platform.hooks.prompt(invocation, request)
         if reply:
             await platform.send_ephemeral(conversation, user, reply)
+        else:  # the prompt went in
+            await bot.show_transcript(conversation, heard)
 
     @app.event("app_mention")
     async def on_mention(event, body, context):

@@ -60,11 +60,13 @@ async def start_from(
     except PromptError as refused:
         await platform.send_ephemeral(conversation, user, f"⚠️ {refused}")
         return
-    # A top-level message (channel or DM) opens its session in its own thread: the note too.
+    reply = await platform.hooks.start_here(invocation, request)
+    if reply:
+        await platform.send_ephemeral(conversation, user, reply)
+        return
+    # The prompt went in. A top-level message (channel or DM) opened its session in its own
+    # thread: the note goes there.
     thread = conversation.thread_id or event["ts"]
     await bot.show_transcript(
         ConversationRef(conversation.platform, conversation.channel_id, thread), heard
     )
-    reply = await platform.hooks.start_here(invocation, request)
-    if reply:
-        await platform.send_ephemeral(conversation, user, reply)

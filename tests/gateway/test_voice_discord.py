@@ -8,6 +8,7 @@ service configured says which setting is missing."""
 
 from __future__ import annotations
 
+from gateway.sessions.chat_commands import NOT_YOURS
 from gateway.sessions.voice import NOT_CONFIGURED
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
@@ -67,9 +68,7 @@ async def test_a_voice_message_is_transcribed_into_the_prompt(stack, processes, 
         await thread.checked(voice)
         # The transcript is the prompt, and the audio is not also attached.
         await thread.posted('You said: "run the unit tests"\n\nNo files were referenced.')
-        note = await thread.posted("🎙️ run the unit tests")
-        answer = await thread.posted("You said:")
-        assert int(note.response["id"]) < int(answer.response["id"])  # shown before the answer
+        await thread.posted("🎙️ run the unit tests")  # what the agent got, for all to see
         [heard] = whisper.requests
         assert (heard.filename, heard.content_type, heard.data) == (
             "voice-message.ogg",
@@ -85,6 +84,21 @@ async def test_a_voice_message_is_transcribed_into_the_prompt(stack, processes, 
         )
         await thread.checked(both)
         await thread.posted('You said: "after the build:\n\nand the lint"')
+
+        # A voice message to the bot in a DM starts a session there, transcribed.
+        whisper.text = "hello from a walk"
+        dm = Thread(fake, WORLD.dm_channel(WORLD.alice)["id"])
+        spoken = await fake.inject_voice_message(OGG, channel_id=dm.id)
+        await dm.checked(spoken)
+        await dm.posted("🎙️ hello from a walk")
+        await dm.posted('You said: "hello from a walk"')
+
+        # Someone else's voice message in alice's thread is refused like their text: no note.
+        whisper.text = "delete everything"
+        theirs = await fake.inject_voice_message(OGG, channel_id=thread_id, author=WORLD.bob)
+        await thread.posted(NOT_YOURS)
+        assert not any("delete everything" in t for t in thread.texts())
+        assert not fake.calls("PUT", f"{thread.posts}/{theirs['id']}/reactions/✅/@me")
 
         # The service fails: one ⚠️ line, nothing reaches the agent.
         whisper.status = 500

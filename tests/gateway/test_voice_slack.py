@@ -60,9 +60,7 @@ async def test_an_audio_clip_is_transcribed_into_the_prompt(stack, processes, tm
         await slack_checked(slack, event)
         # The transcript is the prompt, and the audio is not also attached.
         await posted(slack, thread_ts, 'You said: "check the logs"\n\nNo files were referenced.')
-        note = await posted(slack, thread_ts, "🎙️ check the logs")
-        answer = await posted(slack, thread_ts, "You said:")
-        assert float(note.response["ts"]) < float(answer.response["ts"])
+        await posted(slack, thread_ts, "🎙️ check the logs")  # what the agent got, for all to see
         [heard] = whisper.requests
         assert (heard.filename, heard.content_type, heard.data) == (
             "audio_message.webm",
