@@ -12,8 +12,9 @@ service the operator runs.
   the adapters already answer those with "⚠️ …" and send nothing — never a traceback.
 - The adapters stay thin: they say which attachments are audio (`is_audio`), hand each as a
   `Clip` whose bytes are fetched only once the service is known to be there, and post
-  `transcript_note` so the person sees what the agent got. Text typed beside the clip stays
-  first, the transcript after it (`add_transcript`); the audio is not also attached.
+  `transcript_note` once the prompt is taken, so the person sees what the agent got. Text
+  typed beside the clip stays first, the transcript after it (`add_transcript`); the audio is
+  not also attached.
 """
 
 from __future__ import annotations
