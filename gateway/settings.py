@@ -1,7 +1,8 @@
 """`rawp gateway`'s settings: the one place each is written (runtime.settings explains how to add
 one). `gateway.cli` loads `GatewaySettings` from flags and the environment and
 `rawp_app.launch.run_gateway` takes it as it is (`rawp up` builds one); the web edge's and the
-console's settings are its groups `web` and `console`. The platforms' own
+console's settings are its groups `web` and `console`, the transcription service of voice
+messages its group `voice` (gateway.sessions.voice). The platforms' own
 settings (tokens, endpoints, allow-lists) are `DISCORD_*` / `SLACK_*`, read by their adapters
 (adapters/discord/settings.py, adapters/slack/settings.py) when the gateway serves them.
 """
@@ -15,6 +16,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, field_va
 from pydantic_settings import NoDecode
 
 from gateway.replicas.platform_budget import parse_limits
+from gateway.sessions.voice import VoiceSettings
 from runtime.settings import (
     Accepts,
     CommandSettings,
@@ -249,6 +251,7 @@ class GatewaySettings(CommandSettings):
         flag="--usage-footer",
         help="end every turn with a line of its tokens, cost and context use (issue 16 §4)",
     )
+    voice: VoiceSettings = Field(default_factory=VoiceSettings)  # issue 30 §6
     metrics_address: Address = setting(
         None,
         env="RAWP_GATEWAY_METRICS_ADDRESS",

@@ -53,6 +53,7 @@ from gateway.replicas.budgeted_platform import PlatformBudget, block_on_429
 from gateway.replicas.platform_budget import parse_limits
 from gateway.sessions.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.sessions.live import ConnectedSession
+from gateway.sessions.voice import Transcriber
 from gateway.settings import GatewaySettings
 from gateway.storage.conversation_store import ConversationStore, StoreError
 from gateway.storage.web_logins import WebLogins
@@ -264,6 +265,7 @@ def _bot(
     hooks=None,
 ):
     hooks = hooks or service  # a cluster's hooks route verbs to the session's renderer
+    transcriber = Transcriber(settings.voice if settings else None)  # voice messages in
     if name == "discord":
         from adapters.discord import DiscordBot, DiscordSettings
 
@@ -277,14 +279,16 @@ def _bot(
                     (plain(settings.redis_url), settings.redis_prefix) if settings else (None, "")
                 )
                 leases = ShardLeases.for_plan(discord_settings.shard_count, redis_url, prefix)
-            bot = DiscordBot(discord_settings, hooks, metrics, shard_leases=leases)
+            bot = DiscordBot(
+                discord_settings, hooks, metrics, shard_leases=leases, transcriber=transcriber
+            )
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     elif name == "slack":
         from adapters.slack import SlackBot, SlackSettings
 
         try:
-            bot = SlackBot(SlackSettings.from_env(), hooks, metrics)
+            bot = SlackBot(SlackSettings.from_env(), hooks, metrics, transcriber)
         except ValueError as exc:
             raise LaunchError(str(exc)) from None
     else:

@@ -352,6 +352,7 @@ def gateway_settings_of(
             user=settings.owner_subject.partition(":")[2] or "local", node=node, agent=agent
         ),
         web=WebSettings(host=settings.web_host, port=web_port, public_url=settings.web_public_url),
+        voice=settings.voice,
     )
 
 

@@ -1,9 +1,10 @@
 """`rawp up`'s settings: the one place each is written (runtime.settings explains how to add one).
 
 Variables `rawp up` shares with a tier mean the same there and here, and are declared once:
-the gateway's thinking, approval, web and platform settings are its declarations
-(gateway.settings), RAWP_AGENTS_FILE the one in runtime.settings the client uses too. `run_up`
-takes this model as it is; resolved paths and the owner are properties.
+the gateway's thinking, approval, web, platform and transcription settings are its
+declarations (gateway.settings, gateway.sessions.voice), RAWP_AGENTS_FILE the one in
+runtime.settings the client uses too. `run_up` takes this model as it is; resolved paths and
+the owner are properties.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from gateway.sessions.voice import VoiceSettings
 from gateway.settings import (
     ApprovalTimeout,
     Platform,
@@ -95,6 +97,7 @@ class UpSettings(CommandSettings):
     web_public_url: str | None = web_public_url_setting()
     show_thinking: Flag = show_thinking_setting()
     approval_timeout: ApprovalTimeout = approval_timeout_setting()
+    voice: VoiceSettings = Field(default_factory=VoiceSettings)  # voice messages in (issue 30 §6)
 
     @property
     def workspace_dir(self) -> Path:

@@ -38,12 +38,13 @@ from adapters.call_labels import discord_label
 from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
 from adapters.discord.auto_shards import AutoShards
 from adapters.discord.commands import RawpCommands
-from adapters.discord.platform import DiscordPlatform, conversation_of
+from adapters.discord.platform import NAME, DiscordPlatform, conversation_of
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.shards import ShardPlan
 from gateway.metrics import GatewayMetrics
-from gateway.platform import ConversationHooks, Invocation, MessageRef
+from gateway.platform import ConversationHooks, ConversationRef, Invocation, MessageRef
 from gateway.sessions.prompt import PromptDraft, PromptError
+from gateway.sessions.voice import Clip, Transcriber, add_transcript, is_audio, transcript_note
 from rawp.events import PromptRequest
 from runtime.tasks import TaskOwner, race
 
@@ -89,9 +90,11 @@ class DiscordBot:
         hooks: ConversationHooks | None = None,
         metrics: GatewayMetrics | None = None,
         shard_leases: ShardLeases | None = None,
+        transcriber: Transcriber | None = None,
         **client_options: Any,
     ) -> None:
         self.settings = settings
+        self.transcriber = transcriber or Transcriber()  # voice messages in (issue 30 §6)
         self.shard_leases = shard_leases  # DISCORD_SHARD_IDS=auto (auto_shards.py)
         if metrics is not None:  # every REST call, 429s included (gateway.metrics)
             client_options["http_trace"] = metrics.platform_trace("discord", discord_label)
@@ -234,11 +237,12 @@ class DiscordBot:
             MessageRef(conversation, str(message.id)),
             str(message.guild.id) if message.guild else None,
         )
+        heard = None  # the transcript of any audio (gateway.sessions.voice)
         if starting and not text.strip() and not message.attachments:
             request = PromptRequest(prompt_text="")  # a bare mention: start, prompt nothing
         else:
             try:
-                request = await self._prompt_of(message, text)
+                request, heard = await self._prompt_of(message, text)
             except PromptError as refused:
                 await message.reply(f"⚠️ {refused}", mention_author=False)
                 return
@@ -246,14 +250,29 @@ class DiscordBot:
         reply = await hook(invocation, request)
         if reply:
             await message.reply(reply, mention_author=False)
+        elif heard is not None:  # the prompt went in: show what the agent got for the audio
+            # A mention in a channel opened its session's thread on the message (same id).
+            where = conversation if direct or not starting else thread_on(message)
+            await self.platform.send_message(where, transcript_note(heard))
 
-    @staticmethod
-    async def _prompt_of(message: discord.Message, text: str | None = None):
-        """Typed text (escaped when built, §16.2.2) and attachments within their limits."""
+    async def _prompt_of(
+        self, message: discord.Message, text: str | None = None
+    ) -> tuple[PromptRequest, str | None]:
+        """Typed text (escaped when built, §16.2.2), the transcript of any audio (a voice
+        message), and the other attachments within their limits; with the transcript, if any."""
         draft = PromptDraft()
-        draft.add_text(message.content if text is None else text)
+        typed = message.content if text is None else text
+        draft.add_text(typed)
+        audio = [a for a in message.attachments if is_audio(a.content_type)]
+        heard = None
+        if audio:  # transcribed, not attached
+            clips = [Clip(a.filename, a.content_type or "", a.size, a.read) for a in audio]
+            heard = await self.transcriber.transcribe_all(clips)
+            add_transcript(draft, typed, heard)
         limits = draft.attachment_limits
         for attachment in message.attachments:
+            if attachment in audio:
+                continue
             if attachment.size > limits.max_bytes_each:  # refuse before downloading it
                 raise PromptError(
                     f"{attachment.filename} is {attachment.size:,} bytes; an attachment may be "
@@ -262,7 +281,12 @@ class DiscordBot:
             data = await attachment.read()
             mime = attachment.content_type or "application/octet-stream"
             draft.add_attachment(attachment.filename, mime, data)
-        return draft.build()
+        return draft.build(), heard
+
+
+def thread_on(message: discord.Message) -> ConversationRef:
+    """The thread opened on `message` in its channel: Discord gives it the message's id."""
+    return ConversationRef(NAME, str(message.channel.id), str(message.id))
 
 
 def without_mention(content: str, me: discord.abc.User | None) -> str | None:

@@ -27,8 +27,9 @@ from adapters.slack.mrkdwn import from_slack_text
 from adapters.slack.platform import SlackPlatform, web_client
 from adapters.slack.settings import SlackSettings
 from gateway.metrics import GatewayMetrics
-from gateway.platform import ConversationHooks
+from gateway.platform import ConversationHooks, ConversationRef
 from gateway.sessions.prompt import PromptDraft, PromptError
+from gateway.sessions.voice import Clip, Transcriber, add_transcript, is_audio, transcript_note
 from rawp.events import PromptRequest
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,10 @@ class SlackBot:
         settings: SlackSettings,
         hooks: ConversationHooks | None = None,
         metrics: GatewayMetrics | None = None,
+        transcriber: Transcriber | None = None,
     ) -> None:
         self.settings = settings
+        self.transcriber = transcriber or Transcriber()  # audio clips in (issue 30 §6)
         # With metrics, the Web API calls share one session that counts them (gateway.metrics);
         # slack_sdk applies no timeout to a session it did not make, so it carries its own.
         self._session = (
@@ -137,12 +140,22 @@ class SlackBot:
             log.info("suggestion lookup too slow; answered with no options")
             return None
 
-    async def prompt_of(self, event: dict[str, Any]) -> PromptRequest:
-        """Typed text (escaped when built, §16.2.2) and shared files within their limits."""
+    async def prompt_of(self, event: dict[str, Any]) -> tuple[PromptRequest, str | None]:
+        """Typed text (escaped when built, §16.2.2), the transcript of any audio clip, and the
+        other shared files within their limits; with the transcript, if any."""
         draft = PromptDraft()
-        draft.add_text(from_slack_text(event.get("text") or ""))
+        typed = from_slack_text(event.get("text") or "")
+        draft.add_text(typed)
+        shared_files = event.get("files") or []
+        audio = [f for f in shared_files if is_audio(f.get("mimetype"), f.get("subtype"))]
+        heard = None
+        if audio:  # transcribed, not attached
+            heard = await self.transcriber.transcribe_all([self._clip(f) for f in audio])
+            add_transcript(draft, typed, heard)
         limits = draft.attachment_limits
-        for shared in event.get("files") or []:
+        for shared in shared_files:
+            if shared in audio:
+                continue
             name, size = shared.get("name", "file"), int(shared.get("size") or 0)
             if size > limits.max_bytes_each:  # refuse before downloading it
                 raise PromptError(
@@ -151,7 +164,21 @@ class SlackBot:
                 )
             data = await self._download(shared["url_private_download"])
             draft.add_attachment(name, shared.get("mimetype") or "application/octet-stream", data)
-        return draft.build()
+        return draft.build(), heard
+
+    def _clip(self, shared: dict[str, Any]) -> Clip:
+        url = shared.get("url_private_download") or shared.get("url_private") or ""
+        return Clip(
+            shared.get("name") or "clip",
+            shared.get("mimetype") or "",
+            int(shared.get("size") or 0),
+            lambda: self._download(url),
+        )
+
+    async def show_transcript(self, conversation: ConversationRef, heard: str | None) -> None:
+        """Post what the agent got instead of the clip, in the conversation it went to."""
+        if heard is not None:
+            await self.platform.send_message(conversation, transcript_note(heard))
 
     async def _download(self, url: str) -> bytes:
         headers = {"Authorization": f"Bearer {self.settings.bot_token.get_secret_value()}"}

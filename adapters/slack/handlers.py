@@ -106,13 +106,15 @@ def _listen_to_messages(app, here: _Listening) -> None:
             user, conversation, MessageRef(conversation, event["ts"]), _team(body)
         )
         try:
-            request = await bot.prompt_of({**event, "text": text})
+            request, heard = await bot.prompt_of({**event, "text": text})
         except PromptError as refused:
             await platform.send_ephemeral(conversation, user, f"⚠️ {refused}")
             return
         reply = await platform.hooks.prompt(invocation, request)
         if reply:
             await platform.send_ephemeral(conversation, user, reply)
+        else:  # the prompt went in
+            await bot.show_transcript(conversation, heard)
 
     @app.event("app_mention")
     async def on_mention(event, body, context):

@@ -51,14 +51,22 @@ async def start_from(
     platform = bot.platform
     user = event.get("user", "")
     invocation = Invocation(user, conversation, MessageRef(conversation, event["ts"]), team_id)
+    heard = None
     try:
         if not text.strip() and not event.get("files"):
             request = PromptRequest(prompt_text="")  # a bare mention: start, prompt nothing
         else:
-            request = await bot.prompt_of({**event, "text": text})
+            request, heard = await bot.prompt_of({**event, "text": text})
     except PromptError as refused:
         await platform.send_ephemeral(conversation, user, f"⚠️ {refused}")
         return
     reply = await platform.hooks.start_here(invocation, request)
     if reply:
         await platform.send_ephemeral(conversation, user, reply)
+        return
+    # The prompt went in. A top-level message (channel or DM) opened its session in its own
+    # thread: the note goes there.
+    thread = conversation.thread_id or event["ts"]
+    await bot.show_transcript(
+        ConversationRef(conversation.platform, conversation.channel_id, thread), heard
+    )

@@ -38,6 +38,8 @@ from .discord_payloads import (
 )
 from .discord_rest import API_PREFIX, DiscordRest
 
+VOICE_MESSAGE_FLAG = 1 << 13  # Discord's message flag IS_VOICE_MESSAGE
+
 
 class FakeDiscord:
     """A fake Discord on 127.0.0.1: REST under /api/v10, gateway websocket at /gateway."""
@@ -208,7 +210,27 @@ class FakeDiscord:
         channel = self.world.dm_channel(author)
         return await self.inject_message(content, author=author, channel_id=channel["id"], **kw)
 
-    def _attachment_payload(self, channel_id: str, name: str, data: bytes) -> dict[str, Any]:
+    async def inject_voice_message(
+        self, audio: bytes, *, channel_id: str | None = None, content: str = "", **kw: Any
+    ) -> dict[str, Any]:
+        """A voice message as Discord sends one: flag IS_VOICE_MESSAGE (1 << 13) and one
+        `voice-message.ogg` attachment of type audio/ogg with its duration and waveform."""
+        channel_id = channel_id or self.world.channel_id
+        voice = self._attachment_payload(
+            channel_id, "voice-message.ogg", audio, content_type="audio/ogg"
+        )
+        voice |= {"duration_secs": 2.5, "waveform": "AAAA", "flags": 0}
+        extra = {"attachments": [voice], "flags": VOICE_MESSAGE_FLAG}
+        extra |= kw.pop("extra", None) or {}
+        return await self.inject_message(content, channel_id=channel_id, extra=extra, **kw)
+
+    def _attachment_payload(
+        self,
+        channel_id: str,
+        name: str,
+        data: bytes,
+        content_type: str = "application/octet-stream",
+    ) -> dict[str, Any]:
         attachment_id = self.world.ids.next()
         self.attachments[attachment_id] = data
         url = f"{self.base_url}/attachments/{channel_id}/{attachment_id}/{name}"
@@ -218,7 +240,7 @@ class FakeDiscord:
             "size": len(data),
             "url": url,
             "proxy_url": url,
-            "content_type": "application/octet-stream",
+            "content_type": content_type,
         }
 
     async def _inject_interaction(self, kind: int, data: dict[str, Any], **kw) -> dict[str, Any]:

@@ -85,10 +85,13 @@ def bolt_url(port: int) -> str:
     return f"http://127.0.0.1:{port}/slack/events"
 
 
-def start_slack_gateway(processes, stack, tmp_path: Path, slack: FakeSlack, world: SlackWorld):
-    """The gateway process on a free port: (the process, its Bolt endpoint), once that answers."""
+def start_slack_gateway(
+    processes, stack, tmp_path: Path, slack: FakeSlack, world: SlackWorld, **env: str
+):
+    """The gateway process on a free port: (the process, its Bolt endpoint), once that answers;
+    `env` adds settings."""
     port = free_port()
-    env = slack_env(slack, world, port)
+    env = slack_env(slack, world, port, **env)
     gateway = processes.rawp(*gateway_args(stack, tmp_path), env=env)
     bolt = bolt_url(port)
     wait_for_http(bolt, proc=gateway, timeout=60)

@@ -9,6 +9,7 @@ import socket
 
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
+from tests.fakes.transcription_server import FakeTranscription
 from tests.support import free_port, wait_for_http
 
 
@@ -18,7 +19,7 @@ def text_of(call) -> str:
 
 async def test_rawp_up_serves_slack_when_its_token_is_set(processes, tmp_path):
     world = SlackWorld()
-    async with FakeSlack(world) as slack:
+    async with FakeSlack(world) as slack, FakeTranscription("and a clip") as whisper:
         port = free_port()
         workspace = tmp_path / "project"
         workspace.mkdir()
@@ -32,6 +33,7 @@ async def test_rawp_up_serves_slack_when_its_token_is_set(processes, tmp_path):
             "DISCORD_BOT_TOKEN": "",
             "RAWP_PLATFORM": "",
             "RAWP_UP_OWNER": f"slack:{world.team_id}:{world.alice['id']}",
+            "RAWP_GATEWAY_TRANSCRIBE_URL": whisper.base_url,  # voice messages in (issue 30 §6)
         }
         up = processes.rawp("up", "--state-dir", str(tmp_path / "state"), env=env, cwd=workspace)
         bolt = f"http://127.0.0.1:{port}/slack/events"
@@ -55,6 +57,14 @@ async def test_rawp_up_serves_slack_when_its_token_is_set(processes, tmp_path):
             where=lambda c: 'You said: "hello from slack"' in text_of(c),
             timeout=60,
         )
+        # `rawp up` passes the transcription service on: an audio clip becomes the prompt.
+        audio = slack.add_file("audio_message.webm", b"\x1aE\xdf\xa3 clip", "audio/webm")
+        clip = world.message_event("", thread_ts=parent.response["ts"], files=[audio])
+        await slack.post_event_to(bolt, clip)
+        await slack.wait_for_call(
+            "chat.postMessage", where=lambda c: 'You said: "and a clip"' in text_of(c), timeout=60
+        )
+        assert [r.filename for r in whisper.requests] == ["audio_message.webm"]
         up.terminate()
         assert up.wait(timeout=60) == 0
 
