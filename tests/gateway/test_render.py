@@ -233,6 +233,33 @@ async def test_interim_status_on_a_platform_without_edits_is_replaced_then_delet
     assert {c[2] for c in status_sends} <= deleted  # every interim message is gone
 
 
+async def test_the_interim_message_gives_way_to_the_progress_message():
+    """Issue 30 §4 (status_line rule 11): once the task list is up, the running tool is named
+    there; the interim status message is deleted at once and not shown or deleted again."""
+    s = Setup()
+    tool = {"invocation_id": "c1", "tool_name": "Bash", "input": {"command": "make"}}
+    await s.feed(start(), frame("tool.invoke.request", tool))
+    await s.sleep.advance(32)
+    [(_, interim_text, interim)] = s.platform.of("send")
+    assert interim_text == "⏳ Running: Bash (make)"
+    tasks = {"tasks": [{"id": "1", "content": "Build", "status": "in_progress"}]}
+    listed = {"invocation_id": "td", "tool_name": "TodoWrite", "status": "success",
+              "output_type": "structured", "output": tasks}  # fmt: skip
+    await s.feed(frame("tool.invoke.result", listed))
+    assert s.platform.of("delete") == [("delete", interim)]
+    progress = s.platform.of("send")[-1]
+    assert progress[1] == "📋 Tasks (0/1 done)\n◐ **Build**\n🔧 Running: Bash (make)"
+    tool2 = {"invocation_id": "c2", "tool_name": "Grep", "input": {"pattern": "TODO"}}
+    await s.feed(frame("tool.invoke.request", tool2))
+    await s.sleep.advance(10)
+    assert [c for c in s.platform.of("send") if c[1].startswith("⏳")] == [
+        ("send", interim_text, interim)
+    ]  # never shown again
+    assert {c[1] for c in s.platform.of("edit")} == {progress[2]}  # only the progress message
+    await s.feed(end())
+    assert s.platform.of("delete") == [("delete", interim)]  # not deleted twice
+
+
 async def test_no_interim_message_before_30_seconds():
     s = Setup()
     await s.feed(start())
