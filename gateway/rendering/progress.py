@@ -59,7 +59,10 @@ class ProgressMessage:
         """Each turn gets its own message, at the bottom where it is seen (rule 2)."""
         self.message, self._lists, self._asked = None, {}, None
 
-    def list_changed(self, kind: str, text: str, running: Sequence[ev.ToolInvokeRequest]):
+    def list_changed(
+        self, kind: str, text: str, running: Sequence[ev.ToolInvokeRequest]
+    ) -> list[Operation]:
+        """A task list or plan changed (G-TASK-06)."""
         self._lists[kind] = text
         return self.show(running)
 

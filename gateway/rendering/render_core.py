@@ -1,11 +1,12 @@
 """The renderer's pure core: one session's frames → the operations that show them (issue 29 §3).
 
 `RenderCore` holds what rendering remembers — the turn in progress (`Turn`), the turns that
-ended, the prompts waiting for their turn, the task list and plan messages, the agent's state,
-the files in transit — and turns each frame into a list of `gateway.rendering.operations`. It
-does no I/O and never awaits: `SessionRenderer` (gateway.rendering.render), its driver, performs
-the list in order and hands back the one result the core needs (`keep`: the message the
-progress message was posted as, so the next version edits it).
+ended, the prompts waiting for their turn, the progress message (gateway.rendering.progress),
+the agent's state, the files in transit — and turns each frame into a list of
+`gateway.rendering.operations`. It does no I/O and never awaits: `SessionRenderer`
+(gateway.rendering.render), its driver, performs the list in order and hands back the one result
+the core needs (`keep`: the message the progress message was posted as, so the next version
+edits it).
 
 What the core decides (the rule numbers are gateway.rendering.render's): text buffered per block
 and sent, chunked, at its `done` or at turn end (3); thinking hidden or shown in the platform's
@@ -16,11 +17,11 @@ with their tool (8); files (10, gateway.rendering.uploads); errors, replay gaps,
 prompts, the usage footer and the context warnings (gateway.rendering.usage rule 5).
 
 What stays in the driver, because it is time or I/O: the typing heartbeat, the coalescing of the
-status line and of the progress message's edits (gateway.rendering.progress) and the 30-second
-interim status message (their timers), the ⏳ timer, the posting itself (keys, the store),
-reading and recording which message started a turn, the approval waits, and resolving the
-futures of `expect_prompt`. The driver starts a turn (`open_turn`) once it has looked up where
-its prompt came from.
+status line and of the progress message's edits (`ProgressEdits`) and the 30-second interim
+status message (their timers), the ⏳ timer, the posting itself (keys, the store), reading and
+recording which message started a turn, the approval waits, and resolving the futures of
+`expect_prompt`. The driver starts a turn (`open_turn`) once it has looked up where its prompt
+came from.
 """
 
 from __future__ import annotations
