@@ -10,7 +10,9 @@ blocks; one containing `approve` asks for an approval of its `Edit` call (the re
 the call's `invocation_id`, as a real agent's permission request does) and reports the choice.
 One containing `sendfile` sends a small text report as an `agent.file` (one frame); one
 containing `bigfile` sends a deterministic PNG of about 100 KB in pieces of 32 KiB (four
-frames), as an agent splits a file below `max_frame_size`.
+frames), as an agent splits a file below `max_frame_size`. One containing `fullcontext`
+reports 85 % of a 200,000-token context in use with its usage (issue 30 §4), and its slash
+command `/compact` compacts that context (`session.context.compacted`) and reports 6 % after.
 `RAWP_DEMO_PAUSE` (seconds, default 0.05) is how long each step "thinks".
 """
 
@@ -238,6 +240,20 @@ def answer(prompt: str, files: list[str], input_type: str, choice: str | None) -
     return text
 
 
+FULL_CONTEXT, COMPACTED_CONTEXT, CONTEXT_WINDOW = 170_000, 12_000, 200_000
+
+
+def context(prompt: str) -> dict[str, int]:
+    """The context in use the usage reports: 85 % for `fullcontext`, 6 % after `/compact`."""
+    if prompt.split()[:1] == ["/compact"]:
+        compacted = {"before_tokens": FULL_CONTEXT, "after_tokens": COMPACTED_CONTEXT}
+        emit("session.context.compacted", compacted)
+        return {"context_tokens": COMPACTED_CONTEXT, "context_window": CONTEXT_WINDOW}
+    if "fullcontext" in prompt:
+        return {"context_tokens": FULL_CONTEXT, "context_window": CONTEXT_WINDOW}
+    return {}
+
+
 def run(args: argparse.Namespace) -> int:
     prompt = os.environ.get("RAWP_PROMPT", "")
     input_type = os.environ.get("RAWP_INPUT_TYPE", "text")
@@ -248,6 +264,6 @@ def run(args: argparse.Namespace) -> int:
     used = {"input_tokens": len(prompt) // 4 + 1, "output_tokens": len(text) // 4 + 1}
     # A made-up price (a dollar per 10,000 tokens) so usage and budgets show a cost in demos.
     cost = round((used["input_tokens"] + used["output_tokens"]) / 10_000, 6)
-    emit("session.usage", {**used, "tool_invocations": 2, "cost_usd": cost})
+    emit("session.usage", {**used, "tool_invocations": 2, "cost_usd": cost, **context(prompt)})
     emit("agent.state.changed", {"previous_state": "thinking", "current_state": "idle"})
     return 0

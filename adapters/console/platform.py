@@ -24,7 +24,7 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
-from gateway.rendering.hidden import spoiler_messages
+from gateway.rendering.chunker import spoiler_messages
 
 # Console messages are split like Discord's so the demo shows the same shapes.
 CONSOLE_LIMITS = PlatformLimits(max_message_length=2000, typing_expiry_s=10.0, max_buttons=25)

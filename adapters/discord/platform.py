@@ -7,7 +7,7 @@ text channel (`channel_id`), or the channel itself.
 - Messages arrive already within 2,000 code points (the renderer chunks them, A-35).
 - Typing is one trigger per call (`await channel.typing()`); the core's heartbeat repeats it
   every 4 s, inside Discord's 10 s expiry (G-NS-10).
-- Thinking goes out as spoilers with `||` inside neutralised (gateway.rendering.hidden, G-NS-16).
+- Thinking goes out as spoilers with `||` inside neutralised (gateway.rendering.chunker, G-NS-16).
 - There is no status line on Discord (`set_status` is a no-op; the renderer's interim message
   covers long turns, G-NS-12).
 - Ephemeral notes answer the user's latest button click in that thread (only an interaction can
@@ -49,7 +49,7 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
-from gateway.rendering.hidden import spoiler_messages
+from gateway.rendering.chunker import spoiler_messages
 
 log = logging.getLogger(__name__)
 NAME = "discord"

@@ -20,7 +20,11 @@ becomes what:
 * `rate_limit_event` (not `allowed`) and `system/api_retry` → `agent.error` warnings;
   `system/compact_boundary` → `session.context.compacted`;
 * the `result` message → `session.usage` (the turn's tokens; `cost_usd` is the growth of the
-  CLI's running `total_cost_usd`) and the stop reason; an error result → `agent.error`.
+  CLI's running `total_cost_usd`) and the stop reason; an error result → `agent.error`;
+* context use (issue 30 §4): `session.usage.context_tokens` is what the main agent's last model
+  call held — its input, cache-read and cache-written tokens (`message_start`, or the
+  `assistant` message's `usage` when not streamed) plus its output (`message_delta`), which the
+  next call reads back — and `context_window` is `result.modelUsage[<model>].contextWindow`.
 
 `agent.state.changed` follows along: `thinking` while the model runs, `tool_calling` while
 tools run, `awaiting_input` while an approval waits, `idle`/`error` at the end.
@@ -63,6 +67,8 @@ class ClaudeTurn:
         self.tool_count = 0
         self.cost_so_far = cost_so_far
         self.cost_total = cost_so_far
+        self.context_in = self.context_out = 0  # the main agent's last model call
+        self.model: str | None = None  # its model, whose context window the result names
 
     # --- the stream --------------------------------------------------------------------------
 
@@ -91,8 +97,10 @@ class ClaudeTurn:
         if message.get("api_message_id"):
             self.streamed.add(message["api_message_id"])
         if kind == "message_start":
-            self.streaming = (event.get("message") or {}).get("id", "")
+            started = event.get("message") or {}
+            self.streaming = started.get("id", "")
             self.streamed.add(self.streaming)
+            self._call_usage(started)
             await self.states.set(AgentState.THINKING)
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
@@ -108,6 +116,10 @@ class ClaudeTurn:
                 await self.blocks.delta("thinking", delta.get("thinking", ""))
         elif kind == "content_block_stop":
             await self.blocks.close()
+        elif kind == "message_delta":
+            output = (event.get("usage") or {}).get("output_tokens")
+            if isinstance(output, int):
+                self.context_out = output
         elif kind == "message_stop":
             self.streaming = None
             await self.flush()
@@ -119,6 +131,8 @@ class ClaudeTurn:
         if self.pending and self.pending[0][0] != message_id:
             await self.flush()
         synthetic = body.get("model") == "<synthetic>"  # the CLI's own error notes
+        if not parent and not synthetic and message_id not in self.streamed:
+            self._call_usage(body)
         for block in body.get("content") or []:
             kind = block.get("type")
             if kind == "tool_use":
@@ -140,6 +154,17 @@ class ClaudeTurn:
                 await self.blocks.close()
             elif kind == "redacted_thinking":
                 await self.blocks.redacted()
+
+    def _call_usage(self, message: dict[str, Any]) -> None:
+        """Context use: the tokens one main-agent model call read and wrote (module docstring)."""
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            return
+        keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        self.context_in = sum(int(usage.get(key) or 0) for key in keys)
+        self.context_out = int(usage.get("output_tokens") or 0)
+        if isinstance(message.get("model"), str):
+            self.model = message["model"]
 
     def _answers_the_streaming_message(self, message: dict[str, Any]) -> bool:
         """Whether `message` holds a result for a held request of the message still streaming:
@@ -273,7 +298,21 @@ class ClaudeTurn:
             # The CLI reports its running total; a turn's usage is a delta (dps-profile §7).
             self.cost_total = float(total)
             payload["cost_usd"] = round(max(0.0, self.cost_total - self.cost_so_far), 8)
+        payload.update(self._context(result))
         await self.emit("session.usage", payload)
+
+    def _context(self, result: dict[str, Any]) -> dict[str, int]:
+        """`context_tokens` / `context_window` where the stream gave both (module docstring)."""
+        used = self.context_in + self.context_out
+        windows = {
+            name: figures["contextWindow"]
+            for name, figures in (result.get("modelUsage") or {}).items()
+            if isinstance(figures, dict) and isinstance(figures.get("contextWindow"), int)
+        }
+        window = windows.get(self.model or "") or max(windows.values(), default=0)
+        if not used or window <= 0:
+            return {}
+        return {"context_tokens": used, "context_window": window}
 
 
 def error_payload(result: dict[str, Any]) -> dict[str, Any]:

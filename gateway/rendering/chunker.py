@@ -24,6 +24,14 @@ block, so one regex search finds those lines and the fence rules run on them alo
 between two of them share one state, so where a chunk may end among them is found with
 `str.rfind` (and a regex for blank lines), not line by line in Python. The cut is chosen
 together with the code-block state there, so no body is scanned a second time.
+
+Hidden text (moved here from gateway.rendering.chunker: it is split the same way).
+Text the reader chooses to reveal: Discord-style spoilers (G-NS-16).
+
+A spoiler is `||text||`. A `||` inside the text would end it early and show the rest, so each
+`|` that is followed by another gets a zero-width space after it: the reader sees the same
+characters and nothing escapes the spoiler. Long text is split with the markdown chunker first,
+so each message is its own balanced spoiler within the platform limit.
 """
 
 from __future__ import annotations
@@ -314,3 +322,24 @@ def _inside_entity(text: str, start: int, cut: int) -> bool:
 def _looks_like_fence(piece: str) -> bool:
     line = piece[piece.rfind("\n") + 1 :]
     return _OPEN.fullmatch(line.rstrip()) is not None
+
+
+ZWSP = "\u200b"
+_PIPE_PAIR = re.compile(r"\|(?=\|)")
+
+
+def neutralise_spoilers(text: str) -> str:
+    """No `||` survives; the characters the reader sees are unchanged."""
+    return _PIPE_PAIR.sub("|" + ZWSP, text)
+
+
+def spoiler_messages(title: str, text: str, limit: int) -> list[str]:
+    """`title ||text||`, split into messages of at most `limit` code points."""
+    overhead = len(title) + 1 + 4 + 2  # "title " + "||"×2 + padding at both ends
+    messages = []
+    for i, piece in enumerate(split_markdown(neutralise_spoilers(text), limit - overhead)):
+        # A piece starting or ending with "|" would meet the markers as "|||".
+        inner = (ZWSP if piece.startswith("|") else "") + piece
+        inner += ZWSP if inner.endswith("|") else ""
+        messages.append(f"{title} ||{inner}||" if i == 0 and title else f"||{inner}||")
+    return messages

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Post:
     """One message, under the frame's next post key unless `key` names one; `keep` names the
-    slot ("tasks", "plan") whose message the core edits in place later (the driver hands the
+    slot ("progress") whose message the core edits in place later (the driver hands the
     posted `MessageRef` back through `RenderCore.keep`)."""
 
     text: str
@@ -38,8 +38,14 @@ class Post:
 
 @dataclass(frozen=True)
 class Edit:
+    """`message` should read `text`. `coalesce`: one of many edits of the progress message
+    during a turn, which the driver sends at most once per `status_every_s`, the latest one
+    (gateway.rendering.status_line `ProgressEdits`); without it the edit goes out now and
+    replaces a held one."""
+
     message: MessageRef
     text: str
+    coalesce: bool = False
 
 
 @dataclass(frozen=True)

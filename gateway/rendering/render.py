@@ -18,8 +18,12 @@ records where a turn's prompt came from. Rules:
 4. Thinking is not shown unless `show_thinking`; then it goes out in the platform's hidden
    form. Redacted thinking is never sent, only a placeholder (A-36).
 5. Each finished tool is one compact line; tools of one `parallel_group_id` share one message
-   once all of them finished; diffs and task lists follow their line (gateway.rendering.views). A
-   task list or plan is edited in place when it changes (G-TASK-06).
+   once all of them finished; diffs follow their line (gateway.rendering.views). The turn's
+   task list and plan are one progress message (issue 30 §4), posted when the first list
+   arrives and edited in place (G-TASK-06) as the lists, the tool running now ("🔧 Running:
+   Bash (npm test)") and the context in use change; the edits are coalesced to one per
+   `status_every_s` (gateway.rendering.status_line), and at turn end it is edited to the final
+   task state. Once it is shown the interim status message (rule 6) gives way to it.
 6. `agent.state.changed` and running tools only ever change the status line (A-41), never the
    chat, at most once per `status_every_s` (gateway.rendering.status_line); after `interim_after_s`
    (30 s, G-NS-11/12) an interim status message names the running tool, is edited as it
@@ -69,7 +73,7 @@ from gateway.rendering.operations import Operation
 from gateway.rendering.posting import Poster
 from gateway.rendering.render_core import RenderCore
 from gateway.rendering.render_options import PromptOrigin, RenderOptions
-from gateway.rendering.status_line import InterimStatus, StatusLine
+from gateway.rendering.status_line import InterimStatus, ProgressEdits, StatusLine
 from gateway.rendering.turn import Turn
 from gateway.rendering.typing import Sleep, TypingHeartbeat
 from gateway.rendering.working_mark import WorkingMark
@@ -147,6 +151,9 @@ class SessionRenderer:
             self._set_status, tasks, options.status_every_s, clock=clock, sleep=sleep
         )
         self._working = WorkingMark(self._react, tasks, options.working_after_s, sleep)
+        self._progress = ProgressEdits(  # rule 5
+            platform.edit_message, tasks, options.status_every_s, clock=clock, sleep=sleep
+        )
         self._interim = InterimStatus(
             platform,
             self._poster,
@@ -314,8 +321,12 @@ class SessionRenderer:
                 ref = await self._poster.send(text, key)
                 if keep is not None:
                     self.core.keep(keep, ref)
-            case op.Edit(message, text):
-                await platform.edit_message(message, text)
+                    await self._progress_posted(ref, text)
+            case op.Edit(message, text, coalesce):
+                if coalesce:  # rule 5: the progress message during the turn
+                    await self._progress.want(message, text)
+                else:
+                    await self._progress.now(message, text)
             case op.Hidden(title, text):
                 await self._poster.send_hidden(title, text)
             case op.Upload():
@@ -349,6 +360,12 @@ class SessionRenderer:
                 await self.queue.refused(prompt_message_id)
             case op.Resolve(prompt_message_id, outcome):
                 self._resolve(prompt_message_id, outcome)
+
+    async def _progress_posted(self, message: MessageRef, text: str) -> None:
+        """Rule 5: the progress message is up; the interim status message gives way to it."""
+        self._progress.posted(message, text)
+        if (turn := self.core.turn) is not None:
+            await self._interim.retire(turn)
 
     async def _upload(self, upload: op.Upload) -> None:
         """gateway.rendering.uploads rule 7: a refused upload is said, the session goes on."""

@@ -1,24 +1,27 @@
 """The renderer's pure core: one session's frames → the operations that show them (issue 29 §3).
 
 `RenderCore` holds what rendering remembers — the turn in progress (`Turn`), the turns that
-ended, the prompts waiting for their turn, the task list and plan messages, the agent's state,
-the files in transit — and turns each frame into a list of `gateway.rendering.operations`. It
-does no I/O and never awaits: `SessionRenderer` (gateway.rendering.render), its driver, performs
-the list in order and hands back the one result the core needs (`keep`: the message a task list
-or plan was posted as, so the next version edits it).
+ended, the prompts waiting for their turn, the progress message (gateway.rendering.progress),
+the agent's state, the files in transit — and turns each frame into a list of
+`gateway.rendering.operations`. It does no I/O and never awaits: `SessionRenderer`
+(gateway.rendering.render), its driver, performs the list in order and hands back the one result
+the core needs (`keep`: the message the progress message was posted as, so the next version
+edits it).
 
-What the core decides (the rule numbers are gateway.rendering.render's): text buffered per
-block and sent, chunked, at its `done` or at turn end (3); thinking hidden or shown in the
-platform's hidden form, redacted thinking as a placeholder (4); tool lines, parallel groups,
-task lists and plans edited in place (5); which status line the turn shows (6); the outcome
-reaction and the order of a turn's end (7); approvals handed on with their tool (8); files (10,
-gateway.rendering.uploads); errors, replay gaps, refused prompts and the usage footer.
+What the core decides (the rule numbers are gateway.rendering.render's): text buffered per block
+and sent, chunked, at its `done` or at turn end (3); thinking hidden or shown in the platform's
+hidden form, redacted thinking as a placeholder (4); tool lines, parallel groups, the progress
+message — task list, plan, running tool, context in use — edited in place (5); which status line
+the turn shows (6); the outcome reaction and the order of a turn's end (7); approvals handed on
+with their tool (8); files (10, gateway.rendering.uploads); errors, replay gaps, refused
+prompts, the usage footer and the context warnings (gateway.rendering.usage rule 5).
 
-What stays in the driver, because it is time or I/O: the typing heartbeat, the coalescing of
-the status line and the 30-second interim status message (their timers), the ⏳ timer, the
-posting itself (keys, the store), reading and recording which message started a turn, the
-approval waits, and resolving the futures of `expect_prompt`. The driver starts a turn
-(`open_turn`) once it has looked up where its prompt came from.
+What stays in the driver, because it is time or I/O: the typing heartbeat, the coalescing of the
+status line and of the progress message's edits (`ProgressEdits`) and the 30-second interim
+status message (their timers), the ⏳ timer, the posting itself (keys, the store), reading and
+recording which message started a turn, the approval waits, and resolving the futures of
+`expect_prompt`. The driver starts a turn (`open_turn`) once it has looked up where its prompt
+came from.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from gateway.platform import MessageRef, PlatformLimits
 from gateway.rendering import operations as op
 from gateway.rendering.chunker import split_markdown
 from gateway.rendering.operations import Operation
+from gateway.rendering.progress import ProgressMessage
 from gateway.rendering.render_options import (
     REDACTED_THINKING,
     STATE_LINES,
@@ -73,7 +77,7 @@ class RenderCore:
         self._ended: deque[str] = deque(maxlen=256)
         # Prompts sent and not yet started: the chat message each came from (expect_prompt).
         self.origins: dict[str, PromptOrigin] = {}
-        self._kept: dict[str, MessageRef | None] = {"tasks": None, "plan": None}
+        self.progress = ProgressMessage(limits, self._chunks, self.text)  # rule 5
         self.files = FileUploads(platform_name, limits, self.text, options.max_file_bytes)
         self._handlers: dict[str, Callable[[Frame, Any], list[Operation]]] = {
             "session.turn.end": lambda frame, p: self.end_turn(p.stop_reason),
@@ -85,12 +89,15 @@ class RenderCore:
             "agent.error": self._on_error,
             "agent.file": lambda frame, p: self.files.on_chunk(p),
             "agent.interaction.request": self._on_interaction,
-            "agent.plan.updated": lambda frame, p: self._replace("plan", render_plan(p.entries)),
+            "agent.plan.updated": lambda frame, p: self.progress.list_changed(
+                "plan", render_plan(p.entries), self._running()
+            ),
+            "session.usage": self._on_usage,
+            "session.context.compacted": lambda frame, p: self.progress.compacted(p),
             "tool.invoke.request": self._on_tool_request,
             "tool.invoke.result": self._on_tool_result,
             "session.history": self._on_history,
             "session.error": self._on_session_error,
-            "session.usage": self._on_usage,
         }
         self.frame_types = frozenset(self._handlers)  # what `render` reads; others make nothing
 
@@ -116,8 +123,9 @@ class RenderCore:
         return turn_id in self._ended
 
     def keep(self, slot: str, message: MessageRef) -> None:
-        """The message a `Post(keep=slot)` became (a task list or a plan)."""
-        self._kept[slot] = message
+        """The message a `Post(keep=slot)` became (the progress message)."""
+        if slot == "progress":
+            self.progress.message = message
 
     def open_turn(
         self, turn_id: str, origin: PromptOrigin | None, *, started_at: float, joined: bool
@@ -125,8 +133,8 @@ class RenderCore:
         """A turn starts (the previous one was ended first). `joined`: the gateway came in
         midway, so a ⏳ another process put on is taken off at the end (rule 7)."""
         turn = Turn(turn_id, started_at=started_at)
-        # Each turn gets its own task list and plan message, at the bottom where it is seen.
-        self._kept = {"tasks": None, "plan": None}
+        # Each turn gets its own progress message, at the bottom where it is seen.
+        self.progress.new_turn()
         turn.working_shown = joined and origin is not None
         if origin:
             turn.user_message, turn.user_id = origin.message, origin.user_id
@@ -162,6 +170,7 @@ class RenderCore:
         ops += self.files.turn_ended()
         for group_id in list(turn.group_results):
             ops += self._flush_group(turn, group_id)
+        ops += self.progress.show([], final=True)  # the final task state, no running tool
         if stop_reason in STOP_NOTES:  # the turn's last content, before any decoration
             ops += self.text(STOP_NOTES[stop_reason])
         if self.options.usage_footer:
@@ -221,7 +230,7 @@ class RenderCore:
             return []
         turn.requests[p.invocation_id] = p
         turn.running[p.invocation_id] = p
-        return self._refresh_status(turn)
+        return self._refresh_status(turn) + self.progress.show(self._running())
 
     def _on_tool_result(self, frame: Frame, p: ev.ToolInvokeResult) -> list[Operation]:
         turn = self.turn
@@ -231,7 +240,7 @@ class RenderCore:
             request = turn.requests.get(p.invocation_id)
         tasks = task_list_of(p) if p.status == "success" else None
         if tasks is not None:
-            ops += self._replace("tasks", render_tasks(tasks))
+            ops += self.progress.list_changed("tasks", render_tasks(tasks), self._running())
         elif turn is not None and request is not None and request.parallel_group_id:
             group_id = request.parallel_group_id
             turn.group_results.setdefault(group_id, []).append(p)
@@ -240,7 +249,7 @@ class RenderCore:
         else:
             ops += self.text(tool_view([(request, p)]))
         if turn is not None:
-            ops += self._refresh_status(turn)
+            ops += self._refresh_status(turn) + self.progress.show(self._running())
         return ops
 
     def _flush_group(self, turn: Turn, group_id: str) -> list[Operation]:
@@ -249,16 +258,8 @@ class RenderCore:
             return []
         return self.text(tool_view([(turn.requests.get(r.invocation_id), r) for r in results]))
 
-    def _replace(self, slot: str, text: str) -> list[Operation]:
-        """Edit a list in place (G-TASK-06); a list too long for one message is resent."""
-        chunks = self._chunks(text)
-        message = self._kept[slot]
-        if message is not None and len(chunks) == 1 and self.limits.supports_edit:
-            return [op.Edit(message, chunks[0])]
-        if len(chunks) == 1:
-            return [op.Post(chunks[0], keep=slot)]  # kept once the driver posted it
-        self._kept[slot] = None
-        return [op.Post(chunk) for chunk in chunks]
+    def _running(self) -> list[ev.ToolInvokeRequest]:
+        return list(self.turn.running.values()) if self.turn is not None else []
 
     # --- the status line, errors, approvals, session events ---------------------------------
 
@@ -311,7 +312,7 @@ class RenderCore:
     def _on_usage(self, frame: Frame, p: ev.Usage) -> list[Operation]:
         if self.turn is not None:
             self.turn.usage.append(p)  # the footer's figures (gateway.rendering.usage rule 3)
-        return []
+        return self.progress.usage(p, self._running())  # gateway.rendering.usage rule 5
 
 
 def tool_view(pairs: list[tuple[ev.ToolInvokeRequest | None, ev.ToolInvokeResult]]) -> str:

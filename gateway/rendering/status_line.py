@@ -35,15 +35,37 @@ renderer's driver, not in its pure core: the core says what the status reads
 9. At turn end it is deleted; one posted before a gateway restart is known by its key only.
 10. Shows and the deletion hold one lock, so a tick waiting for it cannot show the message of a
    turn that ended meanwhile. Every platform call is best effort (a decoration).
+11. Once the turn's progress message is up (gateway.rendering.progress, issue 30 §4), which
+   names the running tool itself, the interim message is deleted and not shown again.
+
+`ProgressEdits` times the edits of a turn's progress message (issue 30 §4, render rule 5,
+gateway.rendering.progress: its task list, plan, the tool running now and the context in
+use), which changes with every tool a busy turn runs. The pure core asks for each change as
+an `Edit(coalesce=True)`; this decides when one reaches the platform, the way the status line
+does. Rules:
+
+12. The message's post counts as its first send. After that an edit goes out at once when the
+   last send of that message was at least `every_s` ago; otherwise it is held, and when the
+   interval has passed the latest held text goes out (the ones in between are dropped: only the
+   current state matters). A text equal to the one sent is not sent again.
+13. `now(message, text)` (an edit without `coalesce`: the turn's last one, its final task state)
+   drops what is held for that message and sends at once, unless the message already reads it:
+   nothing at turn end waits on a timer (issue 19 §6).
+14. Held sends are tasks of the renderer's `TaskOwner`; sends hold one lock, so a held text never
+   lands after the final one. The edits during a turn spend the platform budget
+   (gateway.replicas.platform_budget) as a status, after any answer; the final one as the
+   answer it ends. A failure is logged, not raised: the next edit or the final one repairs it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from gateway.platform import ChatPlatform
+from gateway.platform import ChatPlatform, MessageRef
 from gateway.rendering.posting import Poster
 from gateway.rendering.turn import Turn
 from gateway.rendering.typing import Sleep
@@ -52,6 +74,7 @@ from rawp.clock import Clock
 from runtime.tasks import TaskOwner
 
 Send = Callable[[str | None], Awaitable[None]]
+log = logging.getLogger(__name__)
 
 
 class StatusLine:
@@ -153,21 +176,31 @@ class InterimStatus:
     async def tick(self) -> None:
         """Rule 6: each heartbeat."""
         turn = self._current()
-        if turn is None or turn.fatal:
+        if turn is None or turn.fatal or turn.interim_retired:
             return
         if self._clock.monotonic() - turn.started_at >= self._after:
             async with self._lock:
-                if self._current() is turn:  # the turn may have ended while this tick waited
+                # the turn may have ended, or its progress message come, while this tick waited
+                if self._current() is turn and not turn.interim_retired:
                     await self._show(turn)
 
     async def follow(self, turn: Turn) -> None:
         """Rule 7: the status changed."""
-        if turn.status_message is not None:
+        if turn.status_message is not None and not turn.interim_retired:
             async with self._lock:
                 await self._show(turn)
 
+    async def retire(self, turn: Turn) -> None:
+        """Rule 11: the progress message took over."""
+        if turn.interim_retired:
+            return
+        await self.delete(turn)
+        turn.interim_retired = True
+
     async def delete(self, turn: Turn) -> None:
         """Rule 9: the turn ended."""
+        if turn.interim_retired:
+            return  # deleted already (rule 11)
         async with self._lock:
             status = turn.status_message or await self._poster.recorded(interim_key(turn, 0))
             if status is not None:
@@ -189,3 +222,72 @@ class InterimStatus:
             key = interim_key(turn, turn.interim_posts)  # rule 8
             turn.interim_posts += 1
             turn.status_message = await self._poster.send(text, key=key)
+
+
+EditMessage = Callable[[MessageRef, str], Awaitable[None]]
+
+
+@dataclass
+class _Shown:
+    sent: str
+    last_at: float
+    wanted: str | None = None
+    held: asyncio.Task[None] | None = None
+
+
+class ProgressEdits:
+    def __init__(
+        self, edit: EditMessage, owner: TaskOwner, every_s: float, *, clock: Clock, sleep: Sleep
+    ) -> None:
+        self._edit = edit
+        self._owner = owner
+        self._every = every_s
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = asyncio.Lock()
+        self._messages: dict[str, _Shown] = {}  # message_id → what it shows
+
+    def posted(self, message: MessageRef, text: str) -> None:
+        """Rule 1: the message was just posted reading `text`."""
+        self._messages[message.message_id] = _Shown(text, self._clock.monotonic())
+
+    async def want(self, message: MessageRef, text: str) -> None:
+        """Rule 1: `message` should read `text`, now or once the interval has passed."""
+        shown = self._messages.setdefault(message.message_id, _Shown("", float("-inf")))
+        shown.wanted = text
+        if shown.held is not None:
+            return  # the held send will pick up the latest text
+        wait = shown.last_at + self._every - self._clock.monotonic()
+        if wait > 0:
+            shown.held = self._owner.spawn(self._later(message, shown, wait), name="progress")
+            return
+        await self._flush(message, shown)
+
+    async def now(self, message: MessageRef, text: str) -> None:
+        """Rule 2: the final text, at once."""
+        shown = self._messages.setdefault(message.message_id, _Shown("", float("-inf")))
+        held, shown.held = shown.held, None
+        if held is not None and not held.done():
+            held.cancel()
+            await asyncio.wait({held})
+        shown.wanted = text
+        await self._flush(message, shown, Priority.ANSWER)
+
+    async def _later(self, message: MessageRef, shown: _Shown, wait: float) -> None:
+        await self._sleep(wait)
+        shown.held = None  # a change from now on is timed afresh, after this send
+        await self._flush(message, shown)
+
+    async def _flush(
+        self, message: MessageRef, shown: _Shown, priority: Priority = Priority.STATUS
+    ) -> None:
+        async with self._lock:
+            text = shown.wanted
+            if text is None or text == shown.sent:
+                return
+            shown.sent, shown.last_at = text, self._clock.monotonic()
+            try:
+                with call_priority(priority):
+                    await self._edit(message, text)
+            except Exception:
+                log.warning("editing the progress message failed", exc_info=True)

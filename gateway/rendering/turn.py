@@ -49,6 +49,7 @@ class Turn:
     status_message_text: str | None = None
     # Interim messages posted so far (their post keys, gateway.rendering.posting).
     interim_posts: int = 0
+    interim_retired: bool = False  # the progress message took its place (status_line rule 11)
     failed: bool = False  # an `error`/`fatal` agent.error or stop_reason `error` → ❌
     fatal: bool = False  # typing already stopped (G-NS-09)
     usage: list[Usage] = field(default_factory=list)  # the turn's `session.usage` (its footer)

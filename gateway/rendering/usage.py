@@ -18,6 +18,10 @@ Rules:
    names the budget and when it resets; a `FRAME_TOO_LARGE` (a message longer than the
    session's `max_frame_size`, issue 28 §3) says so and what to do; other `session.error`s keep
    the ❌ line.
+5. Context use (issue 30 §4): a `session.usage` with `context_tokens` and `context_window` reads
+   as `context 62%` in the turn's progress message; from `CONTEXT_WARN_PERCENT` on a warning is
+   posted once, and again only after the context fell below it (a compaction, a new session).
+   `session.context.compacted` is a notice in the thread, with the sizes the agent reported.
 """
 
 from __future__ import annotations
@@ -113,6 +117,38 @@ def footer_line(usages: list[Usage]) -> str | None:
             )
         parts.append(used)
     return "📊 " + " · ".join(parts)
+
+
+CONTEXT_WARN_PERCENT = 80
+
+
+def context_percent(usage: Usage) -> int | None:
+    """Rule 5: the share of the model's context in use, when the agent reported both figures."""
+    if usage.context_tokens is None or not usage.context_window:
+        return None
+    return round(100 * usage.context_tokens / usage.context_window)
+
+
+def context_line(percent: int) -> str:
+    return f"🧠 context {percent}%"
+
+
+def context_warning(percent: int) -> str:
+    # The agent's own `compact` command (Claude Code's `/compact`) is what frees it today.
+    return (
+        f"⚠️ context {percent}% — compact it (the agent's `compact` command) "
+        "or start a new session soon"
+    )
+
+
+def compacted_line(before: int | None, after: int | None) -> str:
+    """Rule 5: the agent compacted its context (`session.context.compacted`)."""
+    sizes = ""
+    if before is not None and after is not None:
+        sizes = f" ({tokens(before)} → {tokens(after)} tokens)"
+    elif before is not None:
+        sizes = f" (it held {tokens(before)} tokens)"
+    return f"🗜️ The agent compacted its context{sizes}; earlier detail is summarised."
 
 
 def error_line(error: SessionError) -> str:

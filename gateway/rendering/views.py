@@ -9,7 +9,9 @@ Chat messages cannot collapse or colour, so each view is the closest markdown:
   G-DIFF-01/03) follows its line as a ```diff block, whose +/- prefixes the platforms colour
   (G-DIFF-04/05/13), with a bold header per file when it spans several (G-DIFF-09);
 - a task list (`structured` output `{tasks: [...]}`, DPS §8) or plan (`agent.plan.updated`)
-  is one line per task with ○ ◐ ● ✕, children indented under their parent (G-TASK-02/03).
+  is one line per task with ○ ◐ ● ✕, children indented under their parent (G-TASK-02/03);
+- the progress message (issue 30 §4) is the turn's plan and task list, the tool running now and
+  the context in use, in one message the renderer edits in place.
 """
 
 from __future__ import annotations
@@ -78,14 +80,31 @@ def _without_name(what: str, tool_name: str) -> str | None:
     return rest or None
 
 
-def running_line(requests: Sequence[ToolInvokeRequest]) -> str:
-    """The status text while tools run (G-TOOL-02/04)."""
+def running_line(requests: Sequence[ToolInvokeRequest], mark: str = "⏳") -> str:
+    """The status text while tools run (G-TOOL-02/04); the progress message's line is marked
+    🔧 (`progress_view`)."""
     if not requests:
-        return "⏳ Working…"
+        return f"{mark} Working…"
     if len(requests) == 1:
-        return f"⏳ Running: {_named(requests[0].tool_name, requests[0])}"
+        return f"{mark} Running: {_named(requests[0].tool_name, requests[0])}"
     names = ", ".join(subject(r) or r.tool_name for r in requests)
-    return f"⏳ Running {len(requests)} tools in parallel: {names}"
+    return f"{mark} Running {len(requests)} tools in parallel: {names}"
+
+
+def progress_view(
+    lists: Sequence[str], running: Sequence[ToolInvokeRequest], context: str | None
+) -> str | None:
+    """The turn's progress message (issue 30 §4): its plan and task list, the tool running now
+    and the context in use; None while the turn has no list to show (gateway.rendering.render
+    rule 5)."""
+    if not lists:
+        return None
+    parts = list(lists)
+    if running:
+        parts.append(running_line(running, mark="🔧"))
+    if context:
+        parts.append(context)
+    return "\n".join(parts)
 
 
 def _seconds(ms: int | None) -> str:

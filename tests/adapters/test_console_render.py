@@ -10,8 +10,7 @@ import pytest
 from adapters.console import CONSOLE_LIMITS, ConsolePlatform, LineReader
 from gateway.edge_link import SeenIds
 from gateway.platform import PlatformLimits
-from gateway.rendering.chunker import fence_after
-from gateway.rendering.hidden import ZWSP
+from gateway.rendering.chunker import ZWSP, fence_after
 from gateway.rendering.render import RenderOptions, SessionRenderer
 from gateway.rendering.render_options import REDACTED_THINKING
 from rawp.clock import FakeClock
@@ -123,17 +122,22 @@ async def test_tools_are_compact_lines_grouped_with_diff_blocks():
 async def test_task_list_is_rendered_with_marks_and_edited_in_place():
     console = Console()
     await console.play(load_fixture("task_list.jsonl"))
-    tasks, plan, answer = console.agent_messages()
-    assert tasks.splitlines() == [
+    # Issue 30 §4: the plan and the task list are one progress message, edited in place.
+    progress, answer = console.agent_messages()
+    assert progress.splitlines() == [
+        "🗺️ Plan (1/2 done)",
+        "● ~~Read code~~",
+        "◐ **Write fix**",
         "📋 Tasks (1/4 done)",
         "● ~~Find the bug~~",
         "◐ **Fix verify()**",
         "\u2003○ Check expiry",
         "✕ *Old idea*",
     ]
-    assert plan.splitlines() == ["🗺️ Plan (1/2 done)", "● ~~Read code~~", "◐ **Write fix**"]
     assert answer == "Working through the list."
-    assert "✎ 📋 Tasks (1/4 done)" in console.text  # the second TodoWrite edited the first
+    # the second TodoWrite and the plan edited the first list (coalesced: one edit, at the end)
+    assert console.text.count("✎ ") == 1
+    assert "✎ 🗺️ Plan (1/2 done)" in console.text
 
 
 async def test_approval_is_answered_from_the_console_and_sent_to_the_agent():

@@ -9,7 +9,7 @@ import pytest
 from adapters.discord import DiscordBot
 from adapters.discord.settings import PUBLIC_API_BASE_URL, DiscordSettings
 from gateway.platform import ConversationRef, MessageRef
-from gateway.rendering.hidden import ZWSP
+from gateway.rendering.chunker import ZWSP
 from tests.adapters.chat_support import RecordingHooks
 from tests.adapters.discord_support import running_bot, settings_for
 from tests.fakes.discord_server import FakeDiscord, discord_endpoints

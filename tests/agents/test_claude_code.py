@@ -245,3 +245,20 @@ async def test_cancel_while_an_approval_waits(live):
     fake.script.append(Turn([text("fine")]))
     after = await drive(ws, sid, "next")
     assert of(after, "agent.text.done")[-1]["text"] == "fine"
+
+
+async def test_context_use_and_a_compaction_from_the_real_cli(live):
+    """Issue 30 §4: the turn's usage carries the context the main agent's last model call held
+    (input + output) and the model's window (`result.modelUsage[…].contextWindow`); the CLI's
+    own `/compact` makes a `compact_boundary`, which becomes `session.context.compacted`."""
+    client, fake = live
+    fake.script.append(Turn([text("Noted")], usage=(150_000, 2_000)))
+    sid, ws = await open_session(client, "claude")
+    usage = of(await drive(ws, sid, "remember this"), "session.usage")[0]
+    assert usage["context_tokens"] == 152_000
+    assert usage["context_window"] >= 200_000
+    compacted = await drive(ws, sid, "/compact")
+    assert of(compacted, "session.context.compacted") == [{"before_tokens": 152_000}]
+    fake.script.append(Turn([text("Fresh")], usage=(9_000, 100)))
+    after = of(await drive(ws, sid, "go on"), "session.usage")[0]
+    assert after["context_tokens"] == 9_100  # what the next call really held

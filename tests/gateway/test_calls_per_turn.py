@@ -22,7 +22,7 @@ from tests.adapters.slack_support import running_app
 from tests.fakes.calls import Call
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack
-from tests.gateway.demo_turns import PROMPT_ID, SESSION, short_turn
+from tests.gateway.demo_turns import PROMPT_ID, SESSION, Step, short_turn
 from tests.gateway.support import ManualSleep, settle
 
 DISCORD_MOST, SLACK_MOST = 5, 6
@@ -33,9 +33,14 @@ async def _no_frames(frame) -> None:
 
 
 async def render_short_turn(
-    platform: ChatPlatform, conversation: ConversationRef, message: MessageRef, log
+    platform: ChatPlatform,
+    conversation: ConversationRef,
+    message: MessageRef,
+    log,
+    steps: list[Step] | None = None,
 ) -> list[Call]:
-    """The calls the fake received while the turn was rendered (its WebSocket frames aside)."""
+    """The calls the fake received while the turn (`short_turn` unless `steps` names another)
+    was rendered (its WebSocket frames aside)."""
     clock = FakeClock()
     sleep = ManualSleep(clock)
     renderer = SessionRenderer(
@@ -43,7 +48,7 @@ async def render_short_turn(
     )
     renderer.expect_prompt(PROMPT_ID, message, "alice")
     start = len(log)
-    for frame, pause in short_turn():
+    for frame, pause in steps if steps is not None else short_turn():
         await renderer.feed(frame)
         await sleep.advance(pause)
     assert renderer.turn is None  # the turn ended

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.rendering.hidden import ZWSP, neutralise_spoilers, spoiler_messages
+from gateway.rendering.chunker import ZWSP, neutralise_spoilers, spoiler_messages
 
 
 def test_pipes_are_neutralised_without_changing_what_is_read():

@@ -233,6 +233,33 @@ async def test_interim_status_on_a_platform_without_edits_is_replaced_then_delet
     assert {c[2] for c in status_sends} <= deleted  # every interim message is gone
 
 
+async def test_the_interim_message_gives_way_to_the_progress_message():
+    """Issue 30 §4 (status_line rule 11): once the task list is up, the running tool is named
+    there; the interim status message is deleted at once and not shown or deleted again."""
+    s = Setup()
+    tool = {"invocation_id": "c1", "tool_name": "Bash", "input": {"command": "make"}}
+    await s.feed(start(), frame("tool.invoke.request", tool))
+    await s.sleep.advance(32)
+    [(_, interim_text, interim)] = s.platform.of("send")
+    assert interim_text == "⏳ Running: Bash (make)"
+    tasks = {"tasks": [{"id": "1", "content": "Build", "status": "in_progress"}]}
+    listed = {"invocation_id": "td", "tool_name": "TodoWrite", "status": "success",
+              "output_type": "structured", "output": tasks}  # fmt: skip
+    await s.feed(frame("tool.invoke.result", listed))
+    assert s.platform.of("delete") == [("delete", interim)]
+    progress = s.platform.of("send")[-1]
+    assert progress[1] == "📋 Tasks (0/1 done)\n◐ **Build**\n🔧 Running: Bash (make)"
+    tool2 = {"invocation_id": "c2", "tool_name": "Grep", "input": {"pattern": "TODO"}}
+    await s.feed(frame("tool.invoke.request", tool2))
+    await s.sleep.advance(10)
+    assert [c for c in s.platform.of("send") if c[1].startswith("⏳")] == [
+        ("send", interim_text, interim)
+    ]  # never shown again
+    assert {c[1] for c in s.platform.of("edit")} == {progress[2]}  # only the progress message
+    await s.feed(end())
+    assert s.platform.of("delete") == [("delete", interim)]  # not deleted twice
+
+
 async def test_no_interim_message_before_30_seconds():
     s = Setup()
     await s.feed(start())
@@ -348,7 +375,41 @@ async def test_task_list_is_edited_within_a_turn_and_posted_afresh_in_the_next()
     await s.feed(start("a"), todo("a", "pending"), todo("a", "in_progress"), end("a"))
     await s.feed(start("b"), todo("b", "completed"), end("b"))
     assert s.texts() == ["📋 Tasks (0/1 done)\n○ Fix it", "📋 Tasks (1/1 done)\n● ~~Fix it~~"]
+    # the edit within the turn is held (coalesced) and goes out at its end, the final state
     assert s.platform.of("edit") == [("edit", "r1", "📋 Tasks (0/1 done)\n◐ **Fix it**")]
+
+
+async def test_the_progress_message_is_one_post_and_coalesced_edits():
+    """Issue 30 §4: the task list and the running tool are one message; its edits within the
+    turn go out at most once per `status_every_s`, the latest one, and the end shows the final
+    task state at once."""
+    s = Setup()
+
+    def todo(n: int, status: str):
+        tasks = {"tasks": [{"id": "1", "content": "Fix it", "status": status}]}
+        result = {"invocation_id": f"td-{n}", "tool_name": "TodoWrite",
+                  "status": "success", "output_type": "structured", "output": tasks}  # fmt: skip
+        return frame("tool.invoke.result", result)
+
+    def bash(inv: str, command: str):
+        payload = {"invocation_id": inv, "tool_name": "Bash", "input": {"command": command}}
+        return frame("tool.invoke.request", payload)
+
+    await s.feed(start(), todo(0, "in_progress"))
+    [(_, progress_text, progress)] = s.platform.of("send")
+    await s.feed(bash("b1", "npm test"), bash("b2", "npm run lint"))
+    assert s.platform.of("edit") == []  # held: the post went out just now
+    await s.sleep.advance(RenderOptions().status_every_s)
+    await settle()
+    running = "🔧 Running 2 tools in parallel: npm test, npm run lint"
+    assert s.platform.of("edit") == [("edit", progress, f"{progress_text}\n{running}")]
+    await s.feed(todo(1, "completed"), end())
+    edits = s.platform.of("edit")
+    assert edits[-1] == ("edit", progress, "📋 Tasks (1/1 done)\n● ~~Fix it~~")
+    assert len(edits) == 2 and [c[2] for c in s.platform.of("send")][:1] == [progress]
+    await s.sleep.advance(60)
+    await settle()
+    assert len(s.platform.of("edit")) == 2  # nothing held went out after the final state
 
 
 async def test_text_outside_a_turn_is_sent_from_its_done_only():

@@ -199,9 +199,9 @@ def test_a_task_list_is_posted_once_then_edited_in_place():
     rendering = core()
     first = feed(rendering, todo(0))
     kept = [o for o in first if isinstance(o, op.Post)]
-    assert len(kept) == 1 and kept[0].keep == "tasks"
+    assert len(kept) == 1 and kept[0].keep == "progress"
     message = MessageRef(CONV, "tasks-msg")
-    rendering.keep("tasks", message)  # the driver hands back what the post became
+    rendering.keep("progress", message)  # the driver hands back what the post became
     second = feed(rendering, todo(1))
     edits = [o for o in second if isinstance(o, op.Edit)]
     assert posts(second) == [] and len(edits) == 1 and edits[0].message == message
@@ -210,8 +210,98 @@ def test_a_task_list_is_posted_once_then_edited_in_place():
 def test_without_edits_a_task_list_is_posted_again():
     rendering = core(PlatformLimits(max_message_length=2000, supports_edit=False))
     feed(rendering, todo(0))
-    rendering.keep("tasks", MessageRef(CONV, "tasks-msg"))
+    rendering.keep("progress", MessageRef(CONV, "tasks-msg"))
     assert len(posts(feed(rendering, todo(1)))) == 1
+    # a tool alone does not post the list again: only a change of a list does
+    assert posts(feed(rendering, request("t1", "Bash"), result("t1", "Bash"))) == ["✅ Bash"]
+
+
+def edits_of(ops: list[op.Operation]) -> list[op.Edit]:
+    return [o for o in ops if isinstance(o, op.Edit)]
+
+
+def bash(inv: str, command: str):
+    payload = {"invocation_id": inv, "tool_name": "Bash", "input": {"command": command}}
+    return frame("tool.invoke.request", payload)
+
+
+def test_the_task_list_and_the_running_tool_are_one_message_edited_in_place():
+    """Issue 30 §4: one Post, then Edits of the same slot; the last edit shows the final state."""
+    rendering = core()
+    ops = feed(rendering, todo(0))
+    [post] = [o for o in ops if isinstance(o, op.Post)]
+    assert post.keep == "progress" and post.text.startswith("📋 Tasks (0/3 done)")
+    message = MessageRef(CONV, "progress-msg")
+    rendering.keep("progress", message)
+    ops = feed(rendering, bash("b1", "npm test"))
+    assert edits_of(ops) == [
+        op.Edit(message, post.text + "\n🔧 Running: Bash (npm test)", coalesce=True)
+    ]
+    ops += feed(rendering, result("b1", "Bash", "ok"), todo(1), bash("b2", "make"))
+    ops += feed(rendering, result("b2", "Bash", "ok"), todo(3))
+    assert [o.keep for o in ops if isinstance(o, op.Post)] == [None, None]  # the tool lines
+    assert {e.message for e in edits_of(ops)} == {message}
+    assert all(e.coalesce for e in edits_of(ops))
+    assert edits_of(ops)[-1].text.startswith("📋 Tasks (3/3 done)")
+    [final] = edits_of(feed(rendering, end()))
+    assert final == op.Edit(message, edits_of(ops)[-1].text, coalesce=False)  # told at the end
+    assert "Running" not in final.text
+
+
+def test_a_running_tool_at_the_end_leaves_the_final_task_state():
+    rendering = core()
+    feed(rendering, todo(1))
+    rendering.keep("progress", MessageRef(CONV, "progress-msg"))
+    feed(rendering, bash("b1", "sleep 100"))
+    [final] = edits_of(feed(rendering, end("cancelled")))
+    assert final.text.startswith("📋 Tasks (1/3 done)") and "Running" not in final.text
+
+
+def test_a_turn_without_a_list_posts_no_progress_message():
+    rendering = core()
+    ops = feed(rendering, bash("b1", "ls"), result("b1", "Bash", "ok"), end())
+    assert edits_of(ops) == [] and [o.keep for o in ops if isinstance(o, op.Post)] == [None]
+
+
+def test_a_plan_and_a_task_list_share_the_progress_message():
+    rendering = core()
+    plan = frame(
+        "agent.plan.updated", {"entries": [{"content": "Read code", "status": "in_progress"}]}
+    )
+    [post] = feed(rendering, plan)
+    rendering.keep("progress", MessageRef(CONV, "progress-msg"))
+    [edit] = edits_of(feed(rendering, todo(0)))
+    assert edit.text.startswith(post.text + "\n📋 Tasks (0/3 done)")
+
+
+def usage(used: int, window: int = 200_000):
+    return frame("session.usage", {"context_tokens": used, "context_window": window})
+
+
+def test_context_use_shows_in_the_progress_message_and_warns_once_near_the_limit():
+    rendering = core()
+    feed(rendering, todo(0))
+    rendering.keep("progress", MessageRef(CONV, "progress-msg"))
+    [edit] = edits_of(feed(rendering, usage(124_000)))
+    assert edit.text.endswith("🧠 context 62%")
+    ops = feed(rendering, usage(170_000))
+    assert posts(ops) == [
+        "⚠️ context 85% — compact it (the agent's `compact` command) or start a new session soon"
+    ]
+    assert edits_of(ops)[0].text.endswith("🧠 context 85%")
+    assert posts(feed(rendering, usage(180_000))) == []  # said once per crossing
+    assert posts(feed(rendering, frame("session.usage", {"input_tokens": 5}))) == []
+
+
+def test_a_compaction_is_a_notice_and_a_new_crossing_warns_again():
+    rendering = core()
+    feed(rendering, usage(170_000))
+    compacted = frame("session.context.compacted", {"before_tokens": 170_000})
+    assert posts(feed(rendering, compacted)) == [
+        "🗜️ The agent compacted its context (it held 170,000 tokens); earlier detail is summarised."
+    ]
+    assert posts(feed(rendering, usage(20_000))) == []
+    assert len(posts(feed(rendering, usage(165_000)))) == 1
 
 
 def test_the_agent_state_shows_on_the_status_line_and_awaiting_input_wins():

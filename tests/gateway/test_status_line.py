@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from gateway.rendering.status_line import StatusLine
+from gateway.platform import ConversationRef, MessageRef
+from gateway.rendering.status_line import ProgressEdits, StatusLine
 from rawp.clock import FakeClock
 from runtime.tasks import TaskOwner
 from tests.gateway.support import ManualSleep, settle
@@ -85,3 +86,56 @@ async def test_a_change_during_a_held_send_is_sent_after_it(owner):
     await s.sleep.advance(2)
     assert s.sent == ["a", "b"]
     await s.line.clear()
+
+
+# --- the progress message's edits (rules 12–14) ----------------------------------------------
+
+PROGRESS = MessageRef(ConversationRef("recording", "chan", "thread"), "progress-1")
+
+
+class Edits:
+    def __init__(self, owner: TaskOwner, every_s: float = 2.0) -> None:
+        self.clock = FakeClock()
+        self.sleep = ManualSleep(self.clock)
+        self.sent: list[tuple[str, str]] = []
+        self.edits = ProgressEdits(self._edit, owner, every_s, clock=self.clock, sleep=self.sleep)
+
+    async def _edit(self, message: MessageRef, text: str) -> None:
+        self.sent.append((message.message_id, text))
+
+
+async def test_progress_edits_are_held_after_the_post_and_the_latest_goes_out(owner):
+    e = Edits(owner)
+    e.edits.posted(PROGRESS, "tasks")
+    await e.edits.want(PROGRESS, "tasks + Read")
+    await e.edits.want(PROGRESS, "tasks + Bash")
+    assert e.sent == []  # rule 12: the post was the first send
+    await e.sleep.advance(2)
+    await settle()
+    assert e.sent == [("progress-1", "tasks + Bash")]  # the ones between are dropped
+    await e.sleep.advance(5)
+    await e.edits.want(PROGRESS, "tasks done")  # the interval has passed: at once
+    assert e.sent[-1] == ("progress-1", "tasks done")
+    await e.edits.want(PROGRESS, "tasks done")
+    await e.sleep.advance(5)
+    assert len(e.sent) == 2  # equal text is not sent again
+
+
+async def test_the_final_progress_edit_goes_now_and_drops_a_held_one(owner):
+    e = Edits(owner)
+    e.edits.posted(PROGRESS, "tasks")
+    await e.edits.want(PROGRESS, "tasks + Bash")  # held
+    await e.edits.now(PROGRESS, "tasks final")  # rule 13: no wait
+    assert e.sent == [("progress-1", "tasks final")]
+    await e.sleep.advance(10)
+    await settle()
+    assert e.sent == [("progress-1", "tasks final")]  # the held one never lands after it
+    await e.edits.now(PROGRESS, "tasks final")
+    assert len(e.sent) == 1  # the message already reads it
+
+
+async def test_a_final_progress_edit_equal_to_the_post_is_not_sent(owner):
+    e = Edits(owner)
+    e.edits.posted(PROGRESS, "tasks")
+    await e.edits.now(PROGRESS, "tasks")
+    assert e.sent == []

@@ -143,3 +143,35 @@ def test_a_tool_request_in_the_same_tick_as_tool_calling_names_the_tool_once(
         "() => document.querySelector('#status-line .status-text').textContent"
         " === 'Running: Bash (npm test)…'"
     )
+
+
+def usage(used: int, window: int = 200_000):
+    return dps("session.usage", {"context_tokens": used, "context_window": window}, T)
+
+
+def test_context_use_is_one_header_element_with_one_warning_and_a_compaction_notice(
+    session_page, spa_server
+):
+    """Issue 30 §4 on the web edge: the context share updated in place in the header, a warning
+    from 80 % once per crossing, a compaction notice with its sizes."""
+    page = session_page
+    meter = page.locator("#context-use")
+    assert meter.is_hidden()  # nothing reported yet
+    spa_server.send(usage(124_000))
+    page.wait_for_function("() => document.getElementById('context-use').textContent !== ''")
+    assert meter.inner_text() == "context 62%" and meter.get_attribute("data-level") == "ok"
+    spa_server.send(usage(170_000), usage(180_000))
+    page.wait_for_function(
+        "() => document.getElementById('context-use').textContent === 'context 90%'"
+    )
+    assert meter.get_attribute("data-level") == "warn"
+    warnings = page.locator("#transcript-content .notice.warning")
+    assert warnings.all_inner_texts() == [
+        "⚠ context 85% — compact it or start a new session soon"
+    ]  # once per crossing, not per report
+    compacted = {"before_tokens": 180_000, "after_tokens": 12_000}
+    spa_server.send(dps("session.context.compacted", compacted, T))
+    page.wait_for_selector("#transcript-content .notice.meta")
+    notices = page.locator("#transcript-content .notice.meta").all_inner_texts()
+    assert notices == ["Context compacted (180,000 → 12,000 tokens)."]
+    assert meter.is_hidden()

@@ -11,6 +11,8 @@ import { Stream } from './stream.js';
 import { Composer } from './composer.js';
 import { PromptLog } from './prompts.js';
 
+const CONTEXT_WARN_PERCENT = 80;
+
 export class SessionView {
   constructor(sessionId) {
     this.sessionId = sessionId;
@@ -29,6 +31,9 @@ export class SessionView {
     this.approvals = new Map(); // interaction_id → {node, invocationId}, while open
     this.files = new FileAssembler();
     this.turn = null;
+    this.contextUse = document.getElementById('context-use'); // issue 30 §4
+    this.contextUse.hidden = true;
+    this.contextWarned = false;
     this.live = document.getElementById('thinking-live');
     this.cancelButton = document.getElementById('cancel');
     this.cancelButton.disabled = true;
@@ -135,7 +140,8 @@ export class SessionView {
         this.prompts.place(p.ref_message_id); // a refused prompt: it, then why
         this.notice(`⚠ ${p.code}: ${p.message || ''}`, 'error');
         break;
-      case 'session.context.compacted': this.notice('Context compacted.', 'meta'); break;
+      case 'session.usage': this.context(p); break;
+      case 'session.context.compacted': this.compacted(p); break;
       default: break; // unknown types are ignored (DPS §2)
     }
   }
@@ -205,6 +211,35 @@ export class SessionView {
     }
     this.planNode = tasks;
     this.planTurn = f.turn_id || this.turn;
+  }
+
+  // Issue 30 §4: the context in use as a share of the model's window, in the header, updated
+  // in place; from 80 % one warning in the transcript, again only after it fell below.
+  context(p) {
+    if (!Number.isInteger(p.context_tokens) || !(p.context_window > 0)) return;
+    const percent = Math.round((100 * p.context_tokens) / p.context_window);
+    this.contextUse.hidden = false;
+    this.contextUse.textContent = `context ${percent}%`;
+    this.contextUse.dataset.level = percent >= CONTEXT_WARN_PERCENT ? 'warn' : 'ok';
+    if (percent < CONTEXT_WARN_PERCENT) {
+      this.contextWarned = false;
+    } else if (!this.contextWarned) {
+      this.contextWarned = true;
+      this.notice(`⚠ context ${percent}% — compact it or start a new session soon`, 'warning');
+    }
+  }
+
+  compacted(p) {
+    const tokens = (n) => Number(n).toLocaleString('en-US');
+    let sizes = '';
+    if (Number.isInteger(p.before_tokens) && Number.isInteger(p.after_tokens)) {
+      sizes = ` (${tokens(p.before_tokens)} → ${tokens(p.after_tokens)} tokens)`;
+    } else if (Number.isInteger(p.before_tokens)) {
+      sizes = ` (it held ${tokens(p.before_tokens)} tokens)`;
+    }
+    this.notice(`Context compacted${sizes}.`, 'meta');
+    this.contextUse.hidden = true; // unknown until the agent reports it again
+    this.contextWarned = false;
   }
 
   approval(f, p) {
