@@ -306,6 +306,14 @@ class SecretFingerprints(Payload):
     hashes: list[str] = Field(default_factory=list)
 
 
+class ModeOption(Payload):
+    """One mode an agent offers for `control.mode.set` (issue 30 §1, an extension field)."""
+
+    id: str  # what `control.mode.set`'s `mode` names
+    name: str
+    description: str | None = None
+
+
 class Capabilities(Payload):
     protocol: str = "rawp-dps-1.0"
     events: list[str] = Field(default_factory=list)
@@ -313,6 +321,11 @@ class Capabilities(Payload):
     input_types: list[str] = Field(default_factory=lambda: ["text", "slash_command"])
     tools_direct: bool = False
     secret_fingerprints: SecretFingerprints | None = None
+    # Extension fields (issue 30 §1, docs/protocol.md): the modes the agent offers and the one
+    # it is in; absent for an agent without modes (or an ACP agent not started yet). A mode
+    # change is announced by a new `session.capabilities`.
+    modes: list[ModeOption] | None = None
+    current_mode: str | None = None
 
 
 class History(Payload):

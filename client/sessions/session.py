@@ -240,17 +240,32 @@ class Session:
             outbox.end_session = self.detach(outbox)
             outbox.abandoned.set()
 
+    def capabilities(self) -> dict[str, Any]:
+        """This session's `session.capabilities` payload: the client's, the `.env`
+        fingerprints, and the agent's modes where it has them (client.agents.modes)."""
+        caps = capabilities_payload().model_dump(mode="json", exclude_none=True)
+        # Read each time, so an edited `.env` is known after the next attach (issue 15 §3).
+        found = secret_fingerprints(self.workspace, self._salt)
+        if found is not None:
+            caps["secret_fingerprints"] = found.model_dump(mode="json")
+        modes = self.agent.modes() if self.agent is not None else None
+        if modes is not None:
+            caps["modes"] = [m.model_dump(mode="json", exclude_none=True) for m in modes.available]
+            caps["current_mode"] = modes.current
+        return caps
+
+    async def announce_capabilities(self) -> None:
+        """A live `session.capabilities` after the agent's mode changed: buffered like any
+        frame, and kept by the master as the one it greets a new edge socket with."""
+        await self.emit("session.capabilities", self.capabilities(), in_turn=False)
+
     def greeting(self) -> list[tuple[str, str]]:
         """`session.capabilities` and `tool.catalog.publish`, each within `max_frame_size`.
 
         At the smallest frame sizes the optional `events` list is left out of the
         capabilities, and tool descriptions, then tools from the end, out of the catalog.
         """
-        caps = capabilities_payload().model_dump(mode="json", exclude_none=True)
-        # Read at each attach, so an edited `.env` is known after the next one (issue 15 §3).
-        found = secret_fingerprints(self.workspace, self._salt)
-        if found is not None:
-            caps["secret_fingerprints"] = found.model_dump(mode="json")
+        caps = self.capabilities()
         tools = [dict(tool) for tool in self.catalog]
         shrink_caps = [lambda: caps.pop("events", None)]
         shrink_tools = [lambda: [t.pop("description", None) for t in tools]] + [
@@ -336,6 +351,7 @@ class Session:
         """Run the turns; `on_failure` (the table ending this session) is called if the
         turn loop itself fails, so its sockets are closed rather than left waiting."""
         self.agent = agent
+        agent.mode_changed = self.announce_capabilities
         self.catalog = [tool.model_dump(mode="json") for tool in agent.catalog()]
         await self.tasks.start()
         self.tasks.spawn(self._turns_or_end(on_failure), name="turns")
