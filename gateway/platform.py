@@ -388,6 +388,11 @@ class ConversationHooks:
         (gateway.sessions.busy)."""
         return NOT_CONNECTED
 
+    async def set_mode(self, invocation: Invocation, mode: str | None) -> str | None:
+        """`mode plan|ask|accept-edits` for the invocation's session; no mode: say which
+        (gateway.sessions.mode_command)."""
+        return NOT_CONNECTED
+
 
 HOOK_FAILED = "⚠️ Something went wrong on our side; the gateway logged it. Please try again."
 
@@ -460,3 +465,6 @@ class GuardedHooks(ConversationHooks):
 
     async def set_busy(self, invocation, mode):
         return await self._text("set_busy", invocation, mode)
+
+    async def set_mode(self, invocation, mode):
+        return await self._text("set_mode", invocation, mode)
