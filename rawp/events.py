@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
+from rawp.fileref import escape
+
 
 class Payload(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
@@ -228,6 +230,13 @@ class InteractionResponse(Payload):
 
 class ContextCompact(Payload):
     instructions: str | None = None
+
+    def as_prompt(self) -> PromptRequest:
+        """What compaction runs as (docs/protocol.md, `control.context.compact`): the agent's
+        own `compact` command with the instructions, a slash-command prompt. The master checks
+        it as that prompt (command deny lists, budgets); the client runs it as one."""
+        text = f"/compact {self.instructions or ''}".strip()
+        return PromptRequest(prompt_text=escape(text), input_type="slash_command")
 
 
 class ModeSet(Payload):

@@ -121,6 +121,7 @@ class Session:
         self.buffer = FrameBuffer(self.limits.max_buffer_size, self.limits.buffer_overflow_policy)
         self.agent: Agent | None = None
         self.catalog: list[dict[str, Any]] = []  # tool.catalog.publish, DPS §5
+        self.commands: set[str] = set()  # the names of the last agent.commands.publish
         self.outbox: Outbox | None = None
         self.detach_deadline: float | None = None
         self.reattach_cursor: str | None = None  # last_message_id of a pending reattach
@@ -158,6 +159,9 @@ class Session:
         if type == "tool.catalog.publish":
             # A re-published catalog replaces the one edge tool requests are checked against.
             self.catalog = list(payload.get("tools", []))
+        elif type == "agent.commands.publish":
+            # Whether `control.context.compact` can run: the agent's own `compact` command.
+            self.commands = {str(c.get("name")) for c in payload.get("commands", [])}
         turn_id = self.turn_id if in_turn else None
         for piece in self._fit(type, payload, turn_id, parent_id):
             self._enqueue(piece)

@@ -130,3 +130,19 @@ async def test_acp_modes_start_the_agent_and_match_by_name(live, node_agents):
     assert by_name["payload"]["current_mode"] == "plan"
     refused = await set_mode(ws, sid, "yolo")
     assert refused["payload"]["code"] == "INVALID_MODE"
+
+
+async def test_compact_runs_the_agents_compact_command(live):
+    client, fake = live
+    sid, ws, _ = await greeted(client, "claude")
+    early = frame("control.context.compact", {}, sid)
+    await ws.send(early)  # nothing published yet: nothing to compact with
+    refused = await recv(ws)
+    assert refused["payload"]["code"] == "UNSUPPORTED_CONTROL"
+    fake.script.append(Turn([text("Hello.")]))
+    await drive(ws, sid, "hi")  # the CLI publishes its commands, `compact` among them
+    fake.script.append(Turn([text("A summary of the conversation.")]))
+    await ws.send(frame("control.context.compact", {"instructions": "keep the names"}, sid))
+    frames = await recv_until(ws, "session.turn.end", 90)
+    assert of(frames, "session.context.compacted"), [f["type"] for f in frames]
+    assert "keep the names" in json.dumps(fake.main_requests()[-1])
