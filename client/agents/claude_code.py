@@ -19,7 +19,9 @@ mapping in `claude_stream`; each line's shape is built in `claude_wire`):
 * `control.mode.set` sends `control_request {subtype: set_permission_mode, mode}` to a
   running CLI; a CLI started later (or again) gets the chosen mode as `--permission-mode`.
   The modes offered are `default`, `acceptEdits` and `plan` (plus the agents file's own
-  `permission_mode`, so `bypassPermissions` only where the owner configured it);
+  `permission_mode`, so `bypassPermissions` only where the owner configured it); the mode
+  each turn's `system/init` reports is taken as the current one (the CLI leaves `plan` by
+  itself when a plan is accepted);
 * `control.prompt.cancel` sends `control_request {subtype: interrupt}`; a CLI that does not end
   the turn within the grace period is killed (SIGTERM, then SIGKILL) and the next prompt
   starts a new process that resumes the conversation (`--resume=<its session id>`).
@@ -148,6 +150,13 @@ class ClaudeCodeAgent(Agent):
                 ) from None
         self._mode = chosen  # a CLI started later gets it as --permission-mode
         await self.mode_changed()
+
+    async def _mode_reported(self, mode: Any) -> None:
+        """The mode the CLI says it is in at a turn's `init`: it leaves `plan` by itself once
+        the user accepts a plan (ExitPlanMode), and the edges must see that too."""
+        if isinstance(mode, str) and mode and mode != (self._mode or "default"):
+            self._mode = mode
+            await self.mode_changed()
 
     # --- the process -------------------------------------------------------------------------
 
@@ -312,6 +321,7 @@ class ClaudeCodeAgent(Agent):
                 if kind == "system" and message.get("subtype") == "init":
                     self._claude_session = message.get("session_id") or self._claude_session
                     await self._publish_tools(message.get("tools"))
+                    await self._mode_reported(message.get("permissionMode"))
                 await turn.feed(message)
 
     async def _crashed(self, turn: ClaudeTurn) -> StopReason:

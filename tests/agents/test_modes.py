@@ -97,6 +97,8 @@ async def test_claude_code_modes_before_and_during_the_process(live):
     frames = await drive(ws, sid, "edit it")
     assert not of(frames, "agent.interaction.request")
     assert target.read_text() == "b\n"
+    # The CLI's own report at the turn's start agrees: no change announced.
+    assert not of(frames, "session.capabilities")
     refused = await set_mode(ws, sid, "yolo")
     assert refused["type"] == "session.error"
     assert refused["payload"]["code"] == "INVALID_MODE"
@@ -146,3 +148,16 @@ async def test_compact_runs_the_agents_compact_command(live):
     frames = await recv_until(ws, "session.turn.end", 90)
     assert of(frames, "session.context.compacted"), [f["type"] for f in frames]
     assert "keep the names" in json.dumps(fake.main_requests()[-1])
+
+
+async def test_claude_code_leaving_plan_mode_by_itself_is_announced(live):
+    client, fake = live
+    sid, ws, _ = await greeted(client, "claude")
+    assert (await set_mode(ws, sid, "plan"))["payload"]["current_mode"] == "plan"
+    fake.script.append(Turn([tool_use("ExitPlanMode", {"plan": "1. change a.txt"})]))
+    fake.script.append(Turn([text("Plan accepted.")]))
+    await drive(ws, sid, "plan it", answers=["allow"])  # the user accepts the plan
+    fake.script.append(Turn([text("Working.")]))
+    frames = await drive(ws, sid, "go")
+    announced = of(frames, "session.capabilities")
+    assert announced and announced[-1]["current_mode"] != "plan", announced
