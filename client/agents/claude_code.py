@@ -151,13 +151,6 @@ class ClaudeCodeAgent(Agent):
         self._mode = chosen  # a CLI started later gets it as --permission-mode
         await self.mode_changed()
 
-    async def _mode_reported(self, mode: Any) -> None:
-        """The mode the CLI says it is in at a turn's `init`: it leaves `plan` by itself once
-        the user accepts a plan (ExitPlanMode), and the edges must see that too."""
-        if isinstance(mode, str) and mode and mode != (self._mode or "default"):
-            self._mode = mode
-            await self.mode_changed()
-
     # --- the process -------------------------------------------------------------------------
 
     async def _ensure_process(self) -> str | None:
@@ -319,9 +312,7 @@ class ClaudeCodeAgent(Agent):
                 }
             else:
                 if kind == "system" and message.get("subtype") == "init":
-                    self._claude_session = message.get("session_id") or self._claude_session
-                    await self._publish_tools(message.get("tools"))
-                    await self._mode_reported(message.get("permissionMode"))
+                    await self._on_init(message)
                 await turn.feed(message)
 
     async def _crashed(self, turn: ClaudeTurn) -> StopReason:
@@ -337,12 +328,20 @@ class ClaudeCodeAgent(Agent):
         )
         return await turn.finish(None, cancelled=False)
 
-    async def _publish_tools(self, names: Any) -> None:
-        """Re-publish the catalog with the tools this CLI version really has (DPS §5)."""
-        if self.spec.tools or not isinstance(names, list) or names == self._tool_names:
-            return
-        self._tool_names = names
-        await self.emit("tool.catalog.publish", {"tools": published_tools(names)})
+    async def _on_init(self, init: dict[str, Any]) -> None:
+        """A turn's `system/init`: the conversation to resume, the tools this CLI version
+        really has (re-published when they differ, DPS §5) and the mode it is in — it leaves
+        `plan` by itself once the user accepts a plan (ExitPlanMode), and the edges must see
+        that too."""
+        self._claude_session = init.get("session_id") or self._claude_session
+        names = init.get("tools")
+        if not self.spec.tools and isinstance(names, list) and names != self._tool_names:
+            self._tool_names = names
+            await self.emit("tool.catalog.publish", {"tools": published_tools(names)})
+        mode = init.get("permissionMode")
+        if isinstance(mode, str) and mode and mode != (self._mode or "default"):
+            self._mode = mode
+            await self.mode_changed()
 
     async def _publish_commands(self) -> None:
         if self._commands is None or self._commands == (self._published or []):
