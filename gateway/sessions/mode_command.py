@@ -14,6 +14,7 @@ Rules:
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from gateway.edge_client import EdgeApiError
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from gateway.sessions.conversations import ConversationService
     from gateway.storage.conversation_store import Binding
 
+log = logging.getLogger(__name__)
 NAMES = " | ".join(f"`{name}`" for name in CHAT_MODES)
 NOT_ALLOWED = "Only this session's owner or an approver can change its mode."
 
@@ -68,6 +70,11 @@ async def _may_change(
     if invocation.user_id in allowed:
         return True
     platform = service.platform
-    return platform is not None and invocation.user_id in await platform.approvers(
-        invocation.conversation
-    )
+    if platform is None:
+        return False
+    try:
+        approvers = await platform.approvers(invocation.conversation)
+    except Exception:  # a lookup that failed allows no one more (as for approvals)
+        log.warning("could not read the approvers of %s", invocation.conversation, exc_info=True)
+        return False
+    return invocation.user_id in approvers
