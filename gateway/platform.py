@@ -389,6 +389,11 @@ class ConversationHooks:
         (gateway.sessions.busy)."""
         return NOT_CONNECTED
 
+    async def set_mode(self, invocation: Invocation, mode: str | None) -> str | None:
+        """`mode plan|ask|accept-edits` for the invocation's session; no mode: say which
+        (gateway.sessions.mode_command)."""
+        return NOT_CONNECTED
+
 
 HOOK_FAILED = "⚠️ Something went wrong on our side; the gateway logged it. Please try again."
 

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
+from rawp.fileref import escape
+
 
 class Payload(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
@@ -229,6 +231,13 @@ class InteractionResponse(Payload):
 class ContextCompact(Payload):
     instructions: str | None = None
 
+    def as_prompt(self) -> PromptRequest:
+        """What compaction runs as (docs/protocol.md, `control.context.compact`): the agent's
+        own `compact` command with the instructions, a slash-command prompt. The master checks
+        it as that prompt (command deny lists, budgets); the client runs it as one."""
+        text = f"/compact {self.instructions or ''}".strip()
+        return PromptRequest(prompt_text=escape(text), input_type="slash_command")
+
 
 class ModeSet(Payload):
     mode: str
@@ -306,6 +315,14 @@ class SecretFingerprints(Payload):
     hashes: list[str] = Field(default_factory=list)
 
 
+class ModeOption(Payload):
+    """One mode an agent offers for `control.mode.set` (issue 30 §1, an extension field)."""
+
+    id: str  # what `control.mode.set`'s `mode` names
+    name: str
+    description: str | None = None
+
+
 class Capabilities(Payload):
     protocol: str = "rawp-dps-1.0"
     events: list[str] = Field(default_factory=list)
@@ -313,6 +330,11 @@ class Capabilities(Payload):
     input_types: list[str] = Field(default_factory=lambda: ["text", "slash_command"])
     tools_direct: bool = False
     secret_fingerprints: SecretFingerprints | None = None
+    # Extension fields (issue 30 §1, docs/protocol.md): the modes the agent offers and the one
+    # it is in; absent for an agent without modes (or an ACP agent not started yet). A mode
+    # change is announced by a new `session.capabilities`.
+    modes: list[ModeOption] | None = None
+    current_mode: str | None = None
 
 
 class History(Payload):

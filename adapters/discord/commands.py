@@ -14,6 +14,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp usage` | `usage` (issue 16 §4) |
 | `/rawp web` | `web_link`: a one-time login link to the web edge (issue 21) |
 | `/rawp busy [mode]` | `set_busy` (mode: queue or interrupt; none: show the channel's) |
+| `/rawp mode [mode]` | `set_mode` (plan, ask or accept-edits; none: show the session's) |
 """
 
 from __future__ import annotations
@@ -118,6 +119,17 @@ class RawpCommands(app_commands.Group):
         self, interaction: discord.Interaction, mode: Literal["queue", "interrupt"] | None = None
     ) -> None:
         await self._answer(interaction, lambda inv: self.hooks.set_busy(inv, mode))
+
+    @app_commands.command(name="mode", description="The agent's mode in this thread's session")
+    @app_commands.describe(
+        mode="plan: plan only; ask: ask before edits; accept-edits: edit without asking"
+    )
+    async def mode(
+        self,
+        interaction: discord.Interaction,
+        mode: Literal["plan", "ask", "accept-edits"] | None = None,
+    ) -> None:
+        await self._answer(interaction, lambda inv: self.hooks.set_mode(inv, mode))
 
     @app_commands.command(name="pair", description="Pair a machine: get a pairing URL")
     async def pair(self, interaction: discord.Interaction) -> None:

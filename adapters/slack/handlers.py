@@ -6,7 +6,8 @@ groups get an ephemeral refusal and nothing else happens.
 
 - a human's `message` in a thread → `hooks.prompt` (text escaped, shared files attached);
 - a top-level `app_mention` and every direct message → `hooks.start_here` (adapters.slack.starts);
-- `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions / usage / busy / web hooks;
+- `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions / usage / busy / mode /
+  web hooks;
   `/rawp prompt` opens the composer modal;
 - `block_actions` on a prompt button → the waiting approval gets the `Choice` (nobody waiting:
   `hooks.stale_choice`);
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 HELP = (
     "Usage: `{c} start <node> <agent>` · `{c} prompt` · `{c} stop` · `{c} end` · "
     "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage` · `{c} busy [queue|interrupt]` · "
-    "`{c} web`"
+    "`{c} mode [plan|ask|accept-edits]` · `{c} web`"
 )
 SIMPLE_VERBS = {
     "stop": "stop",
@@ -156,6 +157,8 @@ def _listen_to_the_command(app, here: _Listening) -> None:
             reply = await getattr(platform.hooks, SIMPLE_VERBS[verb])(invocation)
         elif verb == "busy" and len(words) <= 1:  # issue 16 §5: this channel's busy mode
             reply = await platform.hooks.set_busy(invocation, words[0] if words else None)
+        elif verb == "mode" and len(words) <= 1:  # issue 30 §1: the session's agent mode
+            reply = await platform.hooks.set_mode(invocation, words[0] if words else None)
         else:
             reply = HELP.format(c=bot.settings.command)
         await respond(text=reply or "Done.", response_type="ephemeral")

@@ -14,6 +14,11 @@ when the command is missing. The `agent-client-protocol` package is the client s
   notifications become DPS events (`acp_updates`); the answer's `stopReason` ends the turn;
 * `session/request_permission` → `agent.interaction.request` with the agent's own options;
   the user's choice goes back as `selected`, a cancel as `cancelled`;
+* `control.mode.set` → `session/set_mode` with the `modeId` of one of the `availableModes`
+  the agent listed in its `session/new` answer (matched by id or name, client.agents.modes);
+  an agent not running yet is started for it. The chosen mode is set again on the session a
+  restarted agent opens, and a `current_mode_update` from the agent is announced like a
+  change we made;
 * `control.prompt.cancel` → `session/cancel`; an agent that does not answer within the grace
   period is ended (SIGTERM, SIGKILL);
 * `fs/read_text_file` and `fs/write_text_file` are served only inside the workspace (§7.2,
@@ -49,13 +54,14 @@ from acp.schema import (
 from client.agents.acp_updates import AcpTurn
 from client.agents.base import Agent, Prompt
 from client.agents.kinds import AcpSettings
+from client.agents.modes import ModeRefused, Modes, no_modes
 from client.files.fs import FileTooLarge, read_text, write_text
 from client.files.paths import PathGuard
 from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
 from rawp.clock import new_id
 from rawp.errors import RawpError
-from rawp.events import InteractionResponse, StopReason
+from rawp.events import InteractionResponse, ModeOption, StopReason
 from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
@@ -85,6 +91,9 @@ class _Client:
             ) from None
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        if type(update).__name__ == "CurrentModeUpdate":  # the agent changed its own mode
+            await self.agent.mode_moved(update.current_mode_id)
+            return
         turn = self.agent.turn
         if turn is not None:
             await turn.update(update)
@@ -150,6 +159,9 @@ class AcpAgent(Agent):
         self._turn_over.set()
         self.cost_total = 0.0
         self._takes_images = False  # promptCapabilities.image of the running agent
+        self._modes: Modes | None = None  # the running ACP session's, from session/new
+        self._chosen_mode: str | None = None  # from chat; set again on a new ACP session
+        self._starting = asyncio.Lock()  # a prompt and a mode change may both start it
 
     def image_types(self) -> frozenset[str]:
         return IMAGE_TYPES if self._takes_images else frozenset()
@@ -157,6 +169,10 @@ class AcpAgent(Agent):
     # --- the process -------------------------------------------------------------------------
 
     async def _ensure(self) -> str | None:
+        async with self._starting:
+            return await self._ensure_started()
+
+    async def _ensure_started(self) -> str | None:
         if self._proc is not None and self._proc.returncode is None and self._acp_session:
             return None
         await self._stop()
@@ -200,7 +216,66 @@ class AcpAgent(Agent):
         capabilities = initialized.agent_capabilities
         prompts = capabilities.prompt_capabilities if capabilities else None
         self._takes_images = bool(prompts and prompts.image)
+        return await self._opened_modes(session.modes)
+
+    # --- session modes -----------------------------------------------------------------------
+
+    def modes(self) -> Modes | None:
+        return self._modes
+
+    async def _opened_modes(self, state: Any) -> str | None:
+        """Take the modes of a new ACP session, put the one chosen from chat back, and
+        announce them when the edges have not seen these yet."""
+        known = self._modes
+        self._modes = None
+        if state is not None:
+            offered = tuple(
+                ModeOption(id=m.id, name=m.name, description=m.description)
+                for m in state.available_modes
+            )
+            self._modes = Modes(offered, state.current_mode_id)
+            chosen = self._chosen_mode
+            if chosen is not None and chosen != state.current_mode_id:
+                try:
+                    await self._switch(chosen)
+                except ModeRefused as exc:
+                    return f"the ACP agent did not take the mode chosen before: {exc.message}"
+        if self._modes != known:
+            await self.mode_changed()
         return None
+
+    async def set_mode(self, mode: str) -> None:
+        problem = await self._ensure()
+        if problem is not None:
+            raise ModeRefused("AGENT_START_FAILED", problem)
+        if self._modes is None:
+            raise no_modes(f"ACP agent {self.spec.name!r}")
+        chosen = self._modes.resolve(mode)
+        await self._switch(chosen)
+        self._chosen_mode = chosen
+        await self.mode_changed()
+
+    async def _switch(self, mode_id: str) -> None:
+        """`session/set_mode`; the change is the caller's to announce."""
+        assert self._conn is not None and self._acp_session is not None
+        try:
+            await self._until_exit(
+                self._conn.set_session_mode(session_id=self._acp_session, mode_id=mode_id),
+                self.settings.startup_timeout,
+            )
+        except (ConnectionError, RequestError, TimeoutError) as exc:
+            raise ModeRefused(
+                "MODE_NOT_SET", f"the ACP agent did not take the mode {mode_id!r}: {exc}"
+            ) from None
+        assert self._modes is not None
+        self._modes = Modes(self._modes.available, mode_id)
+
+    async def mode_moved(self, mode_id: str) -> None:
+        """The agent moved to `mode_id` by itself (`current_mode_update`)."""
+        if self._modes is None or self._modes.current == mode_id:
+            return
+        self._modes = Modes(self._modes.available, mode_id)
+        await self.mode_changed()
 
     async def _until_exit(self, work: Any, limit: float | None = None) -> Any:
         """Await `work`, but raise ConnectionError as soon as the agent process exits."""

@@ -12,6 +12,10 @@ its agent only through these methods:
   produces (`agent.*`, `tool.*`, `session.usage`, …), and returns the turn's `stop_reason`;
 * `cancel()` stops the running turn; `prompt()` then returns `"cancelled"`;
 * `respond(response)` delivers a `control.interaction.response` to the running turn;
+* `modes()` the modes the agent offers and the one it is in (None: it has none);
+  `set_mode(mode)` changes it (`control.mode.set`, client.agents.modes) and, like any change
+  of mode the agent makes itself, calls `mode_changed()` (the session re-sends its
+  `session.capabilities`);
 * `catalog()` lists the tools the agent may use (`tool.catalog.publish`, DPS §5);
   `invoke_tool(request)` runs one of them when it is published with `direct: true`;
 * `close()` ends everything the agent runs, SIGTERM then SIGKILL after the grace period.
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from client.agents.kinds import AgentEntry
+from client.agents.modes import Modes, no_modes
 from client.files.attachments import DEFAULT_ATTACHMENTS_DIR, AttachmentRefused, save_attachment
 from client.processes.children import AgentProcesses
 from rawp.attachments import NOT_DELIVERED
@@ -47,6 +52,10 @@ from rawp.events import CatalogTool, InteractionResponse, StopReason, ToolInvoke
 from rawp.fileref import Part, extract_paths, to_literal
 
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+async def _unheard() -> None:
+    """`mode_changed` until a session listens (an agent made outside a session)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,8 @@ class Agent(ABC):
         # Every process a kind starts goes through here: supervised and recorded
         # (client.processes.children).
         self.processes = processes or AgentProcesses()
+        # Called after every change of mode; the session sets it to announce the change.
+        self.mode_changed: Callable[[], Awaitable[None]] = _unheard
 
     async def start(self) -> None:  # noqa: B027 - most kinds have nothing to prepare
         """Prepare for the session's first prompt."""
@@ -152,6 +163,16 @@ class Agent(ABC):
 
     def catalog(self) -> list[CatalogTool]:
         return list(self.spec.tools)
+
+    # --- modes (client.agents.modes) ----------------------------------------------------------
+
+    def modes(self) -> Modes | None:
+        """The modes this agent offers and its current one; None when it has none."""
+        return None
+
+    async def set_mode(self, mode: str) -> None:
+        """Switch to `mode`; raises ModeRefused (a kind without modes always does)."""
+        raise no_modes(f"agent {self.spec.name!r} ({self.kind or 'script'})")
 
     # --- attachments ---------------------------------------------------------------------------
 

@@ -16,6 +16,12 @@ mapping in `claude_stream`; each line's shape is built in `claude_wire`):
 * `control_request {subtype: can_use_tool}` from the CLI is an approval →
   `agent.interaction.request`; the user's `control.interaction.response` goes back as a
   `control_response` (`allow`, with `updatedPermissions` for "always", or `deny`);
+* `control.mode.set` sends `control_request {subtype: set_permission_mode, mode}` to a
+  running CLI; a CLI started later (or again) gets the chosen mode as `--permission-mode`.
+  The modes offered are `default`, `acceptEdits` and `plan` (plus the agents file's own
+  `permission_mode`, so `bypassPermissions` only where the owner configured it); the mode
+  each turn's `system/init` reports is taken as the current one (the CLI leaves `plan` by
+  itself when a plan is accepted);
 * `control.prompt.cancel` sends `control_request {subtype: interrupt}`; a CLI that does not end
   the turn within the grace period is killed (SIGTERM, then SIGKILL) and the next prompt
   starts a new process that resumes the conversation (`--resume=<its session id>`).
@@ -61,12 +67,14 @@ from client.agents.claude_wire import (
     mention,
     published_commands,
     published_tools,
+    set_permission_mode,
     user_message,
 )
 from client.agents.kinds import ClaudeCodeSettings
+from client.agents.modes import CLAUDE_MODES, ModeRefused, Modes
 from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
-from rawp.events import CatalogTool, InteractionResponse, StopReason
+from rawp.events import CatalogTool, InteractionResponse, ModeOption, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
 from runtime.tasks import TaskOwner
 
@@ -97,6 +105,7 @@ class ClaudeCodeAgent(Agent):
         self._turn_over.set()
         self._cancelling = False
         self.cost_total = 0.0
+        self._mode = self.settings.permission_mode  # None: the CLI's own default
 
     def catalog(self) -> list[CatalogTool]:
         return list(self.spec.tools) or catalog()
@@ -116,6 +125,31 @@ class ClaudeCodeAgent(Agent):
         if files:
             text += "\n\n" + " ".join(mention(path) for path in files)
         return Prompt(message_id, text, tuple(files), input_type)
+
+    # --- permission modes ----------------------------------------------------------------------
+
+    def modes(self) -> Modes:
+        available = CLAUDE_MODES
+        configured = self.settings.permission_mode
+        if configured and configured not in {mode.id for mode in available}:
+            available += (ModeOption(id=configured, name=configured),)
+        return Modes(available, self._mode or "default")
+
+    async def set_mode(self, mode: str) -> None:
+        chosen = self.modes().resolve(mode)
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            try:
+                await asyncio.wait_for(
+                    self._control(set_permission_mode(chosen)), self.settings.startup_timeout
+                )
+            except (TimeoutError, ConnectionError) as exc:
+                why = str(exc) or "no answer"
+                raise ModeRefused(
+                    "MODE_NOT_SET", f"Claude Code did not take the mode {chosen!r}: {why}"
+                ) from None
+        self._mode = chosen  # a CLI started later gets it as --permission-mode
+        await self.mode_changed()
 
     # --- the process -------------------------------------------------------------------------
 
@@ -148,7 +182,7 @@ class ClaudeCodeAgent(Agent):
         env = {**os.environ, **self.settings.env}
         try:
             self._proc = await self.processes.spawn(
-                cli_argv(binary, self.settings, self._claude_session),
+                cli_argv(binary, self.settings, self._claude_session, self._mode),
                 cwd=self.workspace,
                 env=env,
             )
@@ -278,8 +312,7 @@ class ClaudeCodeAgent(Agent):
                 }
             else:
                 if kind == "system" and message.get("subtype") == "init":
-                    self._claude_session = message.get("session_id") or self._claude_session
-                    await self._publish_tools(message.get("tools"))
+                    await self._on_init(message)
                 await turn.feed(message)
 
     async def _crashed(self, turn: ClaudeTurn) -> StopReason:
@@ -295,12 +328,20 @@ class ClaudeCodeAgent(Agent):
         )
         return await turn.finish(None, cancelled=False)
 
-    async def _publish_tools(self, names: Any) -> None:
-        """Re-publish the catalog with the tools this CLI version really has (DPS §5)."""
-        if self.spec.tools or not isinstance(names, list) or names == self._tool_names:
-            return
-        self._tool_names = names
-        await self.emit("tool.catalog.publish", {"tools": published_tools(names)})
+    async def _on_init(self, init: dict[str, Any]) -> None:
+        """A turn's `system/init`: the conversation to resume, the tools this CLI version
+        really has (re-published when they differ, DPS §5) and the mode it is in — it leaves
+        `plan` by itself once the user accepts a plan (ExitPlanMode), and the edges must see
+        that too."""
+        self._claude_session = init.get("session_id") or self._claude_session
+        names = init.get("tools")
+        if not self.spec.tools and isinstance(names, list) and names != self._tool_names:
+            self._tool_names = names
+            await self.emit("tool.catalog.publish", {"tools": published_tools(names)})
+        mode = init.get("permissionMode")
+        if isinstance(mode, str) and mode and mode != (self._mode or "default"):
+            self._mode = mode
+            await self.mode_changed()
 
     async def _publish_commands(self) -> None:
         if self._commands is None or self._commands == (self._published or []):

@@ -54,19 +54,23 @@ class Inbox:
                 return
 
 
-def cli_argv(binary: str, settings: ClaudeCodeSettings, resume: str | None) -> list[str]:
+def cli_argv(
+    binary: str, settings: ClaudeCodeSettings, resume: str | None, mode: str | None = None
+) -> list[str]:
     """The CLI's command line: stream-json both ways, approvals over stdio, the agents file's
-    settings as flags, and `--resume` when a conversation is to be continued."""
+    settings as flags, and `--resume` when a conversation is to be continued. `mode`, the
+    permission mode chosen from chat, takes the place of the agents file's."""
     argv = [binary, *settings.command[1:]]
     argv += ["--input-format", "stream-json", "--output-format", "stream-json"]
     argv += ["--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"]
-    for key, flag in (
-        ("model", "--model"),
-        ("permission_mode", "--permission-mode"),
-        ("append_system_prompt", "--append-system-prompt"),
-        ("max_turns", "--max-turns"),
-    ):
-        if (value := getattr(settings, key)) is not None:
+    flags = {
+        "--model": settings.model,
+        "--permission-mode": mode or settings.permission_mode,
+        "--append-system-prompt": settings.append_system_prompt,
+        "--max-turns": settings.max_turns,
+    }
+    for flag, value in flags.items():
+        if value is not None:
             argv.append(f"{flag}={value}")
     for key, flag in (
         ("allowed_tools", "--allowedTools"),
@@ -77,6 +81,12 @@ def cli_argv(binary: str, settings: ClaudeCodeSettings, resume: str | None) -> l
     if resume:
         argv.append(f"--resume={resume}")
     return argv
+
+
+def set_permission_mode(mode: str) -> dict[str, Any]:
+    """The control request that switches the running CLI's permission mode (the request the
+    agent SDK's `setPermissionMode` sends)."""
+    return {"subtype": "set_permission_mode", "mode": mode}
 
 
 def mention(path: str) -> str:

@@ -121,6 +121,7 @@ class Session:
         self.buffer = FrameBuffer(self.limits.max_buffer_size, self.limits.buffer_overflow_policy)
         self.agent: Agent | None = None
         self.catalog: list[dict[str, Any]] = []  # tool.catalog.publish, DPS §5
+        self.commands: set[str] = set()  # the names of the last agent.commands.publish
         self.outbox: Outbox | None = None
         self.detach_deadline: float | None = None
         self.reattach_cursor: str | None = None  # last_message_id of a pending reattach
@@ -158,6 +159,9 @@ class Session:
         if type == "tool.catalog.publish":
             # A re-published catalog replaces the one edge tool requests are checked against.
             self.catalog = list(payload.get("tools", []))
+        elif type == "agent.commands.publish":
+            # Whether `control.context.compact` can run: the agent's own `compact` command.
+            self.commands = {str(c.get("name")) for c in payload.get("commands", [])}
         turn_id = self.turn_id if in_turn else None
         for piece in self._fit(type, payload, turn_id, parent_id):
             self._enqueue(piece)
@@ -240,17 +244,32 @@ class Session:
             outbox.end_session = self.detach(outbox)
             outbox.abandoned.set()
 
+    def capabilities(self) -> dict[str, Any]:
+        """This session's `session.capabilities` payload: the client's, the `.env`
+        fingerprints, and the agent's modes where it has them (client.agents.modes)."""
+        caps = capabilities_payload().model_dump(mode="json", exclude_none=True)
+        # Read each time, so an edited `.env` is known after the next attach (issue 15 §3).
+        found = secret_fingerprints(self.workspace, self._salt)
+        if found is not None:
+            caps["secret_fingerprints"] = found.model_dump(mode="json")
+        modes = self.agent.modes() if self.agent is not None else None
+        if modes is not None:
+            caps["modes"] = [m.model_dump(mode="json", exclude_none=True) for m in modes.available]
+            caps["current_mode"] = modes.current
+        return caps
+
+    async def announce_capabilities(self) -> None:
+        """A live `session.capabilities` after the agent's mode changed: buffered like any
+        frame, and kept by the master as the one it greets a new edge socket with."""
+        await self.emit("session.capabilities", self.capabilities(), in_turn=False)
+
     def greeting(self) -> list[tuple[str, str]]:
         """`session.capabilities` and `tool.catalog.publish`, each within `max_frame_size`.
 
         At the smallest frame sizes the optional `events` list is left out of the
         capabilities, and tool descriptions, then tools from the end, out of the catalog.
         """
-        caps = capabilities_payload().model_dump(mode="json", exclude_none=True)
-        # Read at each attach, so an edited `.env` is known after the next one (issue 15 §3).
-        found = secret_fingerprints(self.workspace, self._salt)
-        if found is not None:
-            caps["secret_fingerprints"] = found.model_dump(mode="json")
+        caps = self.capabilities()
         tools = [dict(tool) for tool in self.catalog]
         shrink_caps = [lambda: caps.pop("events", None)]
         shrink_tools = [lambda: [t.pop("description", None) for t in tools]] + [
@@ -336,6 +355,7 @@ class Session:
         """Run the turns; `on_failure` (the table ending this session) is called if the
         turn loop itself fails, so its sockets are closed rather than left waiting."""
         self.agent = agent
+        agent.mode_changed = self.announce_capabilities
         self.catalog = [tool.model_dump(mode="json") for tool in agent.catalog()]
         await self.tasks.start()
         self.tasks.spawn(self._turns_or_end(on_failure), name="turns")

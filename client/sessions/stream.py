@@ -7,6 +7,12 @@
   dps-profile §6);
 * `control.prompt.cancel` stops the running turn (`stop_reason: cancelled`);
 * `control.interaction.response` goes to the agent;
+* `control.context.compact` runs the agent's own `compact` command (`/compact` with the
+  instructions) as a turn, queued like a prompt, when the agent published one; otherwise, and
+  for an agent without it, `session.error` `UNSUPPORTED_CONTROL`;
+* `control.mode.set` goes to the agent in the session's own task (an ACP agent may have to
+  start first); a mode it cannot take gets `session.error` with its reason
+  (client.agents.modes), a change is announced by the session's `session.capabilities`;
 * `tool.invoke.request` runs only a tool published with `direct: true`; anything else gets
   `tool.invoke.result` `TOOL_NOT_PUBLISHED` (dps-profile §5, X-SEC-04);
 * `control.file.search` runs as a task keyed by `query_id`; `control.file.search.cancel`
@@ -20,14 +26,17 @@ import logging
 from collections import OrderedDict
 from typing import Any, Protocol
 
+from client.agents.modes import ModeRefused
 from client.files.paths import PathGuard
 from client.sessions.prompts import PromptRefused, build_prompt
 from client.sessions.session import CLOSE, Outbox, Session, item_size
 from rawp.errors import FrameError
 from rawp.events import (
+    ContextCompact,
     FileSearch,
     FileSearchCancel,
     InteractionResponse,
+    ModeSet,
     PromptCancel,
     PromptRequest,
     ToolInvokeRequest,
@@ -150,6 +159,11 @@ class StreamHandler:
         elif isinstance(payload, InteractionResponse):
             if self.session.agent is not None:
                 await self.session.agent.respond(payload)
+        elif isinstance(payload, ContextCompact) and "compact" in self.session.commands:
+            await self._compact(frame, payload)
+        elif isinstance(payload, ModeSet):
+            # The session owns it, like a cancel: a socket that drops must not stop it.
+            self.session.tasks.spawn(self._mode(frame, payload), name="mode")
         elif isinstance(payload, ToolInvokeRequest):
             await self._tool(frame, payload)
         elif isinstance(payload, FileSearch):
@@ -157,7 +171,7 @@ class StreamHandler:
         elif isinstance(payload, FileSearchCancel):
             self._cancel_search(payload.query_id)
         elif frame.known and frame.type.startswith("control."):
-            # control.context.compact / control.mode.set: the script kind has neither.
+            # control.context.compact for an agent that published no `compact` command.
             await self._error(
                 "UNSUPPORTED_CONTROL",
                 f"{frame.type} is not supported by this agent",
@@ -192,6 +206,19 @@ class StreamHandler:
         await self._error(  # dps-profile §6
             "TURN_QUEUE_FULL", "too many prompts are waiting; try again", frame.message_id
         )
+
+    async def _compact(self, frame: Frame, request: ContextCompact) -> None:
+        """The agent's `compact` command as a turn of its own (issue 30 §1); its
+        `session.context.compacted` is the agent's to send."""
+        await self._prompt(frame, request.as_prompt())
+
+    async def _mode(self, frame: Frame, request: ModeSet) -> None:
+        agent = self.session.agent
+        assert agent is not None
+        try:
+            await agent.set_mode(request.mode)
+        except ModeRefused as exc:
+            await self._error(exc.code, exc.message, frame.message_id)
 
     async def _cancel(self, frame: Frame, cancel: PromptCancel) -> None:
         session = self.session

@@ -40,6 +40,9 @@ records where a turn's prompt came from. Rules:
    The frames themselves — what the agent and the master see — are never changed.
 10. Files the agent sends (`agent.file`) are put together and uploaded by gateway.rendering.uploads;
     one whose pieces are still coming keeps the renderer unsettled.
+11. A change of the agent's mode (`session.capabilities` `current_mode`) is a line "Mode: …"
+    in the thread (`ModeLine`, gateway.rendering.render_core), and the mode shown is stored
+    for a restarted gateway.
 
 A frame whose `turn_id` names no known turn starts one (the gateway may have reconnected in
 the middle of a turn); a frame of a turn that already ended is dropped.
@@ -71,7 +74,7 @@ from gateway.rendering import operations as op
 from gateway.rendering.chunker import split_markdown
 from gateway.rendering.operations import Operation
 from gateway.rendering.posting import Poster
-from gateway.rendering.render_core import RenderCore
+from gateway.rendering.render_core import ModeLine, RenderCore, chat_name
 from gateway.rendering.render_options import PromptOrigin, RenderOptions
 from gateway.rendering.status_line import InterimStatus, ProgressEdits, StatusLine
 from gateway.rendering.turn import Turn
@@ -127,6 +130,7 @@ class SessionRenderer:
             self.options, platform.limits, platform_name=platform.name, chunks=self._chunks
         )
         self.commands = CommandCache()
+        self.mode_line = ModeLine()  # the agent's mode as the thread shows it
         self._finished: dict[str, asyncio.Future[str]] = {}  # prompt message_id → stop_reason
         self._closed = False
         self._tasks = TaskOwner(f"session {session_id} renderer", log)
@@ -223,6 +227,7 @@ class SessionRenderer:
             self.commands.update(p)  # G-CMD-07/34: cached, replaced whole on each publish
         elif frame.type == "session.capabilities":
             self._use_fingerprints(p)
+            await self._show_mode(p)
         elif frame.type == "session.error" and self.queue.lost_race(p):
             return  # an interrupt's cancel after its turn ended (gateway.sessions.busy)
         elif frame.type == "session.turn.end" and turn is not None:
@@ -232,6 +237,16 @@ class SessionRenderer:
                 await self._perform(self.core.render(frame))
         else:
             await self._perform(self.core.render(frame))
+
+    async def _show_mode(self, caps: ev.Capabilities) -> None:
+        """The "Mode: …" line (gateway.rendering.render_core), kept for a restarted gateway."""
+        line = self.mode_line.seen(caps)
+        if line is None:
+            return
+        await self._perform(self.core.text(line))
+        if self._store is not None and self.mode_line.shown is not None:
+            name = chat_name(self.mode_line.shown, caps.modes)
+            await self._store.set_session_mode(self.session_id, name)
 
     async def close(self) -> None:
         """Stop typing and close open prompts (the session ended or the gateway stops)."""

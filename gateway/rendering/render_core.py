@@ -14,7 +14,8 @@ hidden form, redacted thinking as a placeholder (4); tool lines, parallel groups
 message — task list, plan, running tool, context in use — edited in place (5); which status line
 the turn shows (6); the outcome reaction and the order of a turn's end (7); approvals handed on
 with their tool (8); files (10, gateway.rendering.uploads); errors, replay gaps, refused
-prompts, the usage footer and the context warnings (gateway.rendering.usage rule 5).
+prompts, the usage footer and the context warnings (gateway.rendering.usage rule 5); the
+"Mode: …" line (11, `ModeLine` below).
 
 What stays in the driver, because it is time or I/O: the typing heartbeat, the coalescing of the
 status line and of the progress message's edits (`ProgressEdits`) and the 30-second interim
@@ -58,6 +59,50 @@ from rawp.frames import Frame
 
 Chunks = Callable[[str], list[str]]  # text → the messages it is cut into (rule 9: redacted)
 THINKING_TITLE = "💭 Thinking"
+
+# --- the agent's mode (issue 30 §1, gateway.rendering.render rule 11) ------------------------
+#
+# Chat offers three modes by name; the gateway sends the Claude Code id of each in
+# `control.mode.set`, and the client matches that id to an ACP agent's modes by id or name
+# (client.agents.modes). The agent's current mode arrives in `session.capabilities`
+# (`current_mode`, docs/protocol.md "agent modes"). A line "Mode: <name>" is posted when it
+# differs from the one the thread shows, except the first mode the thread learns when it is
+# not the one asked for: that is the agent's starting mode (every Claude Code session starts
+# in `default`), not news. The name shown is the chat name of the id (`default` → `ask`), else
+# the agent's own name for it, else the id. The mode shown is stored for a restarted gateway
+# (the store's `session_modes`), which sends it again when it revives the session
+# (gateway.sessions.conversations).
+
+# chat name → the id sent in `control.mode.set` (Claude Code's permission modes).
+CHAT_MODES = {"plan": "plan", "ask": "default", "accept-edits": "acceptEdits"}
+CHAT_NAMES = {mode_id: name for name, mode_id in CHAT_MODES.items()}
+
+
+def chat_name(mode_id: str, offered: list[ev.ModeOption] | None = None) -> str:
+    """The name the thread shows for `mode_id`."""
+    if mode_id in CHAT_NAMES:
+        return CHAT_NAMES[mode_id]
+    named = next((m.name for m in offered or [] if m.id == mode_id), None)
+    return named or mode_id
+
+
+class ModeLine:
+    """What one session's thread has shown of the agent's mode."""
+
+    def __init__(self, shown: str | None = None) -> None:
+        self.shown = shown  # the mode id the thread shows; None: none yet
+        self.wanted: str | None = shown  # the id last asked for from chat
+
+    def seen(self, caps: ev.Capabilities) -> str | None:
+        """The line to post for these capabilities, or None."""
+        current = caps.current_mode
+        if current is None or current == self.shown:
+            return None
+        first = self.shown is None
+        self.shown = current
+        if first and current != self.wanted:
+            return None  # the agent's starting mode
+        return f"Mode: {chat_name(current, caps.modes)}"
 
 
 class RenderCore:

@@ -3,7 +3,7 @@
 `ClusterHooks` is what the adapters call when the gateway runs as a cluster (rawp_app.launch);
 it wraps the `ConversationService`. Rules:
 
-1. Verbs that need the live session — prompt, stop, end, file search, the agent's commands,
+1. Verbs that need the live session — prompt, stop, end, mode, file search, the agent's commands,
    a button press nobody waits for here — run where the session is rendered: here when this
    replica holds the session's lease or can claim it (nobody holds it), else they are
    forwarded over the bus (gateway.replicas.cluster_redis) to the holder, which runs them as its own
@@ -132,6 +132,11 @@ class ClusterHooks(ConversationHooks):
     async def end(self, invocation: Invocation) -> str | None:
         return await self._route(invocation, "end", {}, lambda: self.service.end(invocation))
 
+    async def set_mode(self, invocation: Invocation, mode: str | None) -> str | None:
+        return await self._route(
+            invocation, "mode", {"mode": mode}, lambda: self.service.set_mode(invocation, mode)
+        )
+
     async def search_files(self, invocation: Invocation, typed: str) -> list[FileCandidate]:
         found = await self._route(
             invocation,
@@ -212,6 +217,7 @@ class ClusterHooks(ConversationHooks):
             ),
             "stop": lambda: service.stop(invocation),
             "end": lambda: service.end(invocation),
+            "mode": lambda: service.set_mode(invocation, body.get("mode")),
             "search_files": lambda: service.search_files(invocation, body["typed"]),
             "agent_commands": lambda: service.agent_commands(invocation),
             "choice": lambda: self._choice(decode_stale(body["stale"])),

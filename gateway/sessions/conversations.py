@@ -30,7 +30,8 @@ Rules:
    master, closes the link and marks the binding ended. A slash command typed in the channel
    instead of the thread acts on the user's newest open session under that channel. A prompt
    sent during a turn waits, marked 🕒, or stops that turn first: the channel's busy mode
-   (gateway.sessions.busy).
+   (gateway.sessions.busy). The mode command changes the agent's mode
+   (gateway.sessions.mode_command); a revived session gets the stored mode again.
 7. Every answer is text for the user; a refusal from the master is shown with its error code,
    never a stack trace.
 8. Every live session's pump is a task of this service's `TaskOwner` (started with the first
@@ -62,7 +63,9 @@ from gateway.platform import (
     Invocation,
 )
 from gateway.rendering.render import RenderOptions, SessionRenderer
+from gateway.rendering.render_core import CHAT_MODES
 from gateway.replicas.cluster import FencedPlatform, HeldElsewhere, LocalCluster
+from gateway.sessions import mode_command
 from gateway.sessions.chat_commands import (
     NO_SESSION,
     NOT_YOURS,
@@ -323,12 +326,27 @@ class ConversationService(ChatCommands, ConversationHooks):
                 raise HeldElsewhere(binding.session_id)
             try:
                 ticket = await self.edge.new_ticket(binding.subject, binding.session_id)
-                return await self._go_live(binding, ticket)
+                live = await self._go_live(binding, ticket)
             except BaseException as exc:
                 await self.cluster.release(binding.session_id)
                 if isinstance(exc, EdgeApiError) and exc.status in (403, 404):
                     await self.store.mark_ended(binding.session_id)
                 raise
+            await self._mode_again(live)
+            return live
+
+    async def _mode_again(self, live: ConnectedSession) -> None:
+        """The mode chosen from chat, known to the thread and sent again to the session it
+        revives (gateway.rendering.render rule 11): an agent restarted meanwhile gets it back."""
+        name = await self.store.session_mode(live.session_id)
+        mode_id = CHAT_MODES.get(name or "")
+        if mode_id is None:
+            return
+        live.renderer.mode_line.shown = mode_id
+        try:
+            await live.set_mode(mode_id)
+        except ConnectionError:  # the link's own end is reported by its pump (rule 5)
+            log.info("session %s: its mode could not be sent again", live.session_id)
 
     async def lease_lost(self, session_id: str) -> None:
         """Rule 10: another replica renders the session now; let it go, ending nothing."""
@@ -399,6 +417,9 @@ class ConversationService(ChatCommands, ConversationHooks):
             return refusal(exc)
 
     # --- the verbs ---------------------------------------------------------------------------
+
+    async def set_mode(self, invocation: Invocation, mode: str | None) -> str | None:
+        return await mode_command.set_mode(self, invocation, mode)
 
     async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
         from gateway.sessions.starting import Starter  # it builds on this module

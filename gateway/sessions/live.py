@@ -41,7 +41,13 @@ from gateway.replicas.cluster import LeaseLost
 from gateway.sessions.session import ChatSession
 from gateway.storage.conversation_store import ConversationStore
 from rawp.clock import SYSTEM_CLOCK, Clock, new_id
-from rawp.events import FileCandidate, FileCandidates, FileSearch, InteractionResponse
+from rawp.events import (
+    FileCandidate,
+    FileCandidates,
+    FileSearch,
+    InteractionResponse,
+    ModeSet,
+)
 from rawp.frames import Frame, make_frame
 from runtime.logs import bind_session
 from runtime.tasks import TaskOwner
@@ -196,6 +202,15 @@ class ConnectedSession:
             return []
         finally:
             self._searches.pop(query_id, None)
+
+    async def set_mode(self, mode_id: str) -> None:
+        """`control.mode.set` (issue 30 §1); the agent's `session.capabilities` confirms it and
+        the renderer shows it (gateway.rendering.render_core). Raises ConnectionError when the link
+        is gone."""
+        self.renderer.mode_line.wanted = mode_id
+        await self.link.send(
+            make_frame("control.mode.set", ModeSet(mode=mode_id), session_id=self.session_id)
+        )
 
     async def answer_stale(self, interaction_id: str, choice: Choice) -> None:
         response = InteractionResponse(

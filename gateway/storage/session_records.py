@@ -10,7 +10,9 @@ inherits these records) and used by gateway.sessions.live and gateway.rendering.
   (`INTENT`): the post may or may not have reached the platform (the process died in
   between), so the platform is asked before posting again (gateway.rendering.posting);
 - `turn_origins`: which chat message (and user) started each turn, so the gateway after a
-  restart still marks that message ✅ at the turn's end and knows who may answer approvals.
+  restart still marks that message ✅ at the turn's end and knows who may answer approvals;
+- `session_modes`: the agent mode the owner chose from chat (issue 30 §1), by its chat name,
+  so a restarted gateway shows it and sends it again when it revives the session.
 
 Each is dropped for a session when its conversation is marked ended.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from sqlalchemy import delete, select
 
-from gateway.storage.store_schema import cursors, posts, turn_origins
+from gateway.storage.store_schema import cursors, posts, session_modes, turn_origins
 from gateway.storage.store_tables import StoreTables
 from rawp.clock import iso
 
@@ -83,3 +85,13 @@ class SessionRecords(StoreTables):
             await conn.execute(
                 delete(posts).where(posts.c.session_id == session_id, posts.c.post_key == key)
             )
+
+    async def session_mode(self, session_id: str) -> str | None:
+        """The mode chosen from chat for the session (its chat name); None: never chosen."""
+        c = session_modes.c
+        row = await self._one(select(c.mode).where(c.session_id == session_id))
+        return row["mode"] if row else None
+
+    async def set_session_mode(self, session_id: str, mode: str) -> None:
+        row = {"session_id": session_id, "mode": mode, "updated_at": iso(self._clock.now())}
+        await self._upsert(session_modes, row, ["session_id"], replace=["mode", "updated_at"])

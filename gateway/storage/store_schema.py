@@ -180,6 +180,16 @@ web_prompts = Table(
 Index("web_prompts_by_session", web_prompts.c.session_id, web_prompts.c.subject, web_prompts.c.seq)
 Index("web_prompts_by_age", web_prompts.c.sent_at)
 
+# Migration 5 (issue 30 §1): the agent mode a session's owner chose from chat, by its chat name
+# (`plan`, `ask`, `accept-edits`), so a restarted gateway still shows and re-sends it.
+session_modes = Table(
+    "session_modes",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("mode", Text, nullable=False),
+    Column("updated_at", Text, nullable=False),
+)
+
 # --- migrations ---------------------------------------------------------------------------
 
 
@@ -254,6 +264,10 @@ async def _v4_web_prompts(conn: AsyncConnection) -> None:
     await conn.run_sync(metadata.create_all, tables=[web_prompts], checkfirst=True)
 
 
+async def _v5_session_modes(conn: AsyncConnection) -> None:
+    await conn.run_sync(metadata.create_all, tables=[session_modes], checkfirst=True)
+
+
 # (number, name, step). Append only (rule 5).
 MIGRATIONS: list[tuple[int, str, Step]] = [
     (
@@ -268,6 +282,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     ),
     (3, "the web edge: one-time login links and usage per day (issue 21)", _v3_web_edge),
     (4, "the web edge's own prompts, for a reloaded page (issue 28)", _v4_web_prompts),
+    (5, "the agent mode chosen from chat, per session (issue 30)", _v5_session_modes),
 ]
 
 

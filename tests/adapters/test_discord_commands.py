@@ -39,8 +39,11 @@ async def test_the_command_tree_is_synced_with_every_verb(bot_with_hooks):
     verbs = {o["name"]: o for o in rawp["options"]}
     assert set(verbs) == {
         "start", "prompt", "command", "stop", "end", "pair", "nodes", "sessions", "usage",
-        "busy", "web",
+        "busy", "mode", "web",
     }  # fmt: skip
+    [agent_mode] = verbs["mode"]["options"]  # issue 30 §1: the three chat names, none required
+    assert not agent_mode.get("required")
+    assert [c["value"] for c in agent_mode["choices"]] == ["plan", "ask", "accept-edits"]
     [mode] = verbs["busy"]["options"]
     assert not mode.get("required") and [c["value"] for c in mode["choices"]] == [
         "queue",

@@ -34,9 +34,16 @@ def test_the_command_line_carries_the_settings_and_the_conversation_to_resume():
     assert "--model=opus" in argv and "--allowedTools=Read,Grep" in argv
     assert argv[-1] == "--resume=abc"
     assert not any(
-        a.startswith(("--resume", "--disallowedTools"))
+        a.startswith(("--resume", "--disallowedTools", "--permission-mode"))
         for a in cli_argv("claude", ClaudeCodeSettings(), resume=None)
     )
+
+
+def test_a_mode_chosen_from_chat_replaces_the_configured_permission_mode():
+    settings = ClaudeCodeSettings(permission_mode="acceptEdits")
+    assert "--permission-mode=acceptEdits" in cli_argv("claude", settings, resume=None)
+    argv = cli_argv("claude", settings, resume=None, mode="plan")
+    assert "--permission-mode=plan" in argv and "--permission-mode=acceptEdits" not in argv
 
 
 def test_an_approval_offers_always_only_when_the_cli_suggests_permissions():

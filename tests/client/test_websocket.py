@@ -324,7 +324,9 @@ async def test_capabilities_and_catalog_content(client):
 async def test_unsupported_controls_and_foreign_session_frames(client):
     sid, ws = await greeted(client)
     await ws.send(frame("control.mode.set", {"mode": "plan"}, sid))
-    assert (await recv(ws))["payload"]["code"] == "UNSUPPORTED_CONTROL"
+    refused = (await recv(ws))["payload"]
+    assert refused["code"] == "UNSUPPORTED_CONTROL"
+    assert "has no modes to choose from" in refused["message"]
     await ws.send(frame("control.prompt.request", {"prompt_text": "x"}, new_id()))
     assert (await recv(ws))["payload"]["code"] == "SESSION_MISMATCH"
 

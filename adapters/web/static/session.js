@@ -10,6 +10,7 @@ import { FileAssembler, ToolCard, closeApproval, renderApproval, renderTasks } f
 import { Stream } from './stream.js';
 import { Composer } from './composer.js';
 import { PromptLog } from './prompts.js';
+import { SessionControls } from './controls.js';
 
 const CONTEXT_WARN_PERCENT = 80;
 
@@ -40,6 +41,7 @@ export class SessionView {
     this.cancelButton.onclick = () => this.cancel();
     this.live.onchange = () => { for (const t of this.thinkings) if (!t.done) t.setLive(this.live.checked); };
     this.composer = new Composer(this);
+    this.controls = new SessionControls((type, payload) => this.send(type, payload));
     this.prompts = new PromptLog(sessionId, (node) => this.add(node));
     this.stream = new Stream(sessionId, {
       onFrame: (f, replayed) => this.onFrame(f, replayed),
@@ -132,8 +134,14 @@ export class SessionView {
       }
       case 'agent.plan.updated': this.plan(f, p); break;
       case 'agent.interaction.request': this.approval(f, p); break;
-      case 'agent.commands.publish': this.composer.setCommands(p.commands); break;
-      case 'session.capabilities': this.composer.setCapabilities(p); break;
+      case 'agent.commands.publish':
+        this.composer.setCommands(p.commands);
+        this.controls.setCommands(p.commands);
+        break;
+      case 'session.capabilities':
+        this.composer.setCapabilities(p);
+        this.controls.setCapabilities(p);
+        break;
       case 'session.file.candidates': this.composer.candidates(f); break;
       case 'agent.error': this.notice(`⚠ ${p.message || p.code}`, `error ${p.severity || ''}`); break;
       case 'session.error':

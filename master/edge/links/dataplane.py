@@ -22,7 +22,8 @@ Edge → client (`from_edge`):
   repeat is dropped silently, as its first copy already took effect;
 * `control.prompt.request` goes through the security policy (E-WS-09), then the budgets
   (master.edge.usage.budgets): one used up refuses it with `BUDGET_EXCEEDED`, one at 80 % adds a
-  `BUDGET_WARNING` notice once per period;
+  `BUDGET_WARNING` notice once per period; so does `control.context.compact`, checked as the
+  `/compact` prompt the client runs it as (`ContextCompact.as_prompt`);
 * the original text goes to the client link (E-WS-06); when none takes it the edge gets
   `session.error` `CLIENT_UNAVAILABLE`.
 """
@@ -46,7 +47,7 @@ from master.storage import edge_sessions as store
 from master.storage.db import Database
 from rawp.clock import Clock
 from rawp.errors import FrameError
-from rawp.events import EVENTS, Direction, PromptRequest
+from rawp.events import EVENTS, ContextCompact, Direction, PromptRequest
 from rawp.frames import dump_frame, make_frame, parse_frame, session_error_frame
 from runtime.tasks import TaskOwner
 
@@ -170,8 +171,11 @@ class DataPlane:
             log.debug("session %s: duplicate control frame %s dropped", live.id, ref)
             self.metrics.frames_dropped.labels("duplicate_control").inc()
             return
-        if isinstance(frame.payload, PromptRequest):
-            verdict = self.policy.check(frame.payload)
+        checked = frame.payload
+        if isinstance(checked, ContextCompact):  # it runs as the agent's `compact` command
+            checked = checked.as_prompt()
+        if isinstance(checked, PromptRequest):
+            verdict = self.policy.check(checked)
             if not verdict.allowed:
                 self._refuse(edge, live, REJECTED, verdict.reason, ref)
                 return
