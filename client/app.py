@@ -31,6 +31,7 @@ from client.link.tickets import TicketStore
 from client.processes.children import AgentProcesses
 from client.processes.groups import GroupRecord
 from client.sessions.table import SessionManager
+from client.sessions.worktrees import Worktrees
 from client.settings import ClientSettings
 from client.state import StateDir
 from rawp.clock import SYSTEM_CLOCK, Clock, new_id
@@ -99,6 +100,7 @@ def build_services(
         turn_queue_max=settings.turn_queue_max,
         pinned=link.pinned,
         processes=processes,
+        worktrees=Worktrees(settings.state_dir, guard),
     )
     return Services(
         settings=settings,

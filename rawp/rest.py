@@ -108,6 +108,8 @@ class SessionInit(Body):
     reattach: bool = False
     last_sync_timestamp: str | None = None
     last_message_id: str | None = None
+    # Extension (issue 30 §3, docs/worktrees.md): work in a new git worktree and branch.
+    worktree: bool = False
 
 
 # --- the Edge API (§9, docs/edge-api.md) -------------------------------------------------------
@@ -160,6 +162,8 @@ class CreateSession(Body):
 
     agent_name: str = Field(min_length=1, max_length=200)
     workspace_path: str | None = Field(default=None, min_length=1, max_length=4096)
+    # Issue 30 §3: the session works in its own git worktree (docs/worktrees.md).
+    worktree: bool = False
 
 
 class TicketGrant(Body):

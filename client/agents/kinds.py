@@ -62,6 +62,8 @@ class AgentEntry(BaseModel):
     tools: tuple[CatalogTool, ...] = _accepts(
         "a list of tables with name, description and category", ()
     )
+    # Issue 30 §3: every session of this agent works in its own git worktree.
+    worktree: bool = _accepts("true or false", False)
 
     @field_validator("attachments_dir")
     @classmethod

@@ -69,6 +69,14 @@ async def delete_session(session_id: str):
     return Response(status=204)
 
 
+@session.post("/v1/session/<session_id>/worktree")
+async def post_session_worktree(session_id: str):
+    """Extension (docs/worktrees.md, issue 30 §3): `diff`, `merge` or `discard` the session's
+    git worktree; it outlives the session, so an ended session's worktree is still reached."""
+    data = await body()
+    return await services().sessions.worktree(session_id, data.get("action"))
+
+
 @session.get("/v1/session/<session_id>/frames")
 async def get_session_frames(session_id: str):
     """Extension (docs/protocol.md, issue 14 §1): the buffered frames after an edge's cursor,

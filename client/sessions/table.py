@@ -12,7 +12,9 @@ Rules:
    `reattach_window` has passed (dps-profile §8). It runs on a timer and before every init.
 5. `count` is every session not TERMINATED: health is `busy` from the moment init succeeds
    until the last session ends (C-HLTH-02, A-11).
-6. The manager owns the tasks that end sessions and the expiry sweep (issue 14 §6), in a
+7. A session asked to (`worktree` in init, or on its agent) works in its own git worktree
+   (client.sessions.worktrees), kept after the session ends until it is merged or discarded.
+8. The manager owns the tasks that end sessions and the expiry sweep (issue 14 §6), in a
    `TaskOwner` that runs from `start()` to `close()` (the app's lifespan); `close()` ends
    every session and waits until each agent is gone.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 from client.agents import create_agent
@@ -31,6 +34,7 @@ from client.link.tickets import TicketStore
 from client.metrics import ClientMetrics
 from client.processes.children import AgentProcesses
 from client.sessions.session import Session
+from client.sessions.worktrees import ACTIONS, Worktrees
 from rawp.clock import Clock, is_uuid4
 from rawp.config import PinnedConfig
 from rawp.errors import BadRequest, Conflict, Forbidden, NotFound
@@ -56,6 +60,7 @@ class SessionManager:
         pinned: Any,  # () -> PinnedConfig, the snapshot last synced (A-09)
         processes: AgentProcesses | None = None,
         metrics: ClientMetrics | None = None,
+        worktrees: Worktrees | None = None,
     ) -> None:
         self.metrics = metrics or ClientMetrics()
         self.metrics.sessions = lambda: self.sessions.values()
@@ -67,6 +72,7 @@ class SessionManager:
         self.turn_queue_max = turn_queue_max
         self.pinned = pinned
         self.processes = processes or AgentProcesses()
+        self.worktrees = worktrees
         self.sessions: dict[str, Session] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._ending: dict[str, asyncio.Task] = {}
@@ -110,6 +116,25 @@ class SessionManager:
                 f"agent {request.agent_name!r} is not allowed here", "AGENT_NOT_ALLOWED"
             )
         workspace = self.guard.workspace(request.workspace_path)
+        if request.worktree or spec.settings.worktree:
+            workspace = await self._worktree(request.session_id, workspace)
+        try:
+            return await self._start(request, spec, workspace)
+        except BaseException:
+            if self.worktrees is not None and request.session_id in self.worktrees.records:
+                await self.worktrees.discard(request.session_id)  # nothing ran in it
+            raise
+
+    async def _worktree(self, session_id: str, workspace: Path) -> Path:
+        """Rule 7: the session's own git worktree becomes its workspace."""
+        if self.worktrees is None:
+            raise BadRequest("this client keeps no worktrees", "WORKTREES_UNAVAILABLE")
+        record = await self.worktrees.create(session_id, workspace)
+        return Path(record.workspace)
+
+    async def _start(
+        self, request: SessionInit, spec: AgentSpec, workspace: Path
+    ) -> dict[str, Any]:
         pinned: PinnedConfig = self.pinned()
         session = Session(
             request.session_id,
@@ -143,6 +168,23 @@ class SessionManager:
             "workspace_path": str(session.workspace),
             "ticket_expires_in": int(self.tickets.ttl),
         }
+
+    async def worktree(self, session_id: str, action: object) -> dict[str, Any]:
+        """Rule 7: `diff`, `merge` or `discard` the session's worktree; the last two end the
+        session first, so no agent writes into a worktree being merged or removed."""
+        if action not in ACTIONS:
+            raise BadRequest(f"action must be one of {', '.join(ACTIONS)}", "INVALID_REQUEST")
+        if self.worktrees is None:
+            raise NotFound("this session has no worktree", "NO_WORKTREE")
+        self.worktrees.get(session_id)
+        if action == "diff":
+            return await self.worktrees.diff(session_id)
+        session = self.sessions.get(session_id)
+        if session is not None:
+            await self.terminate(session)
+        if action == "merge":
+            return await self.worktrees.merge(session_id)
+        return await self.worktrees.discard(session_id)
 
     def bind(self, ticket: str | None, session_id: str | None) -> Session:
         """Rule 3: the session a WebSocket upgrade may attach to, or 401."""
@@ -223,7 +265,7 @@ class SessionManager:
         self.tasks.spawn(self.sweep_forever(sweep_interval), name="sweep")
 
     async def close(self) -> None:
-        """Rule 6: every session ends, its agent with it; then nothing of ours runs."""
+        """Rule 8: every session ends, its agent with it; then nothing of ours runs."""
         for session in list(self.sessions.values()):
             self.end(session)
         if self._ending:
