@@ -12,6 +12,7 @@ from master.edge.links.policy import SecurityPolicy
 from master.edge.relay.relay import Relay
 from master.edge.sessions.nodes import NodeDirectory
 from master.edge.sessions.sessions import EdgeSessions
+from master.edge.sessions.worktrees import EdgeWorktrees
 from master.edge.usage.audit import AuditLog
 from master.edge.usage.budgets import BudgetGuard
 from master.edge.usage.usage import UsageBook
@@ -35,6 +36,7 @@ class EdgeServices:
     nodes: NodeDirectory
     sessions: EdgeSessions
     usage: UsageBook
+    worktrees: EdgeWorktrees  # issue 30 §3: a session's git worktree, diffed, merged, discarded
     audit: AuditLog  # issue 15 §4: approval outcomes the gateway reports
     reports: UsageReports  # issue 16 §4: GET /v1/edge/usage
 
@@ -88,6 +90,7 @@ def build_edge(
         plane=plane,
         nodes=nodes,
         sessions=sessions,
+        worktrees=EdgeWorktrees(db, calls, sessions),
         usage=usage,
         audit=AuditLog(db, clock),
         reports=reports,

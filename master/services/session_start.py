@@ -68,7 +68,13 @@ class SessionStarter:
         return self._calls.addresses
 
     async def start(
-        self, *, node_id: str, user_id: str, agent_name: str, workspace_path: str
+        self,
+        *,
+        node_id: str,
+        user_id: str,
+        agent_name: str,
+        workspace_path: str,
+        worktree: bool = False,
     ) -> StartedSession:
         node = await self._calls.node(node_id)
         session_id = new_id()
@@ -85,6 +91,7 @@ class SessionStarter:
             ticket=ticket,
             agent_name=agent_name,
             workspace_path=workspace_path,
+            worktree=worktree,
         ).wire()
         try:
             reply = await self._calls.call(
@@ -141,9 +148,11 @@ class SessionStarter:
 
 def _refused(reply) -> SessionInitFailed:
     code = reply.body.get("error_code") if isinstance(reply.body, dict) else None
+    message = reply.body.get("message") if isinstance(reply.body, dict) else None
     return SessionInitFailed(
         f"the client refused session/init with HTTP {reply.status}"
         + (f" ({code})" if code else ""),
         client_status=reply.status,
         client_error_code=code,
+        client_message=message,
     )

@@ -101,6 +101,13 @@ async def new_ticket(session_id: str):
     return await edge().sessions.new_ticket(await user(), session_id), 201
 
 
+@blueprint.post("/v1/edge/sessions/<session_id>/worktree")
+async def session_worktree(session_id: str):
+    """Issue 30 §3: diff, merge or discard the session's git worktree (owner only)."""
+    who = await user()
+    return await edge().worktrees.act(who, session_id, await json_body())
+
+
 @blueprint.post("/v1/edge/sessions/<session_id>/audit")
 async def record_audit(session_id: str):
     """Issue 15 §4: the gateway reports an approval's outcome (master/edge/usage/audit.py)."""

@@ -107,6 +107,7 @@ class EdgeSessions:
                 user_id=user.id,
                 agent_name=request.agent_name,
                 workspace_path=workspace,
+                worktree=request.worktree,
             )
         except SessionInitFailed as exc:
             raise _passed_on(exc) from None
@@ -255,5 +256,7 @@ def _passed_on(exc: SessionInitFailed) -> RawpError:
     status = exc.extra.get("client_status")
     code = exc.extra.get("client_error_code")
     if status in PASSED_ON and isinstance(code, str):
-        return RawpError(f"the node refused the session: {code}", code, status=status)
+        said = exc.extra.get("client_message")
+        reason = said if isinstance(said, str) and said else code
+        return RawpError(f"the node refused the session: {reason}", code, status=status)
     return exc
