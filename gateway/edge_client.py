@@ -199,10 +199,17 @@ class EdgeClient:
         return _read(NodeList, answer, "the node listing").nodes
 
     async def create_session(
-        self, subject: str, node_id: str, agent_name: str, workspace_path: str | None = None
+        self,
+        subject: str,
+        node_id: str,
+        agent_name: str,
+        workspace_path: str | None = None,
+        worktree: bool = False,
     ) -> SessionCreated:
         try:
-            body = CreateSession(agent_name=agent_name, workspace_path=workspace_path or None)
+            body = CreateSession(
+                agent_name=agent_name, workspace_path=workspace_path or None, worktree=worktree
+            )
         except ValidationError as exc:  # what the master would refuse, refused before the call
             raise EdgeApiError(400, "INVALID_REQUEST", f"a start: {_problem(exc)}") from None
         path = f"/v1/edge/nodes/{quote(node_id)}/sessions"
@@ -214,6 +221,12 @@ class EdgeClient:
 
     async def end_session(self, subject: str, session_id: str) -> None:
         await self.call(subject, "DELETE", f"/v1/edge/sessions/{quote(session_id)}")
+
+    async def session_worktree(self, subject: str, session_id: str, action: str) -> dict[str, Any]:
+        """Issue 30 §3: `diff`, `merge` or `discard` the session's git worktree."""
+        path = f"/v1/edge/sessions/{quote(session_id)}/worktree"
+        answer = await self.call(subject, "POST", path, {"action": action})
+        return answer if isinstance(answer, dict) else {}
 
     async def new_ticket(self, subject: str, session_id: str) -> str:
         """A-22: a fresh single-use `edge_ws_ticket` for the session."""

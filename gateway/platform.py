@@ -329,7 +329,9 @@ class ConversationHooks:
     """What the adapters ask of the conversation layer. Every answer is text for the user
     (None: nothing to say); suggestions are cut to the platform's maximum by the adapter."""
 
-    async def start_session(self, invocation: Invocation, node: str, agent: str) -> str | None:
+    async def start_session(
+        self, invocation: Invocation, node: str, agent: str, worktree: bool = False
+    ) -> str | None:
         return NOT_CONNECTED
 
     async def prompt(self, invocation: Invocation, request: PromptRequest) -> str | None:
@@ -392,6 +394,11 @@ class ConversationHooks:
     async def set_mode(self, invocation: Invocation, mode: str | None) -> str | None:
         """`mode plan|ask|accept-edits` for the invocation's session; no mode: say which
         (gateway.sessions.mode_command)."""
+        return NOT_CONNECTED
+
+    async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
+        """`worktree diff|merge|discard` for the invocation's session's git worktree
+        (gateway.sessions.worktree_command)."""
         return NOT_CONNECTED
 
 

@@ -7,7 +7,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 
 | command | hook |
 |---|---|
-| `/rawp start node agent` | `start_session` (node and agent autocompleted) |
+| `/rawp start node agent [worktree]` | `start_session` (node and agent autocompleted) |
 | `/rawp prompt text [file] [file2] [file3]` | `prompt`; files autocompleted by `search_files` |
 | `/rawp command name [args]` | `prompt` with `input_type: slash_command` (`agent_commands`) |
 | `/rawp stop`, `/rawp end`, `/rawp pair`, `/rawp nodes`, `/rawp sessions` | the same names |
@@ -15,6 +15,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp web` | `web_link`: a one-time login link to the web edge (issue 21) |
 | `/rawp busy [mode]` | `set_busy` (mode: queue or interrupt; none: show the channel's) |
 | `/rawp mode [mode]` | `set_mode` (plan, ask or accept-edits; none: show the session's) |
+| `/rawp worktree action` | `worktree` (diff, merge or discard the session's git worktree) |
 """
 
 from __future__ import annotations
@@ -86,9 +87,17 @@ class RawpCommands(app_commands.Group):
     # --- sessions -----------------------------------------------------------------------------
 
     @app_commands.command(name="start", description="Start a session on one of your machines")
-    @app_commands.describe(node="the machine", agent="the agent to run there")
-    async def start(self, interaction: discord.Interaction, node: str, agent: str) -> None:
-        await self._answer(interaction, lambda inv: self.hooks.start_session(inv, node, agent))
+    @app_commands.describe(
+        node="the machine",
+        agent="the agent to run there",
+        worktree="work in a new git worktree and branch of the workspace (issue 30 §3)",
+    )
+    async def start(
+        self, interaction: discord.Interaction, node: str, agent: str, worktree: bool = False
+    ) -> None:
+        await self._answer(
+            interaction, lambda inv: self.hooks.start_session(inv, node, agent, worktree)
+        )
 
     @start.autocomplete("node")
     async def _nodes(self, interaction: discord.Interaction, current: str) -> Choices:
@@ -130,6 +139,15 @@ class RawpCommands(app_commands.Group):
         mode: Literal["plan", "ask", "accept-edits"] | None = None,
     ) -> None:
         await self._answer(interaction, lambda inv: self.hooks.set_mode(inv, mode))
+
+    @app_commands.command(name="worktree", description="End this session's git worktree")
+    @app_commands.describe(
+        action="diff: show its changes; merge: into the workspace's branch; discard: remove it"
+    )
+    async def worktree(
+        self, interaction: discord.Interaction, action: Literal["diff", "merge", "discard"]
+    ) -> None:
+        await self._answer(interaction, lambda inv: self.hooks.worktree(inv, action))
 
     @app_commands.command(name="pair", description="Pair a machine: get a pairing URL")
     async def pair(self, interaction: discord.Interaction) -> None:

@@ -137,6 +137,14 @@ class ClusterHooks(ConversationHooks):
             invocation, "mode", {"mode": mode}, lambda: self.service.set_mode(invocation, mode)
         )
 
+    async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
+        return await self._route(
+            invocation,
+            "worktree",
+            {"action": action},
+            lambda: self.service.worktree(invocation, action),
+        )
+
     async def search_files(self, invocation: Invocation, typed: str) -> list[FileCandidate]:
         found = await self._route(
             invocation,
@@ -218,6 +226,7 @@ class ClusterHooks(ConversationHooks):
             "stop": lambda: service.stop(invocation),
             "end": lambda: service.end(invocation),
             "mode": lambda: service.set_mode(invocation, body.get("mode")),
+            "worktree": lambda: service.worktree(invocation, body.get("action")),
             "search_files": lambda: service.search_files(invocation, body["typed"]),
             "agent_commands": lambda: service.agent_commands(invocation),
             "choice": lambda: self._choice(decode_stale(body["stale"])),
@@ -290,8 +299,8 @@ class ClusterHooks(ConversationHooks):
 
     # --- everything else runs here -----------------------------------------------------------
 
-    async def start_session(self, invocation, node, agent):
-        return await self.service.start_session(invocation, node, agent)
+    async def start_session(self, invocation, node, agent, worktree=False):
+        return await self.service.start_session(invocation, node, agent, worktree)
 
     async def start_here(self, invocation, request):
         try:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from gateway.replicas.cluster import LocalCluster
     from gateway.sessions.conversations import ConversationSettings
     from gateway.sessions.live import ConnectedSession
-    from gateway.storage.conversation_store import ConversationStore
+    from gateway.storage.conversation_store import Binding, ConversationStore
 
 NO_SESSION = "No session in this conversation yet. Start one with the start command."
 SESSION_ENDED = "This session has ended. Start a new one with the start command."
@@ -91,6 +91,10 @@ class ChatCommands:
         binding = await self._binding(invocation)
         if isinstance(binding, str):
             return binding
+        return await self.end_binding(binding)
+
+    async def end_binding(self, binding: Binding) -> str | None:
+        """End the session `binding` names: its rendering here, then on the master."""
         live = self.live.pop(binding.session_id, None)
         if live is not None:
             await live.close()

@@ -31,7 +31,8 @@ Rules:
    instead of the thread acts on the user's newest open session under that channel. A prompt
    sent during a turn waits, marked 🕒, or stops that turn first: the channel's busy mode
    (gateway.sessions.busy). The mode command changes the agent's mode
-   (gateway.sessions.mode_command); a revived session gets the stored mode again.
+   (gateway.sessions.mode_command); a revived session gets the stored mode again. The worktree
+   command diffs, merges or discards a session's git worktree (gateway.sessions.worktree_command).
 7. Every answer is text for the user; a refusal from the master is shown with its error code,
    never a stack trace.
 8. Every live session's pump is a task of this service's `TaskOwner` (started with the first
@@ -65,7 +66,7 @@ from gateway.platform import (
 from gateway.rendering.render import RenderOptions, SessionRenderer
 from gateway.rendering.render_core import CHAT_MODES
 from gateway.replicas.cluster import FencedPlatform, HeldElsewhere, LocalCluster
-from gateway.sessions import mode_command
+from gateway.sessions import mode_command, worktree_command
 from gateway.sessions.chat_commands import (
     NO_SESSION,
     NOT_YOURS,
@@ -92,6 +93,13 @@ class StartRefused(Exception):
         super().__init__(text)
         self.text = text
         self.code = code
+
+
+def _greeting(agent: str, device: str, session_id: str, worktree: bool) -> str:
+    greeting = f"▶️ {agent} on {device} — session `{session_id}`."
+    if worktree:  # issue 30 §3: say where the agent works and how it ends
+        greeting += " It works in its own git worktree; end it with the worktree command."
+    return greeting
 
 
 def _channel_key(conversation: ConversationRef) -> tuple[str, str]:
@@ -182,15 +190,23 @@ class ConversationService(ChatCommands, ConversationHooks):
 
     # --- starting ----------------------------------------------------------------------------
 
-    async def start_session(self, invocation: Invocation, node: str, agent: str) -> str | None:
+    async def start_session(
+        self, invocation: Invocation, node: str, agent: str, worktree: bool = False
+    ) -> str | None:
         try:
-            _, greeting = await self.open_session(invocation, node, agent)
+            _, greeting = await self.open_session(invocation, node, agent, worktree=worktree)
         except StartRefused as refused:
             return refused.text
         return greeting
 
     async def open_session(
-        self, invocation: Invocation, node: str, agent: str, *, on_message: bool = False
+        self,
+        invocation: Invocation,
+        node: str,
+        agent: str,
+        *,
+        on_message: bool = False,
+        worktree: bool = False,
     ) -> tuple[ConnectedSession, str]:
         """Rule 2: the live session and its greeting, or `StartRefused` saying why not."""
         subject = self.subject_of(invocation)
@@ -199,7 +215,7 @@ class ConversationService(ChatCommands, ConversationHooks):
             if isinstance(chosen, str):
                 raise StartRefused(chosen)
             created = await self.edge.create_session(
-                subject, chosen.node_id, agent, self.settings.workspace_path
+                subject, chosen.node_id, agent, self.settings.workspace_path, worktree
             )
         except EdgeApiError as exc:
             raise StartRefused(refusal(exc), exc.error_code) from None
@@ -237,7 +253,7 @@ class ConversationService(ChatCommands, ConversationHooks):
                 del self._starting[where]
             async with self._condition():
                 self._condition().notify_all()
-        greeting = f"▶️ {agent} on {device} — session `{session_id}`."
+        greeting = _greeting(agent, device, session_id, worktree)
         if thread != invocation.conversation:
             await self._platform.send_message(
                 thread, greeting + " Every message in this thread is a prompt."
@@ -420,6 +436,9 @@ class ConversationService(ChatCommands, ConversationHooks):
 
     async def set_mode(self, invocation: Invocation, mode: str | None) -> str | None:
         return await mode_command.set_mode(self, invocation, mode)
+
+    async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
+        return await worktree_command.worktree(self, invocation, action)
 
     async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
         from gateway.sessions.starting import Starter  # it builds on this module

@@ -42,7 +42,7 @@ async def set_mode(service: ConversationService, invocation: Invocation, mode: s
         return NO_SESSION
     if binding.ended:
         return SESSION_ENDED
-    if not await _may_change(service, invocation, binding):
+    if not await may_change(service, invocation, binding):
         return NOT_ALLOWED  # rule 1
     if not mode or not mode.strip():  # rule 2
         known = await service.store.session_mode(binding.session_id)
@@ -61,9 +61,10 @@ async def set_mode(service: ConversationService, invocation: Invocation, mode: s
     return f"Asked the agent for mode `{name}`; the thread shows it once the agent has switched."
 
 
-async def _may_change(
+async def may_change(
     service: ConversationService, invocation: Invocation, binding: Binding
 ) -> bool:
+    """Rule 1: the session's owner or an approver (the worktree command asks the same)."""
     if binding.subject == service.subject_of(invocation):
         return True
     allowed = service.settings.render.for_node(binding.node_id).approver_ids

@@ -23,6 +23,8 @@ the message as a prompt (the mention taken out, attachments kept). Rules:
       configured agent.
    Whatever is still open is asked in one line that names the user's machines (or the
    agents); nothing is started.
+   A word `--worktree` anywhere in a starting message asks for the session's own git worktree
+   (issue 30 §3, docs/worktrees.md) and leaves the prompt.
 4. Two messages racing into one conversation without a session start one session: a user's
    starts are taken one at a time per conversation, and the later message becomes a prompt of
    the first's session (rule 1). Different users' mentions in one channel do not wait for each
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 
 NO_MACHINES = "You have no machines yet. Pair one with the pair command."
 _WORD = re.compile(r"\s*(\S+)")
+_WORKTREE_FLAG = re.compile(r"(?:^|\s)--worktree(?=\s|$)")
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,12 @@ def _take_word(text: str) -> tuple[str, str] | None:
     """The first word of `text` and what follows it (its leading space kept)."""
     match = _WORD.match(text)
     return (match.group(1), text[match.end() :]) if match else None
+
+
+def take_worktree_flag(text: str) -> tuple[str, bool]:
+    """Rule 3: the text without its `--worktree` words, and whether there was one."""
+    rest, found = _WORKTREE_FLAG.subn("", text)
+    return (rest.lstrip() if found else text), bool(found)
 
 
 def _named(nodes: Sequence[NodeInfo], word: str) -> NodeInfo | None:
@@ -170,12 +179,13 @@ class Starter:
         except EdgeApiError as exc:
             return refusal(exc)
         remembered = await service.store.last_start(subject)
-        target = choose(request.prompt_text, nodes, service.settings.agents, remembered)
+        text, worktree = take_worktree_flag(request.prompt_text)
+        target = choose(text, nodes, service.settings.agents, remembered)
         if isinstance(target, str):
             return target
         try:
             live, greeting = await service.open_session(
-                invocation, target.node.node_id, target.agent, on_message=True
+                invocation, target.node.node_id, target.agent, on_message=True, worktree=worktree
             )
         except StartRefused as refused:
             return refused.text

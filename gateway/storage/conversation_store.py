@@ -141,21 +141,21 @@ class ConversationStore(SessionRecords):
         return _binding(row) if row else None
 
     async def latest_in_channel(
-        self, conversation: ConversationRef, subject: str
+        self, conversation: ConversationRef, subject: str, *, ended: bool = False
     ) -> Binding | None:
         """The subject's newest open session under this channel (its threads included): a
-        slash command typed in the channel rather than the thread still finds it."""
+        slash command typed in the channel rather than the thread still finds it. With
+        `ended`, the newest in any state (a worktree outlives its session, issue 30 §3)."""
         c = conversations.c
+        where = [
+            c.platform == conversation.platform,
+            c.channel_id == conversation.channel_id,
+            c.subject == subject,
+        ]
+        if not ended:
+            where.append(c.ended.is_(False))
         row = await self._one(
-            select(conversations)
-            .where(
-                c.platform == conversation.platform,
-                c.channel_id == conversation.channel_id,
-                c.subject == subject,
-                c.ended.is_(False),
-            )
-            .order_by(c.created_at.desc(), c.seq.desc())
-            .limit(1)
+            select(conversations).where(*where).order_by(c.created_at.desc(), c.seq.desc()).limit(1)
         )
         return _binding(row) if row else None
 

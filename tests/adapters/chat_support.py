@@ -17,8 +17,10 @@ class RecordingHooks(ConversationHooks):
         ]
         self.commands = [Command(name="compact", description="Shrink the context")]
 
-    async def start_session(self, invocation: Invocation, node: str, agent: str):
-        self.calls.append(("start", invocation, node, agent))
+    async def start_session(
+        self, invocation: Invocation, node: str, agent: str, worktree: bool = False
+    ):
+        self.calls.append(("start", invocation, node, agent, worktree))
         return f"started {agent} on {node}"
 
     async def prompt(self, invocation: Invocation, request: PromptRequest):

@@ -39,8 +39,16 @@ async def test_the_command_tree_is_synced_with_every_verb(bot_with_hooks):
     verbs = {o["name"]: o for o in rawp["options"]}
     assert set(verbs) == {
         "start", "prompt", "command", "stop", "end", "pair", "nodes", "sessions", "usage",
-        "busy", "mode", "web",
+        "busy", "mode", "worktree", "web",
     }  # fmt: skip
+    [action] = verbs["worktree"]["options"]  # issue 30 §3: one required action of three
+    assert action.get("required") and [c["value"] for c in action["choices"]] == [
+        "diff",
+        "merge",
+        "discard",
+    ]
+    start_worktree = {o["name"]: o for o in verbs["start"]["options"]}["worktree"]
+    assert not start_worktree.get("required") and start_worktree["type"] == 5  # a boolean
     [agent_mode] = verbs["mode"]["options"]  # issue 30 §1: the three chat names, none required
     assert not agent_mode.get("required")
     assert [c["value"] for c in agent_mode["choices"]] == ["plan", "ask", "accept-edits"]
@@ -67,8 +75,8 @@ async def test_start_hands_node_and_agent_to_the_hook_and_answers_privately(bot_
     webhook = f"/webhooks/{fake.world.application_id}/{interaction['token']}"
     reply = await fake.wait_for_call("POST", webhook)
     assert reply.body["content"] == "started demo on node-1"
-    [(_, invocation, node, agent)] = hooks.of("start")
-    assert (node, agent) == ("node-1", "demo")
+    [(_, invocation, node, agent, worktree)] = hooks.of("start")
+    assert (node, agent, worktree) == ("node-1", "demo", False)
     assert invocation.user_id == fake.world.alice["id"]
     assert invocation.conversation.channel_id == fake.world.channel_id
     assert invocation.workspace_id == fake.world.guild_id

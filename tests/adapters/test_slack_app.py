@@ -68,8 +68,9 @@ async def test_slash_start_reaches_the_hook_and_answers_privately(slack_app):
     assert (await fake.post_slash_command_to(bot.http_url, command)).status == 200
     reply = await fake.log.wait_for_call("POST", "/response-url/*")
     assert reply.body == {"text": "started demo on node-1", "response_type": "ephemeral"}
-    [(_, invocation, node, agent)] = hooks.of("start")
+    [(_, invocation, node, agent, worktree)] = hooks.of("start")
     assert (node, agent, invocation.workspace_id) == ("node-1", "demo", fake.world.team_id)
+    assert worktree is False
     wrong = fake.world.slash_command("/rawp", "frobnicate")
     await fake.post_slash_command_to(bot.http_url, wrong)
     usage = await fake.log.wait_for_call("POST", "/response-url/*", count=2)
@@ -248,7 +249,7 @@ def test_the_manifest_asks_for_what_the_adapter_uses():
 
 async def test_a_failing_hook_answers_with_an_apology_not_silence():
     class BrokenHooks(RecordingHooks):
-        async def start_session(self, invocation, node, agent):
+        async def start_session(self, invocation, node, agent, worktree=False):
             raise RuntimeError("the master is down")
 
     async with FakeSlack() as fake, running_app(fake, BrokenHooks()) as bot:
