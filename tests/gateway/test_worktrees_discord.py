@@ -86,3 +86,23 @@ async def test_a_worktree_session_is_diffed_merged_and_discarded_from_discord(
         assert said.startswith("🗑 Discarded the worktree"), said
         assert not await asyncio.to_thread(worktree_of(repo, second).exists)
         assert rawp_branches(repo) == "" and not (repo / "notes.txt").exists()
+
+
+async def test_a_mention_with_worktree_starts_in_a_worktree(stack, processes, tmp_path):
+    repo = stack.root
+    async with FakeDiscord(WORLD) as fake:
+        start_discord_gateway(processes, stack, tmp_path, fake, WORLD, "--agents", "writer")
+        await discord_ready(fake)
+        mention = await fake.inject_mention("--worktree mentioned m.txt")
+        made = await fake.wait_for_call(
+            "POST", f"/channels/{WORLD.channel_id}/messages/{mention['id']}/threads", timeout=60
+        )
+        posts = f"/channels/{made.response['id']}/messages"
+        greeting = await fake.wait_for_call(
+            "POST", posts, where=lambda c: "own git worktree" in content(c), timeout=60
+        )
+        await fake.wait_for_call("POST", posts, where=lambda c: "wrote" in content(c), timeout=90)
+        session_id = re.search(r"session `([0-9a-f-]+)`", content(greeting)).group(1)
+        # The flag left the prompt: the agent got "mentioned m.txt" and wrote in its worktree.
+        assert (worktree_of(repo, session_id) / "m.txt").read_text() == "mentioned\n"
+        assert not (repo / "m.txt").exists()
