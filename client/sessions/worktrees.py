@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from client.files.paths import PathGuard
-from rawp.errors import BadRequest, Conflict, NotFound, RawpError
+from rawp.errors import BadRequest, Conflict, Forbidden, NotFound, RawpError
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,14 @@ class Worktrees:
             )
         short = session_id.replace("-", "")[:8]
         repository, target, inner = await asyncio.to_thread(_place, top.strip(), workspace, short)
-        self.guard.resolve(str(target))  # inside the allowed roots, like every path
+        try:
+            self.guard.resolve(str(target))  # inside the allowed roots, like every path
+        except Forbidden:
+            raise Forbidden(
+                f"the worktree would be made at {target}, outside the allowed roots; "
+                "allow the repository's parent directory",
+                "WORKTREE_OUTSIDE_ROOTS",
+            ) from None
         base_commit = await _must(repository, "rev-parse", "--verify", "HEAD")
         base_branch = await _must(repository, "rev-parse", "--abbrev-ref", "HEAD")
         branch = BRANCH_PREFIX + short

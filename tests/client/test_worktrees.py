@@ -146,3 +146,15 @@ async def test_the_worktree_survives_a_client_restart(tmp_path):
         status, _ = await action(client, sid, "merge")
         assert status == 200 and (repo / "shared.txt").read_text() == "kept\n"
     assert Worktrees(tmp_path / "state", client.services.guard).records == {}
+
+
+async def test_a_repository_that_is_an_allowed_root_gets_no_worktree_outside_it(tmp_path):
+    async with running_client(tmp_path, agents_file=agents(tmp_path)) as client:
+        root = client.workspace.parent  # the allowed root itself is the repository
+        make_repository(root)
+        made = await client.init(agent="writer", worktree=True)
+        assert made["status"] == 403, made
+        assert made["body"]["error_code"] == "WORKTREE_OUTSIDE_ROOTS"
+        assert "allow the repository's parent directory" in made["body"]["message"]
+        assert not (root.parent / "root.worktrees").exists()
+        assert client.services.sessions.count == 0

@@ -6,7 +6,13 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gateway.sessions.starting import NO_MACHINES, Target, choose, inline_choice
+from gateway.sessions.starting import (
+    NO_MACHINES,
+    Target,
+    choose,
+    inline_choice,
+    take_worktree_flag,
+)
 from gateway.storage.conversation_store import ConversationStore
 from rawp.fileref import compose, unescape
 from rawp.rest import NodeInfo
@@ -90,3 +96,17 @@ async def test_the_store_remembers_each_subjects_last_start(tmp_path):
         assert await store.last_start("slack:T:U") == ("n-laptop", "demo")
     finally:
         await store.close()
+
+
+def test_a_worktree_word_asks_for_a_worktree_and_leaves_the_prompt():
+    # Issue 30 §3: only the whole word counts, anywhere in the starting message.
+    assert take_worktree_flag("--worktree fix it") == ("fix it", True)
+    assert take_worktree_flag("on laptop claude --worktree fix it") == (
+        "on laptop claude fix it",
+        True,
+    )
+    assert take_worktree_flag("fix it --worktree") == ("fix it", True)
+    assert take_worktree_flag("fix --worktrees and a--worktree") == (
+        "fix --worktrees and a--worktree",
+        False,
+    )
