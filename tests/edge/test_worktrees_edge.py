@@ -71,3 +71,21 @@ async def test_discard_and_a_workspace_that_is_no_repository(stack):
         assert (status, gone["discarded"]) == (200, True), gone
         assert not await asyncio.to_thread(where.exists)
         assert rawp_branches(repo) == "" and not (repo / "scratch.txt").exists()
+
+
+async def test_the_worktree_outlives_a_client_restart(stack):
+    """Restart safety: the client's state keeps the record, the master the owner."""
+    repo = await asyncio.to_thread(make_repository, stack.root.parent / "repo-restart")
+    async with edge_for(stack.master_url, OWNER) as edge:
+        status, made = await _create(edge, repo, worktree=True)
+        assert status == 201, made
+        sid = made["session_id"]
+        (_worktree(repo, sid) / "kept.txt").write_text("kept across a restart\n")
+        await asyncio.to_thread(stack.stop_client)
+        await asyncio.to_thread(stack.start_client)
+        path = f"/v1/edge/sessions/{sid}/worktree"
+        status, diff = await edge.call("POST", path, {"action": "diff"})
+        assert status == 200 and "+kept across a restart" in diff["diff"], diff
+        status, merged = await edge.call("POST", path, {"action": "merge"})
+        assert (status, merged["into"]) == (200, "main"), merged
+        assert (repo / "kept.txt").read_text() == "kept across a restart\n"

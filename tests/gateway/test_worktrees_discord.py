@@ -51,7 +51,7 @@ async def test_a_worktree_session_is_diffed_merged_and_discarded_from_discord(
 ):
     repo = stack.root
     async with FakeDiscord(WORLD) as fake:
-        start_discord_gateway(processes, stack, tmp_path, fake, WORLD)
+        gateway = start_discord_gateway(processes, stack, tmp_path, fake, WORLD)
         await discord_ready(fake)
         thread_id, session_id = await start_in_worktree(fake, 1)
         posts = f"/channels/{thread_id}/messages"
@@ -68,6 +68,14 @@ async def test_a_worktree_session_is_diffed_merged_and_discarded_from_discord(
         assert said == "Posted the diff in the thread."
         diff = await fake.wait_for_call("POST", posts, where=lambda c: "```diff" in content(c))
         assert "+changed" in content(diff) and "-base" in content(diff)
+
+        # Restart safety: a restarted gateway still finds the thread's session and its owner.
+        gateway.terminate()
+        await asyncio.to_thread(gateway.wait, 30)
+        identified = len(fake.calls("WS", "IDENTIFY"))
+        start_discord_gateway(processes, stack, tmp_path, fake, WORLD)
+        await fake.wait_for_call("WS", "IDENTIFY", count=identified + 1, timeout=60)
+        await fake.wait_for_ready_client(timeout=60)
 
         said = await command(fake, thread_id, "worktree", command_option("action", "merge"))
         assert said.startswith("✅ Merged `rawp/") and "into `main`" in said, said
