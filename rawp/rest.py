@@ -108,8 +108,9 @@ class SessionInit(Body):
     reattach: bool = False
     last_sync_timestamp: str | None = None
     last_message_id: str | None = None
-    # Extension (issue 30 §3, docs/worktrees.md): work in a new git worktree and branch.
-    worktree: bool = False
+    # Extension (issue 30 §3, docs/worktrees.md): work in a new git worktree and branch. Sent
+    # only when true; a client that did make one names its branch in the answer.
+    worktree: bool | None = None
 
 
 # --- the Edge API (§9, docs/edge-api.md) -------------------------------------------------------

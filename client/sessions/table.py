@@ -161,13 +161,17 @@ class SessionManager:
         return self._body(session)
 
     def _body(self, session: Session) -> dict[str, Any]:
-        return {
+        body = {
             "session_id": session.id,
             "status": session.state.value,
             "agent_name": session.agent_name,
             "workspace_path": str(session.workspace),
             "ticket_expires_in": int(self.tickets.ttl),
         }
+        made = self.worktrees.records.get(session.id) if self.worktrees is not None else None
+        if made is not None:  # extension: the master checks a worktree it asked for was made
+            body["worktree_branch"] = made.branch
+        return body
 
     async def worktree(self, session_id: str, action: object) -> dict[str, Any]:
         """Rule 7: `diff`, `merge` or `discard` the session's worktree; the last two end the

@@ -19,6 +19,7 @@ The Edge API (next issue) calls `start` from `POST /v1/edge/nodes/{id}/sessions`
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -91,7 +92,7 @@ class SessionStarter:
             ticket=ticket,
             agent_name=agent_name,
             workspace_path=workspace_path,
-            worktree=worktree,
+            worktree=worktree or None,
         ).wire()
         try:
             reply = await self._calls.call(
@@ -103,6 +104,17 @@ class SessionStarter:
         if reply.status not in (200, 201):
             await self._config.move_session(session_id, SessionEvent.TERMINATE)
             raise _refused(reply)
+        if worktree and not (isinstance(reply.body, dict) and reply.body.get("worktree_branch")):
+            # A client that ignored the field (§1.3) runs in the workspace itself: never that.
+            with contextlib.suppress(RawpError):  # ended below on our side in any case
+                await self._calls.call(node_id, "DELETE", f"/v1/session/{session_id}")
+            await self._config.move_session(session_id, SessionEvent.TERMINATE)
+            raise SessionInitFailed(
+                "the node's client does not make worktrees; update rawp there",
+                client_status=400,
+                client_error_code="WORKTREES_UNSUPPORTED",
+                client_message="the node's client does not make worktrees; update rawp there",
+            )
         return StartedSession(
             session_id,
             ticket,

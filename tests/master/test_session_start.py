@@ -100,3 +100,26 @@ def test_stream_url_schemes():
     )
     assert stream_url("http://10.0.0.2:1", "a+b", "s").startswith("ws://10.0.0.2:1/v1/ws/stream?")
     assert "ticket=a%2Bb" in stream_url("http://10.0.0.2:1", "a+b", "s")
+
+
+async def test_a_worktree_is_asked_for_only_when_wanted_and_a_client_that_ignores_it_is_refused(
+    dev_master, fake_client, starter, node
+):
+    # Issue 30 §3: the fake client, like a spec client, ignores `worktree` (§1.3) and makes none;
+    # the session would run in the workspace itself, so the master ends it and says why.
+    await _sync(dev_master, node)
+    await _start(starter, node)
+    assert "worktree" not in fake_client.init_bodies[-1]  # not sent when not asked for
+    with pytest.raises(SessionInitFailed) as info:
+        await starter.start(
+            node_id=node["node_id"],
+            user_id="discord:1",
+            agent_name="demo",
+            workspace_path="/w",
+            worktree=True,
+        )
+    sent = fake_client.init_bodies[-1]
+    assert sent["worktree"] is True
+    assert info.value.extra["client_error_code"] == "WORKTREES_UNSUPPORTED"
+    status = await dev_master.services.config.session_status(sent["session_id"])
+    assert status is SessionState.TERMINATED
