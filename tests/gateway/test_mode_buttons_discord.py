@@ -54,7 +54,7 @@ async def test_mode_buttons_refuse_a_stranger_and_work_after_a_gateway_restart(
 
         row = await fake.wait_for_call("POST", posts, where=is_row, timeout=90)
         assert set(styles(row)) == {"plan", "ask", "accept-edits"}
-        assert [b["custom_id"] for b in buttons(row)][0].startswith("rawp:mode:")
+        assert all(b["custom_id"] == f"rawp:mode:{b['label']}" for b in buttons(row))
         message = row.response
         edits = f"{posts}/{message['id']}"
 
