@@ -5,7 +5,8 @@ Rules:
 
 1. When the agent announces modes (`session.capabilities` `modes`), the thread gets one message,
    "🎛 Agent mode", with a button per chat mode the agent offers (gateway.rendering.render_core
-   `CHAT_MODES`, matched as the client matches them: by id, or by the agent's name for it) and
+   `CHAT_MODES`, matched as the client matches them: by id or name, with case, spaces and
+   punctuation ignored) and
    the current one marked. An agent offering none of them gets no buttons (and no message).
 2. It is posted once, under the post key `MODE_KEY` (gateway.rendering.posting), so a restarted
    gateway finds it and edits it rather than posting again.
@@ -21,25 +22,29 @@ from __future__ import annotations
 
 from gateway.platform import MessageRef, ModeRow
 from gateway.rendering.posting import Poster
-from gateway.rendering.render_core import CHAT_MODES, CHAT_NAMES
+from gateway.rendering.render_core import CHAT_MODES
 from rawp import events as ev
 
 MODE_KEY = "mode-buttons"
 TITLE = "🎛 Agent mode"
 
 
+def _folded(text: str) -> str:
+    """As the client matches a mode (client.agents.modes): case, spaces and punctuation out."""
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
 def offered_row(caps: ev.Capabilities) -> ModeRow | None:
     """The chat modes `caps` offers, and the current one (rule 1); None: none offered."""
-    offered = caps.modes or []
-    ids = {m.id for m in offered}
-    names = {m.name.casefold() for m in offered}
-    row = tuple(n for n, mode_id in CHAT_MODES.items() if mode_id in ids or n in names)
+    by_key: dict[str, str] = {}  # a folded id or name the agent offers → its mode id
+    for mode in caps.modes or []:
+        by_key.setdefault(_folded(mode.id), mode.id)
+        by_key.setdefault(_folded(mode.name), mode.id)
+    chosen = {n: by_key.get(_folded(i)) or by_key.get(_folded(n)) for n, i in CHAT_MODES.items()}
+    row = tuple(name for name, mode_id in chosen.items() if mode_id is not None)
     if not row:
         return None
-    current = CHAT_NAMES.get(caps.current_mode or "")
-    if current is None:  # an ACP agent's own id: its name may be a chat name
-        named = next((m.name for m in offered if m.id == caps.current_mode), None)
-        current = named.casefold() if named and named.casefold() in row else None
+    current = next((n for n in row if chosen[n] == caps.current_mode), None)
     return ModeRow(row, current)
 
 
