@@ -114,6 +114,16 @@ class InteractionPrompt:
 
 
 @dataclass(frozen=True, slots=True)
+class ModeRow:
+    """The agent's modes as a row of buttons (issue 30 §1): the chat names offered, in order,
+    and the one the agent is in (None: one chat does not name). A press is `/rawp mode <name>`
+    (adapters: `ConversationHooks.set_mode`), so the button carries only the name."""
+
+    names: tuple[str, ...]
+    current: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Choice:
     """What a user answered: a button (`option_id`) or, for `input`, free `text`."""
 
@@ -270,6 +280,19 @@ class ChatPlatform(abc.ABC):
     @abc.abstractmethod
     async def close_interaction(self, message: MessageRef, outcome: str) -> None:
         """Disable the prompt's buttons and show how it was answered."""
+
+    async def show_modes(
+        self,
+        conversation: ConversationRef,
+        text: str,
+        row: ModeRow,
+        key: str,
+        message: MessageRef | None = None,
+    ) -> MessageRef | None:
+        """Post `text` with one button per mode of `row` under a post key (issue 30 §1), or,
+        given the `message` it posted, show `row` there instead. None: this platform has no
+        buttons for it (the default), and `/rawp mode` is the way."""
+        return None
 
     # --- conversations ----------------------------------------------------------------------
 

@@ -76,6 +76,7 @@ OPS: dict[str, Op] = {
         Op("send_interaction_keyed", "conversation", {"prompt": _P}),
         Op("wait_for_choice", "message"),
         Op("close_interaction", "message", {"outcome": _L}),
+        Op("show_modes", "conversation", {"text": _L}),
         Op("open_thread", "conversation", {"title": _L}),
         Op("open_thread_on", "message", {"title": _L}),
     )

@@ -242,6 +242,7 @@ GATEWAY_ROOMS: dict[str, set[str]] = {
         "gateway.storage",
         "gateway.replicas.platform_budget",
         "gateway.sessions.busy",
+        "gateway.sessions.mode_buttons",
         "gateway.sessions.prompt",
     },
     "replicas": {

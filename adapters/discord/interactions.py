@@ -1,6 +1,7 @@
 """What Discord users press and submit, answered for `DiscordPlatform`: access refusals, prompt
-buttons (routed by their custom_id, also after a restart), the free-text modal, and each user's
-latest click in a thread (an ephemeral note can only answer an interaction).
+buttons (routed by their custom_id, also after a restart), the mode buttons (issue 30 §1:
+`hooks.set_mode`), the free-text modal, and each user's latest click in a thread (an ephemeral
+note can only answer an interaction).
 
 A press goes to the prompt board the platform posted its prompt on (gateway.approvals.prompt_board);
 a press nobody here waits for goes to `hooks.stale_choice`, which may ask another replica
@@ -16,6 +17,7 @@ import discord
 from adapters.discord import custom_ids
 from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
 from adapters.discord.choices import AnswerModal, choice_button_class
+from adapters.discord.mode_buttons import mode_button_class
 from gateway.approvals.prompt_board import PromptBoard, option_of
 from gateway.platform import (
     Choice,
@@ -42,12 +44,13 @@ class DiscordInteractions:
         self._conversation_of = conversation_of
         self.digests: dict[str, str] = {}  # digest → interaction id (ids too long to fit)
         self.button_class = choice_button_class(self._on_click)
+        self.mode_button_class = mode_button_class(self._on_mode)  # issue 30 §1
         # (thread id, user id) → that user's latest click there, for ephemeral notes
         self.clicks: dict[tuple[str, str], discord.Interaction] = {}
 
     def register(self, client: discord.Client) -> None:
         """Route clicks on every prompt button, including those posted before a restart."""
-        client.add_dynamic_items(self.button_class)
+        client.add_dynamic_items(self.button_class, self.mode_button_class)
 
     def interaction_id(self, encoded: str) -> str:
         return self.digests.get(encoded, encoded)
@@ -80,6 +83,23 @@ class DiscordInteractions:
             return
         option_id = option_of(waiting.prompt if waiting else None, choice.option)
         await self._deliver(interaction, choice.key, choice.interaction, Choice(user_id, option_id))
+
+    async def _on_mode(self, interaction: discord.Interaction, mode: str) -> None:
+        """A mode button: `/rawp mode <mode>` in its thread, answered to the presser only (a
+        stranger's refusal too); the hook routes it to the session's replica."""
+        if await self.refuse(interaction):
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        conversation = self._conversation_of(
+            interaction.channel or discord.Object(interaction.channel_id or 0)
+        )
+        invocation = Invocation(
+            str(interaction.user.id), conversation, workspace_id=_guild(interaction)
+        )
+        reply = await self._hooks().set_mode(invocation, mode)
+        await interaction.followup.send(
+            reply or "Done.", ephemeral=True, allowed_mentions=NO_MENTIONS
+        )
 
     async def _on_answer(self, interaction: discord.Interaction, text: str) -> None:
         parsed = custom_ids.parse_modal(interaction.data.get("custom_id", ""))

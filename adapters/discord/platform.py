@@ -38,6 +38,7 @@ from adapters.discord import custom_ids, routes
 from adapters.discord.access import AccessPolicy
 from adapters.discord.choices import prompt_view
 from adapters.discord.interactions import DiscordInteractions
+from adapters.discord.mode_buttons import mode_view
 from gateway.approvals.prompt_board import PromptBoard
 from gateway.platform import (
     ChatPlatform,
@@ -47,6 +48,7 @@ from gateway.platform import (
     GuardedHooks,
     InteractionPrompt,
     MessageRef,
+    ModeRow,
     PlatformLimits,
 )
 from gateway.rendering.chunker import spoiler_messages
@@ -293,6 +295,27 @@ class DiscordPlatform(ChatPlatform):
         self.interactions.digests[custom_ids.digest(prompt.interaction_id)] = prompt.interaction_id
         self.prompt_board.open(key, prompt, ref, text)
         return ref
+
+    async def show_modes(
+        self,
+        conversation: ConversationRef,
+        text: str,
+        row: ModeRow,
+        key: str,
+        message: MessageRef | None = None,
+    ) -> MessageRef:
+        await self.online.wait()
+        view = mode_view(self.interactions.mode_button_class, row)
+        if message is not None:
+            with contextlib.suppress(discord.NotFound):
+                await message_of(self.client, message).edit(
+                    content=text, view=view, allowed_mentions=NO_MENTIONS
+                )
+            return message
+        sent = await messageable_of(self.client, conversation).send(
+            text, view=view, allowed_mentions=NO_MENTIONS, nonce=nonce_of(conversation, key)
+        )
+        return MessageRef(conversation, str(sent.id))
 
     def where_of(self, conversation: ConversationRef) -> str:
         return str(target_id(conversation))  # prompts are keyed by thread id here

@@ -11,6 +11,7 @@ groups get an ephemeral refusal and nothing else happens.
   `/rawp prompt` opens the composer modal;
 - `block_actions` on a prompt button → the waiting approval gets the `Choice` (nobody waiting:
   `hooks.stale_choice`);
+- `block_actions` on a mode button → `hooks.set_mode` (adapters.slack.mode_buttons);
 - `block_suggestion` in the composer → files from `hooks.search_files`, commands from
   `hooks.agent_commands`;
 - `view_submission` of the composer → the prompt is shown in the thread, then `hooks.prompt`.
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.slack import choices, starts, views
 from adapters.slack.access import REFUSAL, is_direct
+from adapters.slack.mode_buttons import listen_to_mode_buttons
 from adapters.slack.mrkdwn import from_slack_text
 from adapters.slack.platform import REVEAL_ACTION
 from gateway.approvals.prompt_board import option_of
@@ -67,6 +69,10 @@ class _Listening:
     async def allowed(self, body, channel: str | None, user: str) -> bool:
         return await self.bot.access.allows(_team(body), channel, user)
 
+    @staticmethod
+    def team_of(body: dict[str, Any]) -> str | None:
+        return _team(body)
+
 
 def register(app, bot: SlackBot) -> None:
     """Every Bolt listener of the app, one group per kind of thing Slack sends."""
@@ -74,6 +80,7 @@ def register(app, bot: SlackBot) -> None:
     _listen_to_messages(app, here)
     _listen_to_the_command(app, here)
     _listen_to_prompt_buttons(app, here)
+    listen_to_mode_buttons(app, here)  # issue 30 §1
     _listen_to_the_composer(app, here)
     _listen_for_suggestions(app, here)
 

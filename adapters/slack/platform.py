@@ -43,6 +43,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import mrkdwn, routes
 from adapters.slack.choices import prompt_blocks, where_of
+from adapters.slack.mode_buttons import ModeMessages
 from adapters.slack.status import SlackStatus
 from adapters.slack.views import compose_button
 from gateway.approvals.prompt_board import PromptBoard
@@ -100,7 +101,7 @@ async def quietly(call, tolerated: frozenset[str] = frozenset(GONE)) -> None:
             raise
 
 
-class SlackPlatform(ChatPlatform):
+class SlackPlatform(ModeMessages, ChatPlatform):
     name = NAME
     limits = LIMITS
     user_ids_per_workspace = True  # a U… id is unique within its team only

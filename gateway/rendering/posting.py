@@ -28,7 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from gateway.platform import ChatPlatform, ConversationRef, InteractionPrompt, MessageRef
+from gateway.platform import (
+    ChatPlatform,
+    ConversationRef,
+    InteractionPrompt,
+    MessageRef,
+    ModeRow,
+)
 from gateway.storage.conversation_store import ConversationStore
 
 HIDDEN = "-"  # the recorded "message id" of a hidden post, which has none
@@ -105,6 +111,17 @@ class Poster:
 
         ref, _ = await self._once(key, post)
         return None if ref.message_id == HIDDEN else ref
+
+    async def send_modes(self, text: str, row: ModeRow, key: str) -> tuple[MessageRef | None, bool]:
+        """Post the mode buttons once under `key` (gateway.sessions.mode_buttons); a platform
+        without buttons returns no message and is recorded like a hidden post, not asked again."""
+
+        async def post() -> MessageRef:
+            ref = await self.platform.show_modes(self.conversation, text, row, key)
+            return ref or MessageRef(self.conversation, HIDDEN)
+
+        ref, now = await self._once(key, post)
+        return (None if ref.message_id == HIDDEN else ref), now
 
     async def _once(
         self, key: str, post: Callable[[], Awaitable[MessageRef]]

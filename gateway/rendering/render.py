@@ -42,7 +42,8 @@ records where a turn's prompt came from. Rules:
     one whose pieces are still coming keeps the renderer unsettled.
 11. A change of the agent's mode (`session.capabilities` `current_mode`) is a line "Mode: …"
     in the thread (`ModeLine`, gateway.rendering.render_core), and the mode shown is stored
-    for a restarted gateway.
+    for a restarted gateway. The modes the agent offers are a row of buttons on one message,
+    edited as the mode changes (gateway.sessions.mode_buttons).
 
 A frame whose `turn_id` names no known turn starts one (the gateway may have reconnected in
 the middle of a turn); a frame of a turn that already ended is dropped.
@@ -82,6 +83,7 @@ from gateway.rendering.typing import Sleep, TypingHeartbeat
 from gateway.rendering.working_mark import WorkingMark
 from gateway.replicas.platform_budget import Priority, call_priority
 from gateway.sessions.busy import QueueMarker
+from gateway.sessions.mode_buttons import ModeButtons
 from gateway.sessions.prompt import CommandCache
 from gateway.storage.conversation_store import ConversationStore
 from rawp import events as ev
@@ -135,6 +137,7 @@ class SessionRenderer:
         self._closed = False
         self._tasks = TaskOwner(f"session {session_id} renderer", log)
         self._poster = Poster(platform, conversation, session_id, store)
+        self.mode_buttons = ModeButtons(self._poster)  # rule 11: the modes as buttons
         self._build_collaborators(send_frame)
 
     def _build_collaborators(self, send_frame: SendFrame) -> None:
@@ -228,6 +231,7 @@ class SessionRenderer:
         elif frame.type == "session.capabilities":
             self._use_fingerprints(p)
             await self._show_mode(p)
+            await self.mode_buttons.seen(p)
         elif frame.type == "session.error" and self.queue.lost_race(p):
             return  # an interrupt's cancel after its turn ended (gateway.sessions.busy)
         elif frame.type == "session.turn.end" and turn is not None:

@@ -89,6 +89,7 @@ KIND_OF_OP: dict[str, str] = {
     "send_interaction": "approval",
     "send_interaction_keyed": "approval",
     "close_interaction": "close",
+    "show_modes": "post",  # the mode buttons (issue 30 §1): a post, or its edit (kind_of)
     "open_thread": "thread",
     "open_thread_on": "thread_on",
 }
@@ -101,6 +102,8 @@ def kind_of(call: PlatformCall) -> str | None:
     name = call.op.name
     if name == "set_status":
         return "status" if call.args["text"] else "clear"
+    if name == "show_modes":
+        return "edit" if call.args.get("message") is not None else "post"
     if name in ("open_thread", "open_thread_on") and call.conversation.thread_id is not None:
         return None  # already in a thread: the session lives there, nothing is opened
     return KIND_OF_OP.get(name)

@@ -18,6 +18,7 @@ from gateway.platform import (
     ConversationRef,
     InteractionPrompt,
     MessageRef,
+    ModeRow,
     PlatformLimits,
 )
 from gateway.platform_middleware import (
@@ -54,6 +55,7 @@ SAMPLE = {  # one value per parameter name of the operations
     "timeout_s": 1.0,
     "outcome": f"o {SECRET}",
     "note": f"n {SECRET}",
+    "row": ModeRow(("plan", "ask"), "plan"),
 }
 
 
