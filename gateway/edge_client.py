@@ -208,7 +208,9 @@ class EdgeClient:
     ) -> SessionCreated:
         try:
             body = CreateSession(
-                agent_name=agent_name, workspace_path=workspace_path or None, worktree=worktree
+                agent_name=agent_name,
+                workspace_path=workspace_path or None,
+                worktree=worktree or None,
             )
         except ValidationError as exc:  # what the master would refuse, refused before the call
             raise EdgeApiError(400, "INVALID_REQUEST", f"a start: {_problem(exc)}") from None

@@ -163,8 +163,9 @@ class CreateSession(Body):
 
     agent_name: str = Field(min_length=1, max_length=200)
     workspace_path: str | None = Field(default=None, min_length=1, max_length=4096)
-    # Issue 30 §3: the session works in its own git worktree (docs/worktrees.md).
-    worktree: bool = False
+    # Issue 30 §3: the session works in its own git worktree (docs/worktrees.md). Sent only
+    # when asked for, so a start without it reads as it always did.
+    worktree: bool | None = None
 
 
 class TicketGrant(Body):

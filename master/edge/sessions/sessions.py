@@ -107,7 +107,7 @@ class EdgeSessions:
                 user_id=user.id,
                 agent_name=request.agent_name,
                 workspace_path=workspace,
-                worktree=request.worktree,
+                worktree=bool(request.worktree),
             )
         except SessionInitFailed as exc:
             raise _passed_on(exc) from None
