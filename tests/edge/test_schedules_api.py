@@ -95,6 +95,7 @@ async def test_a_due_tick_starts_a_session_and_sends_the_prompt(make_edge_master
         status, made = await master.call(ALICE, "POST", "/v1/edge/schedules", body)
         assert status == 201, made
         scheduler = master.services.edge.scheduler
+        assert scheduler.running  # the serving master scans on its own (scheduler rule 1)
         assert await scheduler.scan() == 0  # not a minute yet
         clock.advance(61)
         assert await scheduler.scan() == 1

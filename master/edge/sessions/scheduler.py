@@ -58,6 +58,11 @@ class Scheduler:
     async def close(self) -> None:
         await self._tasks.close()
 
+    @property
+    def running(self) -> bool:
+        """Rule 1: the scan loop is a live child of this scheduler's owner."""
+        return self._tasks.running and len(self._tasks) == 1
+
     async def _loop(self) -> None:
         while True:
             await asyncio.sleep(SCAN_SECONDS)
