@@ -230,6 +230,26 @@ class EdgeClient:
         answer = await self.call(subject, "POST", path, {"action": action})
         return answer if isinstance(answer, dict) else {}
 
+    # Issue 30 §5: scheduled prompts, kept by the master per user (docs/schedules.md).
+
+    async def create_schedule(self, subject: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = await self.call(subject, "POST", "/v1/edge/schedules", body)
+        return answer if isinstance(answer, dict) else {}
+
+    async def list_schedules(self, subject: str) -> list[dict[str, Any]]:
+        answer = await self.call(subject, "GET", "/v1/edge/schedules")
+        listed = answer.get("schedules") if isinstance(answer, dict) else None
+        return [one for one in listed or [] if isinstance(one, dict)]
+
+    async def pause_schedule(self, subject: str, schedule_id: str, pause: bool) -> dict[str, Any]:
+        verb = "pause" if pause else "resume"
+        path = f"/v1/edge/schedules/{quote(schedule_id)}/{verb}"
+        answer = await self.call(subject, "POST", path)
+        return answer if isinstance(answer, dict) else {}
+
+    async def delete_schedule(self, subject: str, schedule_id: str) -> None:
+        await self.call(subject, "DELETE", f"/v1/edge/schedules/{quote(schedule_id)}")
+
     async def new_ticket(self, subject: str, session_id: str) -> str:
         """A-22: a fresh single-use `edge_ws_ticket` for the session."""
         answer = await self.call(subject, "POST", f"/v1/edge/sessions/{quote(session_id)}/tickets")

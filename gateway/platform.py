@@ -424,6 +424,11 @@ class ConversationHooks:
         (gateway.sessions.worktree_command)."""
         return NOT_CONNECTED
 
+    async def schedule(self, invocation: Invocation, text: str | None) -> str | None:
+        """`schedule "<cron or phrase>" <prompt>`, `schedule pause|resume|delete <id>`, and
+        `schedules` as `schedule list` (gateway.sessions.schedule_command)."""
+        return NOT_CONNECTED
+
 
 HOOK_FAILED = "⚠️ Something went wrong on our side; the gateway logged it. Please try again."
 

@@ -16,6 +16,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp busy [mode]` | `set_busy` (mode: queue or interrupt; none: show the channel's) |
 | `/rawp mode [mode]` | `set_mode` (plan, ask or accept-edits; none: show the session's) |
 | `/rawp worktree action` | `worktree` (diff, merge or discard the session's git worktree) |
+| `/rawp schedule text`, `/rawp schedules` | `schedule` (issue 30 §5: make, change, list) |
 """
 
 from __future__ import annotations
@@ -148,6 +149,17 @@ class RawpCommands(app_commands.Group):
         self, interaction: discord.Interaction, action: Literal["diff", "merge", "discard"]
     ) -> None:
         await self._answer(interaction, lambda inv: self.hooks.worktree(inv, action))
+
+    @app_commands.command(name="schedule", description="Run a prompt on a schedule")
+    @app_commands.describe(
+        text='"every weekday 9:00" <prompt> (or a cron expression), or pause|resume|delete <id>'
+    )
+    async def schedule(self, interaction: discord.Interaction, text: str) -> None:
+        await self._answer(interaction, lambda inv: self.hooks.schedule(inv, text))
+
+    @app_commands.command(name="schedules", description="List your scheduled prompts")
+    async def schedules(self, interaction: discord.Interaction) -> None:
+        await self._answer(interaction, lambda inv: self.hooks.schedule(inv, "list"))
 
     @app_commands.command(name="pair", description="Pair a machine: get a pairing URL")
     async def pair(self, interaction: discord.Interaction) -> None:

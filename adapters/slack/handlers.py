@@ -40,7 +40,9 @@ HELP = (
     "Usage: `{c} start <node> <agent>` (`--worktree`: in its own git worktree) · "
     "`{c} prompt` · `{c} stop` · `{c} end` · "
     "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage` · `{c} busy [queue|interrupt]` · "
-    "`{c} mode [plan|ask|accept-edits]` · `{c} worktree diff|merge|discard` · `{c} web`"
+    "`{c} mode [plan|ask|accept-edits]` · `{c} worktree diff|merge|discard` · `{c} web` · "
+    '`{c} schedule "<cron or phrase>" <prompt>` · `{c} schedules` · '
+    "`{c} schedule pause|resume|delete <id>`"
 )
 SIMPLE_VERBS = {
     "stop": "stop",
@@ -150,7 +152,8 @@ def _listen_to_the_command(app, here: _Listening) -> None:
         if not await here.allowed(command, channel, user):
             await ack(text=REFUSAL, response_type="ephemeral")
             return
-        verb, *words = from_slack_text(command.get("text") or "").split() or [""]
+        text = from_slack_text(command.get("text") or "")
+        verb, *words = text.split() or [""]
         conversation = ConversationRef("slack", channel)
         invocation = Invocation(user, conversation, None, _team(command))
         if verb == "prompt":
@@ -172,6 +175,9 @@ def _listen_to_the_command(app, here: _Listening) -> None:
             reply = await platform.hooks.set_mode(invocation, words[0] if words else None)
         elif verb == "worktree" and len(words) == 1:  # issue 30 §3: end the session's worktree
             reply = await platform.hooks.worktree(invocation, words[0])
+        elif verb in ("schedule", "schedules"):  # issue 30 §5: the rest, quotes and all
+            rest = text.strip()[len(verb) :].strip() if verb == "schedule" else "list"
+            reply = await platform.hooks.schedule(invocation, rest)
         else:
             reply = HELP.format(c=bot.settings.command)
         await respond(text=reply or "Done.", response_type="ephemeral")

@@ -332,6 +332,9 @@ class ClusterHooks(ConversationHooks):
     async def set_busy(self, invocation, mode):
         return await self.service.set_busy(invocation, mode)
 
+    async def schedule(self, invocation, text):  # the master keeps schedules: any replica
+        return await self.service.schedule(invocation, text)
+
 
 async def join_cluster(service: ConversationService, url: str, prefix: str, owner) -> ClusterHooks:
     """The service as one replica of a cluster on Redis at `url`: its hooks for the adapter

@@ -66,7 +66,7 @@ from gateway.platform import (
 from gateway.rendering.render import RenderOptions, SessionRenderer
 from gateway.rendering.render_core import CHAT_MODES
 from gateway.replicas.cluster import FencedPlatform, HeldElsewhere, LocalCluster
-from gateway.sessions import mode_command, worktree_command
+from gateway.sessions import mode_command, schedule_command, worktree_command
 from gateway.sessions.chat_commands import (
     NO_SESSION,
     NOT_YOURS,
@@ -439,6 +439,9 @@ class ConversationService(ChatCommands, ConversationHooks):
 
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         return await worktree_command.worktree(self, invocation, action)
+
+    async def schedule(self, invocation: Invocation, text: str | None) -> str | None:
+        return await schedule_command.schedule(self, invocation, text)
 
     async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
         from gateway.sessions.starting import Starter  # it builds on this module

@@ -11,6 +11,9 @@ from master.edge.links.dataplane import DataPlane, NodeErrors
 from master.edge.links.policy import SecurityPolicy
 from master.edge.relay.relay import Relay
 from master.edge.sessions.nodes import NodeDirectory
+from master.edge.sessions.schedule_runs import ScheduledRuns
+from master.edge.sessions.scheduler import Scheduler
+from master.edge.sessions.schedules import EdgeSchedules
 from master.edge.sessions.sessions import EdgeSessions
 from master.edge.sessions.worktrees import EdgeWorktrees
 from master.edge.usage.audit import AuditLog
@@ -39,13 +42,17 @@ class EdgeServices:
     worktrees: EdgeWorktrees  # issue 30 §3: a session's git worktree, diffed, merged, discarded
     audit: AuditLog  # issue 15 §4: approval outcomes the gateway reports
     reports: UsageReports  # issue 16 §4: GET /v1/edge/usage
+    schedules: EdgeSchedules  # issue 30 §5: scheduled prompts, kept by the master
+    scheduler: Scheduler  # … and run, one run per tick across replicas
 
     async def start(self) -> None:
         """When the server starts serving (never in one-shot commands such as pairing-url)."""
         await self.plane.start()
         await self.sessions.start()
+        await self.scheduler.start()
 
     async def close(self) -> None:
+        await self.scheduler.close()
         await self.sessions.close()
         await self.plane.close()
 
@@ -94,4 +101,6 @@ def build_edge(
         usage=usage,
         audit=AuditLog(db, clock),
         reports=reports,
+        schedules=EdgeSchedules(db, clock, nodes),
+        scheduler=Scheduler(db, clock, ScheduledRuns(sessions, plane, clock)),
     )

@@ -27,6 +27,7 @@ from master.storage import schema
 from master.storage.migration_audit import add_audit_table
 from master.storage.migration_budgets import add_budget_tables
 from master.storage.migration_edge import add_edge_tables
+from master.storage.migration_schedules import add_schedules_table
 from runtime import migrate as migrate_runner
 from runtime.migrate import Step
 
@@ -43,6 +44,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     (2, "edge: sessions.last_activity_at, usage_records, edge_tickets", add_edge_tables),
     (3, "approval_audit (issue 15 §4)", add_audit_table),
     (4, "budget_warnings and usage indexes (issue 16 §4)", add_budget_tables),
+    (5, "schedules: scheduled prompts (issue 30 §5)", add_schedules_table),
 ]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
     Float,
@@ -198,4 +199,28 @@ budget_warnings = Table(
     Column("budget", String(40), primary_key=True),  # master.services.budget_rules.KINDS
     Column("period", String(40), primary_key=True),  # `2026-12-03`, `2026-12`, a session id
     _time("sent_at", nullable=False),
+)
+
+# --- Scheduled prompts (issue 30 §5), migration 5 --------------------------------------------
+
+# One row per schedule (master.edge.sessions.scheduler). `last_run_at` is the last tick that was
+# claimed — by a conditional UPDATE, so replicas never both run one tick; `missed_runs` counts
+# the ticks skipped because the master or the node was away (reported, never run late).
+schedules = Table(
+    "schedules",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("user_id", String(200), ForeignKey("users.id"), nullable=False, index=True),
+    Column("node_id", String(36), ForeignKey("nodes.id"), nullable=False),
+    Column("agent_name", String(200), nullable=False),
+    Column("workspace_path", Text),
+    Column("prompt", Text, nullable=False),
+    Column("cron", String(200), nullable=False),  # 5 fields, in `timezone`
+    Column("timezone", String(64), nullable=False),
+    Column("paused", Boolean, nullable=False),
+    _time("created_at", nullable=False),
+    _time("last_run_at", nullable=False),
+    Column("last_session_id", String(36)),
+    Column("last_outcome", String(400)),
+    Column("missed_runs", Integer, nullable=False),
 )

@@ -1,5 +1,5 @@
 """The Edge REST API (RAWP §9.1–§9.3, plus the A-22 ticket extension, pairing URLs and the
-approval audit of issue 15 §4).
+approval audit of issue 15 §4, and the scheduled prompts of issue 30 §5).
 
 Every route but the token exchange needs `Authorization: Bearer <user token>` (E-AUTH-02) and
 spends the user's rate budget; handlers stay thin and call the edge services.
@@ -121,3 +121,31 @@ async def list_audit():
     who = await user()
     args = request.args
     return await edge().audit.list(who, args.get("node_id"), args.get("since"), args.get("limit"))
+
+
+@blueprint.post("/v1/edge/schedules")
+async def create_schedule():
+    """Issue 30 §5: a prompt run on a schedule (master/edge/sessions/schedules.py)."""
+    who = await user()
+    return await edge().schedules.create(who, await json_body()), 201
+
+
+@blueprint.get("/v1/edge/schedules")
+async def list_schedules():
+    return await edge().schedules.list(await user())
+
+
+@blueprint.post("/v1/edge/schedules/<schedule_id>/pause")
+async def pause_schedule(schedule_id: str):
+    return await edge().schedules.pause(await user(), schedule_id, True)
+
+
+@blueprint.post("/v1/edge/schedules/<schedule_id>/resume")
+async def resume_schedule(schedule_id: str):
+    return await edge().schedules.pause(await user(), schedule_id, False)
+
+
+@blueprint.delete("/v1/edge/schedules/<schedule_id>")
+async def delete_schedule(schedule_id: str):
+    await edge().schedules.delete(await user(), schedule_id)
+    return Response(status=204)
