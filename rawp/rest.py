@@ -111,6 +111,9 @@ class SessionInit(Body):
     # Extension (issue 30 §3, docs/worktrees.md): work in a new git worktree and branch. Sent
     # only when true; a client that did make one names its branch in the answer.
     worktree: bool | None = None
+    # Extension (issue 30 §2, docs/protocol.md): continue the agent's own conversation of this
+    # earlier RAWP session (same agent). Sent only when resuming.
+    resume: str | None = None
 
 
 # --- the Edge API (§9, docs/edge-api.md) -------------------------------------------------------

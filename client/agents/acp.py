@@ -140,8 +140,13 @@ class _Client:
         return None
 
 
+class ResumeRefused(Exception):
+    """The agent cannot load the conversation asked for (issue 30 §2)."""
+
+
 class AcpAgent(Agent):
     kind = "acp"
+    resumable = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -151,6 +156,7 @@ class AcpAgent(Agent):
         self._proc: asyncio.subprocess.Process | None = None
         self._conn: ClientSideConnection | None = None
         self._acp_session: str | None = None
+        self._resume_from: str | None = None  # issue 30 §2: loaded by session/load once
         self._asks: dict[str, tuple[asyncio.Future, dict[str, str]]] = {}
         self._stderr: list[str] = []
         self._readers: TaskOwner | None = None  # the running agent's stderr reader
@@ -162,6 +168,11 @@ class AcpAgent(Agent):
         self._modes: Modes | None = None  # the running ACP session's, from session/new
         self._chosen_mode: str | None = None  # from chat; set again on a new ACP session
         self._starting = asyncio.Lock()  # a prompt and a mode change may both start it
+
+    def resume(self, agent_session_id: str) -> None:
+        """Issue 30 §2: the first ACP session is `session/load` of this one, which the agent
+        must advertise (`agentCapabilities.loadSession`)."""
+        self._resume_from = agent_session_id
 
     def image_types(self) -> frozenset[str]:
         return IMAGE_TYPES if self._takes_images else frozenset()
@@ -205,18 +216,40 @@ class AcpAgent(Agent):
                 ),
                 self.settings.startup_timeout,
             )
+            capabilities = initialized.agent_capabilities
+            session_id, session = await self._open_session(capabilities)
+        except (ConnectionError, RequestError, TimeoutError) as exc:
+            await self._stop()
+            return f"the ACP agent did not start ({type(exc).__name__} {exc}): {self._tail()}"
+        except ResumeRefused as exc:
+            await self._stop()
+            return str(exc)
+        self._acp_session = session_id
+        await self.conversation_known(session_id)
+        prompts = capabilities.prompt_capabilities if capabilities else None
+        self._takes_images = bool(prompts and prompts.image)
+        return await self._opened_modes(session.modes)
+
+    async def _open_session(self, capabilities: Any) -> tuple[str, Any]:
+        """`session/new`, or `session/load` of the conversation to resume (issue 30 §2)."""
+        assert self._conn is not None
+        resume, self._resume_from = self._resume_from, None
+        if resume is None:
             session = await self._until_exit(
                 self._conn.new_session(cwd=str(self.workspace), mcp_servers=[]),
                 self.settings.startup_timeout,
             )
-        except (ConnectionError, RequestError, TimeoutError) as exc:
-            await self._stop()
-            return f"the ACP agent did not start ({type(exc).__name__} {exc}): {self._tail()}"
-        self._acp_session = session.session_id
-        capabilities = initialized.agent_capabilities
-        prompts = capabilities.prompt_capabilities if capabilities else None
-        self._takes_images = bool(prompts and prompts.image)
-        return await self._opened_modes(session.modes)
+            return session.session_id, session
+        if not (capabilities and capabilities.load_session):
+            raise ResumeRefused(
+                "this ACP agent does not offer session/load (agentCapabilities.loadSession), "
+                "so the earlier conversation cannot be resumed; start a new session instead"
+            )
+        loaded = await self._until_exit(
+            self._conn.load_session(cwd=str(self.workspace), mcp_servers=[], session_id=resume),
+            self.settings.startup_timeout,
+        )
+        return resume, loaded
 
     # --- session modes -----------------------------------------------------------------------
 

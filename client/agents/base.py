@@ -58,6 +58,10 @@ async def _unheard() -> None:
     """`mode_changed` until a session listens (an agent made outside a session)."""
 
 
+async def _unrecorded(agent_session_id: str) -> None:
+    """`conversation_known` until a session table listens (an agent made outside one)."""
+
+
 @dataclass(frozen=True)
 class AgentSpec:
     """One entry of the agents file."""
@@ -135,6 +139,16 @@ class Agent(ABC):
         self.processes = processes or AgentProcesses()
         # Called after every change of mode; the session sets it to announce the change.
         self.mode_changed: Callable[[], Awaitable[None]] = _unheard
+        # Issue 30 §2 (client.sessions.resumes): called with the agent's own id of the
+        # conversation whenever it learns one, so a later session can resume it.
+        self.conversation_known: Callable[[str], Awaitable[None]] = _unrecorded
+
+    # Kinds that can continue an earlier conversation of theirs set this and `resume`.
+    resumable = False
+
+    def resume(self, agent_session_id: str) -> None:
+        """Before `start`: continue the conversation the agent knows by this id."""
+        raise NotImplementedError(f"the {self.spec.kind} kind cannot resume a conversation")
 
     async def start(self) -> None:  # noqa: B027 - most kinds have nothing to prepare
         """Prepare for the session's first prompt."""

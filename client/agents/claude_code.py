@@ -84,6 +84,7 @@ INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
 
 class ClaudeCodeAgent(Agent):
     kind = "claude-code"
+    resumable = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -106,6 +107,11 @@ class ClaudeCodeAgent(Agent):
         self._cancelling = False
         self.cost_total = 0.0
         self._mode = self.settings.permission_mode  # None: the CLI's own default
+
+    def resume(self, agent_session_id: str) -> None:
+        """Issue 30 §2: the first CLI starts with `--resume <id>` (the retry in
+        `_ensure_process` starts afresh, and says so, if the CLI cannot)."""
+        self._claude_session = agent_session_id
 
     def catalog(self) -> list[CatalogTool]:
         return list(self.spec.tools) or catalog()
@@ -333,7 +339,10 @@ class ClaudeCodeAgent(Agent):
         really has (re-published when they differ, DPS §5) and the mode it is in — it leaves
         `plan` by itself once the user accepts a plan (ExitPlanMode), and the edges must see
         that too."""
-        self._claude_session = init.get("session_id") or self._claude_session
+        known = init.get("session_id")
+        if isinstance(known, str) and known:
+            self._claude_session = known
+            await self.conversation_known(known)  # a resumed one is this session's too
         names = init.get("tools")
         if not self.spec.tools and isinstance(names, list) and names != self._tool_names:
             self._tool_names = names
