@@ -30,8 +30,8 @@ from client.link.master import MasterLink, MasterLinkError
 from client.link.tickets import TicketStore
 from client.processes.children import AgentProcesses
 from client.processes.groups import GroupRecord
-from client.sessions.table import SessionManager
 from client.sessions.resumes import AgentSessions
+from client.sessions.table import SessionManager
 from client.sessions.worktrees import Worktrees
 from client.settings import ClientSettings
 from client.state import StateDir
