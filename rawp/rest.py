@@ -168,6 +168,9 @@ class CreateSession(Body):
     workspace_path: str | None = Field(default=None, min_length=1, max_length=4096)
     # Issue 30 §3: the session works in its own git worktree (docs/worktrees.md).
     worktree: bool = False
+    # Issue 30 §2: continue the agent's conversation of this earlier session of the caller's,
+    # on the same node with the same agent (docs/edge-api.md).
+    resume: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class TicketGrant(Body):
