@@ -52,7 +52,7 @@ from acp.schema import (
 )
 
 from client.agents.acp_updates import AcpTurn
-from client.agents.base import Agent, Prompt
+from client.agents.base import Agent, Prompt, ResumeRefused
 from client.agents.kinds import AcpSettings
 from client.agents.modes import ModeRefused, Modes, no_modes
 from client.files.fs import FileTooLarge, read_text, write_text
@@ -140,10 +140,6 @@ class _Client:
         return None
 
 
-class ResumeRefused(Exception):
-    """The agent cannot load the conversation asked for (issue 30 §2)."""
-
-
 class AcpAgent(Agent):
     kind = "acp"
     resumable = True
@@ -156,7 +152,6 @@ class AcpAgent(Agent):
         self._proc: asyncio.subprocess.Process | None = None
         self._conn: ClientSideConnection | None = None
         self._acp_session: str | None = None
-        self._resume_from: str | None = None  # issue 30 §2: loaded by session/load once
         self._asks: dict[str, tuple[asyncio.Future, dict[str, str]]] = {}
         self._stderr: list[str] = []
         self._readers: TaskOwner | None = None  # the running agent's stderr reader
@@ -168,11 +163,6 @@ class AcpAgent(Agent):
         self._modes: Modes | None = None  # the running ACP session's, from session/new
         self._chosen_mode: str | None = None  # from chat; set again on a new ACP session
         self._starting = asyncio.Lock()  # a prompt and a mode change may both start it
-
-    def resume(self, agent_session_id: str) -> None:
-        """Issue 30 §2: the first ACP session is `session/load` of this one, which the agent
-        must advertise (`agentCapabilities.loadSession`)."""
-        self._resume_from = agent_session_id
 
     def image_types(self) -> frozenset[str]:
         return IMAGE_TYPES if self._takes_images else frozenset()
@@ -231,9 +221,10 @@ class AcpAgent(Agent):
         return await self._opened_modes(session.modes)
 
     async def _open_session(self, capabilities: Any) -> tuple[str, Any]:
-        """`session/new`, or `session/load` of the conversation to resume (issue 30 §2)."""
+        """`session/new`, or `session/load` of the conversation to resume (issue 30 §2),
+        which the agent must advertise (`agentCapabilities.loadSession`)."""
         assert self._conn is not None
-        resume, self._resume_from = self._resume_from, None
+        resume, self.resume_from = self.resume_from, None
         if resume is None:
             session = await self._until_exit(
                 self._conn.new_session(cwd=str(self.workspace), mcp_servers=[]),

@@ -58,6 +58,10 @@ async def _unheard() -> None:
     """`mode_changed` until a session listens (an agent made outside a session)."""
 
 
+class ResumeRefused(Exception):
+    """The agent cannot continue the conversation asked for (issue 30 §2)."""
+
+
 async def _unrecorded(agent_session_id: str) -> None:
     """`conversation_known` until a session table listens (an agent made outside one)."""
 
@@ -142,13 +146,17 @@ class Agent(ABC):
         # Issue 30 §2 (client.sessions.resumes): called with the agent's own id of the
         # conversation whenever it learns one, so a later session can resume it.
         self.conversation_known: Callable[[str], Awaitable[None]] = _unrecorded
+        self.resume_from: str | None = None
 
-    # Kinds that can continue an earlier conversation of theirs set this and `resume`.
+    # Kinds that can continue an earlier conversation of theirs (they read `resume_from`).
     resumable = False
 
     def resume(self, agent_session_id: str) -> None:
-        """Before `start`: continue the conversation the agent knows by this id."""
-        raise NotImplementedError(f"the {self.spec.kind} kind cannot resume a conversation")
+        """Before `start`: continue the conversation the agent knows by this id; the kind
+        takes it (and clears it) when it starts its first process."""
+        if not self.resumable:
+            raise NotImplementedError(f"the {self.spec.kind} kind cannot resume a conversation")
+        self.resume_from = agent_session_id
 
     async def start(self) -> None:  # noqa: B027 - most kinds have nothing to prepare
         """Prepare for the session's first prompt."""

@@ -108,11 +108,6 @@ class ClaudeCodeAgent(Agent):
         self.cost_total = 0.0
         self._mode = self.settings.permission_mode  # None: the CLI's own default
 
-    def resume(self, agent_session_id: str) -> None:
-        """Issue 30 §2: the first CLI starts with `--resume <id>` (the retry in
-        `_ensure_process` starts afresh, and says so, if the CLI cannot)."""
-        self._claude_session = agent_session_id
-
     def catalog(self) -> list[CatalogTool]:
         return list(self.spec.tools) or catalog()
 
@@ -163,6 +158,8 @@ class ClaudeCodeAgent(Agent):
         """Start the CLI if it is not running; return a problem, or None."""
         if self._proc is not None and self._proc.returncode is None:
             return None
+        if self.resume_from:  # issue 30 §2: `--resume <id>`; the retry below starts afresh
+            self._claude_session, self.resume_from = self.resume_from, None
         problem = await self._start_process()
         if problem is not None and self._claude_session and not self._cancelling:
             # A CLI killed before it saved its conversation cannot resume it: start afresh.
