@@ -205,10 +205,14 @@ class EdgeClient:
         agent_name: str,
         workspace_path: str | None = None,
         worktree: bool = False,
+        resume: str | None = None,
     ) -> SessionCreated:
         try:
             body = CreateSession(
-                agent_name=agent_name, workspace_path=workspace_path or None, worktree=worktree
+                agent_name=agent_name,
+                workspace_path=workspace_path or None,
+                worktree=worktree,
+                resume=resume,
             )
         except ValidationError as exc:  # what the master would refuse, refused before the call
             raise EdgeApiError(400, "INVALID_REQUEST", f"a start: {_problem(exc)}") from None

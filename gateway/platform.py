@@ -424,6 +424,11 @@ class ConversationHooks:
         (gateway.sessions.worktree_command)."""
         return NOT_CONNECTED
 
+    async def resume_session(self, invocation: Invocation) -> str | None:
+        """`resume`: the invocation's ended session goes on in its thread with the agent's
+        own memory (gateway.sessions.resume_command)."""
+        return NOT_CONNECTED
+
 
 HOOK_FAILED = "⚠️ Something went wrong on our side; the gateway logged it. Please try again."
 

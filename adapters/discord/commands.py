@@ -16,6 +16,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp busy [mode]` | `set_busy` (mode: queue or interrupt; none: show the channel's) |
 | `/rawp mode [mode]` | `set_mode` (plan, ask or accept-edits; none: show the session's) |
 | `/rawp worktree action` | `worktree` (diff, merge or discard the session's git worktree) |
+| `/rawp resume` | `resume_session` (an ended session goes on in its thread, issue 30 §2) |
 """
 
 from __future__ import annotations
@@ -148,6 +149,12 @@ class RawpCommands(app_commands.Group):
         self, interaction: discord.Interaction, action: Literal["diff", "merge", "discard"]
     ) -> None:
         await self._answer(interaction, lambda inv: self.hooks.worktree(inv, action))
+
+    @app_commands.command(
+        name="resume", description="Go on with this thread's ended session and its memory"
+    )
+    async def resume(self, interaction: discord.Interaction) -> None:
+        await self._answer(interaction, self.hooks.resume_session)
 
     @app_commands.command(name="pair", description="Pair a machine: get a pairing URL")
     async def pair(self, interaction: discord.Interaction) -> None:

@@ -145,6 +145,11 @@ class ClusterHooks(ConversationHooks):
             lambda: self.service.worktree(invocation, action),
         )
 
+    async def resume_session(self, invocation: Invocation) -> str | None:
+        return await self._route(
+            invocation, "resume", {}, lambda: self.service.resume_session(invocation)
+        )
+
     async def search_files(self, invocation: Invocation, typed: str) -> list[FileCandidate]:
         found = await self._route(
             invocation,
@@ -227,6 +232,7 @@ class ClusterHooks(ConversationHooks):
             "end": lambda: service.end(invocation),
             "mode": lambda: service.set_mode(invocation, body.get("mode")),
             "worktree": lambda: service.worktree(invocation, body.get("action")),
+            "resume": lambda: service.resume_session(invocation),
             "search_files": lambda: service.search_files(invocation, body["typed"]),
             "agent_commands": lambda: service.agent_commands(invocation),
             "choice": lambda: self._choice(decode_stale(body["stale"])),

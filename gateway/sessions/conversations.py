@@ -33,6 +33,8 @@ Rules:
    (gateway.sessions.busy). The mode command changes the agent's mode
    (gateway.sessions.mode_command); a revived session gets the stored mode again. The worktree
    command diffs, merges or discards a session's git worktree (gateway.sessions.worktree_command).
+   The resume command continues an ended session's conversation in its thread
+   (gateway.sessions.resume_command).
 7. Every answer is text for the user; a refusal from the master is shown with its error code,
    never a stack trace.
 8. Every live session's pump is a task of this service's `TaskOwner` (started with the first
@@ -66,7 +68,7 @@ from gateway.platform import (
 from gateway.rendering.render import RenderOptions, SessionRenderer
 from gateway.rendering.render_core import CHAT_MODES
 from gateway.replicas.cluster import FencedPlatform, HeldElsewhere, LocalCluster
-from gateway.sessions import mode_command, worktree_command
+from gateway.sessions import mode_command, resume_command, worktree_command
 from gateway.sessions.chat_commands import (
     NO_SESSION,
     NOT_YOURS,
@@ -439,6 +441,9 @@ class ConversationService(ChatCommands, ConversationHooks):
 
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         return await worktree_command.worktree(self, invocation, action)
+
+    async def resume_session(self, invocation: Invocation) -> str | None:
+        return await resume_command.resume(self, invocation)
 
     async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
         from gateway.sessions.starting import Starter  # it builds on this module
