@@ -82,6 +82,5 @@ async def _binding(service: ConversationService, invocation: Invocation) -> Bind
     if (binding is None or not binding.ended) and invocation.conversation.thread_id is None:
         subject = service.subject_of(invocation)
         newest = await service.store.latest_in_channel(invocation.conversation, subject, ended=True)
-        if newest is not None and newest.ended:
-            binding = newest
+        binding = newest or binding
     return binding
