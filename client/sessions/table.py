@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +191,7 @@ class SessionManager:
         self.tickets.register(request.ticket, session.id)
         return self._body(session)
 
-    def _recorder(self, session_id: str, agent_name: str) -> Any:
+    def _recorder(self, session_id: str, agent_name: str) -> Callable[[str], Awaitable[None]]:
         """Rule 9: what an agent calls with its conversation id."""
         resumes = self.resumes
         assert resumes is not None

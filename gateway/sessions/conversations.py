@@ -302,6 +302,12 @@ class ConversationService(ChatCommands, ConversationHooks):
             return f"“{wanted}” matches several machines: {names}. Name one exactly."
         return f"No machine called “{wanted}”. Yours: {names}."
 
+    async def go_live_once(self, binding: Binding, ticket: str | None) -> ConnectedSession:
+        """The bound session live here, made so once however many callers race to it."""
+        async with self._reviving.setdefault(binding.session_id, asyncio.Lock()):
+            live = self.live.get(binding.session_id)
+            return live or await self._go_live(binding, ticket=ticket)
+
     async def _go_live(self, binding: Binding, ticket: str | None) -> ConnectedSession:
         if not self._tasks.running:
             await self._tasks.start()

@@ -16,7 +16,6 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from gateway.edge_client import EdgeApiError
@@ -62,9 +61,7 @@ async def resume(service: ConversationService, invocation: Invocation) -> str | 
             node_id=binding.node_id,
             agent_name=binding.agent_name,
         )
-        async with service._reviving.setdefault(new_id, asyncio.Lock()):
-            if new_id not in service.live:
-                await service._go_live(bound, ticket=created.edge_ws_ticket)
+        await service.go_live_once(bound, ticket=created.edge_ws_ticket)
     finally:
         if new_id not in service.live:  # a resume that failed holds nothing
             await service.cluster.release(new_id)
