@@ -114,6 +114,8 @@ class SessionInit(Body):
     # Extension (issue 30 §2, docs/protocol.md): continue the agent's own conversation of this
     # earlier RAWP session (same agent). Sent only when resuming.
     resume: str | None = None
+    # With `resume`: continue a copy under a new id; the earlier conversation stays as it was.
+    fork: bool | None = None
 
 
 # --- the Edge API (§9, docs/edge-api.md) -------------------------------------------------------
@@ -171,6 +173,8 @@ class CreateSession(Body):
     # Issue 30 §2: continue the agent's conversation of this earlier session of the caller's,
     # on the same node with the same agent (docs/edge-api.md).
     resume: str | None = Field(default=None, min_length=1, max_length=64)
+    # With `resume`: a copy of that conversation under a new id, the earlier one left as it was.
+    fork: bool = False
 
 
 class TicketGrant(Body):

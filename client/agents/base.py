@@ -147,16 +147,20 @@ class Agent(ABC):
         # conversation whenever it learns one, so a later session can resume it.
         self.conversation_known: Callable[[str], Awaitable[None]] = _unrecorded
         self.resume_from: str | None = None
+        self.fork = False
 
-    # Kinds that can continue an earlier conversation of theirs (they read `resume_from`).
+    # Kinds that can continue an earlier conversation of theirs (they read `resume_from`), and
+    # those that can continue a copy of it under a new id (they read `fork`).
     resumable = False
+    forkable = False
 
-    def resume(self, agent_session_id: str) -> None:
-        """Before `start`: continue the conversation the agent knows by this id; the kind
-        takes it (and clears it) when it starts its first process."""
-        if not self.resumable:
-            raise NotImplementedError(f"the {self.spec.kind} kind cannot resume a conversation")
+    def resume(self, agent_session_id: str, fork: bool = False) -> None:
+        """Before `start`: continue the conversation the agent knows by this id (with `fork`, a
+        copy of it); the kind takes it (and clears it) when it starts its first process."""
+        if not self.resumable or (fork and not self.forkable):
+            raise NotImplementedError(f"the {self.spec.kind} kind cannot do that")
         self.resume_from = agent_session_id
+        self.fork = fork
 
     async def start(self) -> None:  # noqa: B027 - most kinds have nothing to prepare
         """Prepare for the session's first prompt."""

@@ -85,6 +85,7 @@ INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
 class ClaudeCodeAgent(Agent):
     kind = "claude-code"
     resumable = True
+    forkable = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -185,7 +186,7 @@ class ClaudeCodeAgent(Agent):
         env = {**os.environ, **self.settings.env}
         try:
             self._proc = await self.processes.spawn(
-                cli_argv(binary, self.settings, self._claude_session, self._mode),
+                cli_argv(binary, self.settings, self._claude_session, self._mode, self.fork),
                 cwd=self.workspace,
                 env=env,
             )
@@ -338,6 +339,7 @@ class ClaudeCodeAgent(Agent):
         that too."""
         known = init.get("session_id")
         if isinstance(known, str) and known:
+            self.fork = False  # forked once: later CLIs resume the copy itself
             self._claude_session = known
             await self.conversation_known(known)  # a resumed one is this session's too
         names = init.get("tools")

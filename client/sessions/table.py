@@ -19,7 +19,8 @@ Rules:
    every session and waits until each agent is gone.
 9. `resume` in init names an earlier session of this client: the new session's agent continues
    that session's conversation (client.sessions.resumes); every agent's conversation id is
-   recorded as soon as it is known.
+   recorded as soon as it is known. With `fork` the agent continues a copy under a new id
+   (Claude Code `--fork-session`), so the earlier session may still be running.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ class SessionManager:
     def _conversation(self, request: SessionInit, spec: AgentSpec) -> str | None:
         """Rule 9: the agent's own id of the conversation to resume, or None."""
         if request.resume is None:
+            if request.fork:
+                raise BadRequest("fork needs resume: the session to fork", "INVALID_REQUEST")
             return None
         if not is_uuid4(request.resume):
             raise BadRequest("resume must be a session id (UUID v4)", "INVALID_REQUEST")
@@ -144,7 +147,12 @@ class SessionManager:
                 f"agent {spec.name!r} ({spec.kind}) cannot resume an earlier conversation",
                 "RESUME_UNSUPPORTED",
             )
-        if request.resume in self.sessions:
+        if request.fork and not kind_class(spec.kind).forkable:
+            raise BadRequest(
+                f"agent {spec.name!r} ({spec.kind}) cannot fork a conversation",
+                "FORK_UNSUPPORTED",
+            )
+        if request.resume in self.sessions and not request.fork:
             raise Conflict(
                 "that session is still running; end it before resuming it", "RESUME_SESSION_ALIVE"
             )
@@ -182,7 +190,7 @@ class SessionManager:
             processes=self.processes,
         )
         if resume is not None:
-            agent.resume(resume)
+            agent.resume(resume, fork=bool(request.fork))
         if self.resumes is not None:
             agent.conversation_known = self._recorder(session.id, spec.name)
         await agent.start()

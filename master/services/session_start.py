@@ -77,6 +77,7 @@ class SessionStarter:
         workspace_path: str,
         worktree: bool = False,
         resume: str | None = None,
+        fork: bool = False,
     ) -> StartedSession:
         node = await self._calls.node(node_id)
         session_id = new_id()
@@ -95,6 +96,7 @@ class SessionStarter:
             workspace_path=workspace_path,
             worktree=worktree or None,
             resume=resume,
+            fork=fork or None,
         ).wire()
         try:
             reply = await self._calls.call(

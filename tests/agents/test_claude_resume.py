@@ -62,3 +62,32 @@ async def test_an_unknown_session_or_a_kind_that_cannot_resume_is_refused(tmp_pa
         assert unknown["status"] == 400 and unknown["body"]["error_code"] == "RESUME_UNSUPPORTED"
         bad = await client.init(agent="demo", resume="not-an-id")
         assert bad["status"] == 400 and bad["body"]["error_code"] == "INVALID_REQUEST"
+
+
+async def test_a_fork_continues_a_copy_while_the_original_runs_on(tmp_path, node_agents):
+    async with FakeAnthropic() as fake:
+        env = model_env(fake.base_url, tmp_path / "home")
+        path = write_agents_file(
+            tmp_path,
+            '[agents.claude]\nkind = "claude-code"\n'
+            f"command = [{json.dumps(str(node_agents.claude))}]\nenv = {inline_table(env)}\n",
+        )
+        async with running_client(tmp_path, agents_file=path) as client:
+            fake.script.append(Turn([text("noted: the word is heron")]))
+            first, ws = await open_session(client, "claude")
+            await drive(ws, first, "remember the word heron")
+            original = _records(tmp_path)[first]["agent_session_id"]
+            fake.script.append(Turn([text("the copy says heron")]))
+            sid, fork_ws = await client.start_session(agent="claude", resume=first, fork=True)
+            await recv(fork_ws), await recv(fork_ws)
+            await drive(fork_ws, sid, "which word?")
+            sent = json.dumps(fake.main_requests()[-1]["messages"])
+            assert "remember the word heron" in sent  # the copy has the conversation
+            copy = _records(tmp_path)[sid]["agent_session_id"]
+            assert copy != original  # --fork-session: a new id, the original untouched
+            fake.script.append(Turn([text("still here")]))
+            frames = await drive(ws, first, "and you?")  # the original goes on beside it
+            assert of(frames, "agent.text.done")[-1]["text"] == "still here"
+            assert _records(tmp_path)[first]["agent_session_id"] == original
+            alone = await client.init(agent="claude", fork=True)
+            assert alone["status"] == 400  # fork names the session to copy

@@ -20,6 +20,10 @@ async def test_resume_is_passed_on_only_for_the_callers_session_node_and_agent(
     status, _ = await edge_master.call(ALICE, "POST", url, {**body, "resume": first["session_id"]})
     assert status == 201
     assert fake_client.init_bodies[-1]["resume"] == first["session_id"]
+    assert "fork" not in fake_client.init_bodies[-1]
+    forked = {**body, "resume": first["session_id"], "fork": True}
+    status, _ = await edge_master.call(ALICE, "POST", url, forked)
+    assert status == 201 and fake_client.init_bodies[-1]["fork"] is True
 
     sent = len(fake_client.init_bodies)
     other = {**body, "agent_name": "other", "resume": first["session_id"]}
@@ -27,6 +31,8 @@ async def test_resume_is_passed_on_only_for_the_callers_session_node_and_agent(
     assert status == 409 and answer["error_code"] == "RESUME_MISMATCH"
     status, answer = await edge_master.call(ALICE, "POST", url, {**body, "resume": "nope"})
     assert status == 400
+    status, answer = await edge_master.call(ALICE, "POST", url, {**body, "fork": True})
+    assert status == 400  # fork names the session to copy
     bob_node = await edge_master.node(BOB, fake_client.address)
     bob_url = f"/v1/edge/nodes/{bob_node['node_id']}/sessions"
     status, answer = await edge_master.call(

@@ -103,6 +103,8 @@ class EdgeSessions:
         await self._nodes.owned(user, node_id)
         request = validate(CreateSession, body)
         await self._config.require_synced(node_id)  # K-03: before any call to the client
+        if request.fork and request.resume is None:
+            raise BadRequest("fork needs resume: the session to fork", "INVALID_REQUEST")
         if request.resume is not None:
             await self._resumable(user, node_id, request)
         workspace = request.workspace_path or await self._default_workspace(node_id)
@@ -114,6 +116,7 @@ class EdgeSessions:
                 workspace_path=workspace,
                 worktree=request.worktree,
                 resume=request.resume,
+                fork=request.fork,
             )
         except SessionInitFailed as exc:
             raise _passed_on(exc) from None
