@@ -206,6 +206,7 @@ class EdgeClient:
         workspace_path: str | None = None,
         worktree: bool = False,
         resume: str | None = None,
+        fork: bool = False,
     ) -> SessionCreated:
         try:
             body = CreateSession(
@@ -213,6 +214,7 @@ class EdgeClient:
                 workspace_path=workspace_path or None,
                 worktree=worktree,
                 resume=resume,
+                fork=fork,
             )
         except ValidationError as exc:  # what the master would refuse, refused before the call
             raise EdgeApiError(400, "INVALID_REQUEST", f"a start: {_problem(exc)}") from None

@@ -17,6 +17,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp mode [mode]` | `set_mode` (plan, ask or accept-edits; none: show the session's) |
 | `/rawp worktree action` | `worktree` (diff, merge or discard the session's git worktree) |
 | `/rawp resume` | `resume_session` (an ended session goes on in its thread, issue 30 §2) |
+| `/rawp fork` | `fork_session` (a copy of the conversation goes on in a new thread) |
 """
 
 from __future__ import annotations
@@ -155,6 +156,12 @@ class RawpCommands(app_commands.Group):
     )
     async def resume(self, interaction: discord.Interaction) -> None:
         await self._answer(interaction, self.hooks.resume_session)
+
+    @app_commands.command(
+        name="fork", description="Go on with a copy of this conversation in a new thread"
+    )
+    async def fork(self, interaction: discord.Interaction) -> None:
+        await self._answer(interaction, self.hooks.fork_session)
 
     @app_commands.command(name="pair", description="Pair a machine: get a pairing URL")
     async def pair(self, interaction: discord.Interaction) -> None:

@@ -41,7 +41,7 @@ HELP = (
     "`{c} prompt` · `{c} stop` · `{c} end` · "
     "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage` · `{c} busy [queue|interrupt]` · "
     "`{c} mode [plan|ask|accept-edits]` · `{c} worktree diff|merge|discard` · "
-    "`{c} resume` · `{c} web`"
+    "`{c} resume` · `{c} fork` · `{c} web`"
 )
 SIMPLE_VERBS = {
     "stop": "stop",
@@ -52,6 +52,7 @@ SIMPLE_VERBS = {
     "usage": "usage",  # issue 16 §4: answered ephemerally, like every verb here
     "web": "web_link",  # issue 21: a one-time login link, so only the caller may see it
     "resume": "resume_session",  # issue 30 §2: the user's newest ended session here goes on
+    "fork": "fork_session",  # issue 30 §2: a copy of the user's newest session, a new thread
 }
 
 

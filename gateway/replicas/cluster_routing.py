@@ -145,6 +145,11 @@ class ClusterHooks(ConversationHooks):
             lambda: self.service.worktree(invocation, action),
         )
 
+    async def fork_session(self, invocation: Invocation) -> str | None:
+        return await self._route(
+            invocation, "fork", {}, lambda: self.service.fork_session(invocation)
+        )
+
     async def resume_session(self, invocation: Invocation) -> str | None:
         return await self._route(
             invocation, "resume", {}, lambda: self.service.resume_session(invocation)
@@ -233,6 +238,7 @@ class ClusterHooks(ConversationHooks):
             "mode": lambda: service.set_mode(invocation, body.get("mode")),
             "worktree": lambda: service.worktree(invocation, body.get("action")),
             "resume": lambda: service.resume_session(invocation),
+            "fork": lambda: service.fork_session(invocation),
             "search_files": lambda: service.search_files(invocation, body["typed"]),
             "agent_commands": lambda: service.agent_commands(invocation),
             "choice": lambda: self._choice(decode_stale(body["stale"])),

@@ -34,7 +34,8 @@ Rules:
    (gateway.sessions.mode_command); a revived session gets the stored mode again. The worktree
    command diffs, merges or discards a session's git worktree (gateway.sessions.worktree_command).
    The resume command continues an ended session's conversation in its thread
-   (gateway.sessions.resume_command).
+   (gateway.sessions.resume_command); the fork command continues a copy of a session's
+   conversation in a new thread (gateway.sessions.fork_command).
 7. Every answer is text for the user; a refusal from the master is shown with its error code,
    never a stack trace.
 8. Every live session's pump is a task of this service's `TaskOwner` (started with the first
@@ -68,7 +69,7 @@ from gateway.platform import (
 from gateway.rendering.render import RenderOptions, SessionRenderer
 from gateway.rendering.render_core import CHAT_MODES
 from gateway.replicas.cluster import FencedPlatform, HeldElsewhere, LocalCluster
-from gateway.sessions import mode_command, resume_command, worktree_command
+from gateway.sessions import fork_command, mode_command, resume_command, worktree_command
 from gateway.sessions.chat_commands import (
     NO_SESSION,
     NOT_YOURS,
@@ -209,6 +210,7 @@ class ConversationService(ChatCommands, ConversationHooks):
         *,
         on_message: bool = False,
         worktree: bool = False,
+        fork_of: str | None = None,
     ) -> tuple[ConnectedSession, str]:
         """Rule 2: the live session and its greeting, or `StartRefused` saying why not."""
         subject = self.subject_of(invocation)
@@ -217,7 +219,13 @@ class ConversationService(ChatCommands, ConversationHooks):
             if isinstance(chosen, str):
                 raise StartRefused(chosen)
             created = await self.edge.create_session(
-                subject, chosen.node_id, agent, self.settings.workspace_path, worktree
+                subject,
+                chosen.node_id,
+                agent,
+                self.settings.workspace_path,
+                worktree,
+                resume=fork_of,
+                fork=fork_of is not None,  # gateway.sessions.fork_command
             )
         except EdgeApiError as exc:
             raise StartRefused(refusal(exc), exc.error_code) from None
@@ -450,6 +458,9 @@ class ConversationService(ChatCommands, ConversationHooks):
 
     async def resume_session(self, invocation: Invocation) -> str | None:
         return await resume_command.resume(self, invocation)
+
+    async def fork_session(self, invocation: Invocation) -> str | None:
+        return await fork_command.fork(self, invocation)
 
     async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
         from gateway.sessions.starting import Starter  # it builds on this module

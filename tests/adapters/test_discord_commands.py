@@ -39,7 +39,7 @@ async def test_the_command_tree_is_synced_with_every_verb(bot_with_hooks):
     verbs = {o["name"]: o for o in rawp["options"]}
     assert set(verbs) == {
         "start", "prompt", "command", "stop", "end", "pair", "nodes", "sessions", "usage",
-        "busy", "mode", "worktree", "resume", "web",
+        "busy", "mode", "worktree", "resume", "fork", "web",
     }  # fmt: skip
     [action] = verbs["worktree"]["options"]  # issue 30 §3: one required action of three
     assert action.get("required") and [c["value"] for c in action["choices"]] == [
