@@ -107,7 +107,47 @@ def decode_stale(data: dict) -> StaleChoice:
     )
 
 
-class ClusterHooks(ConversationHooks):
+class LocalHooks(ConversationHooks):
+    """The verbs that run on the replica the event arrived at: they start sessions (a new id
+    nobody holds, or a thread whose session ended) or touch no session at all."""
+
+    service: ConversationService
+
+    async def start_session(self, invocation, node, agent, worktree=False):
+        return await self.service.start_session(invocation, node, agent, worktree)
+
+    async def pair(self, invocation):
+        return await self.service.pair(invocation)
+
+    async def web_link(self, invocation):
+        return await self.service.web_link(invocation)
+
+    async def list_nodes(self, invocation):
+        return await self.service.list_nodes(invocation)
+
+    async def list_sessions(self, invocation):
+        return await self.service.list_sessions(invocation)
+
+    async def suggest_nodes(self, invocation, typed):
+        return await self.service.suggest_nodes(invocation, typed)
+
+    async def suggest_agents(self, invocation, node, typed):
+        return await self.service.suggest_agents(invocation, node, typed)
+
+    async def usage(self, invocation):
+        return await self.service.usage(invocation)
+
+    async def set_busy(self, invocation, mode):
+        return await self.service.set_busy(invocation, mode)
+
+    async def resume_session(self, invocation):  # the ended session is held by no one
+        return await self.service.resume_session(invocation)
+
+    async def fork_session(self, invocation):  # the copy is a new session in a new thread
+        return await self.service.fork_session(invocation)
+
+
+class ClusterHooks(LocalHooks):
     def __init__(self, service: ConversationService) -> None:
         self.service = service
         self.cluster = service.cluster
@@ -143,16 +183,6 @@ class ClusterHooks(ConversationHooks):
             "worktree",
             {"action": action},
             lambda: self.service.worktree(invocation, action),
-        )
-
-    async def fork_session(self, invocation: Invocation) -> str | None:
-        return await self._route(
-            invocation, "fork", {}, lambda: self.service.fork_session(invocation)
-        )
-
-    async def resume_session(self, invocation: Invocation) -> str | None:
-        return await self._route(
-            invocation, "resume", {}, lambda: self.service.resume_session(invocation)
         )
 
     async def search_files(self, invocation: Invocation, typed: str) -> list[FileCandidate]:
@@ -237,8 +267,6 @@ class ClusterHooks(ConversationHooks):
             "end": lambda: service.end(invocation),
             "mode": lambda: service.set_mode(invocation, body.get("mode")),
             "worktree": lambda: service.worktree(invocation, body.get("action")),
-            "resume": lambda: service.resume_session(invocation),
-            "fork": lambda: service.fork_session(invocation),
             "search_files": lambda: service.search_files(invocation, body["typed"]),
             "agent_commands": lambda: service.agent_commands(invocation),
             "choice": lambda: self._choice(decode_stale(body["stale"])),
@@ -309,40 +337,11 @@ class ClusterHooks(ConversationHooks):
                 log.info("session %s not taken over: %s", sid, exc)
         return revived
 
-    # --- everything else runs here -----------------------------------------------------------
-
-    async def start_session(self, invocation, node, agent, worktree=False):
-        return await self.service.start_session(invocation, node, agent, worktree)
-
     async def start_here(self, invocation, request):
         try:
             return await self.service.start_here(invocation, request)
         except HeldElsewhere:  # a mention in a thread another replica renders
             return await self.prompt(invocation, request)
-
-    async def pair(self, invocation):
-        return await self.service.pair(invocation)
-
-    async def web_link(self, invocation):
-        return await self.service.web_link(invocation)
-
-    async def list_nodes(self, invocation):
-        return await self.service.list_nodes(invocation)
-
-    async def list_sessions(self, invocation):
-        return await self.service.list_sessions(invocation)
-
-    async def suggest_nodes(self, invocation, typed):
-        return await self.service.suggest_nodes(invocation, typed)
-
-    async def suggest_agents(self, invocation, node, typed):
-        return await self.service.suggest_agents(invocation, node, typed)
-
-    async def usage(self, invocation):
-        return await self.service.usage(invocation)
-
-    async def set_busy(self, invocation, mode):
-        return await self.service.set_busy(invocation, mode)
 
 
 async def join_cluster(service: ConversationService, url: str, prefix: str, owner) -> ClusterHooks:

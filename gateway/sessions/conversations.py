@@ -219,13 +219,7 @@ class ConversationService(ChatCommands, ConversationHooks):
             if isinstance(chosen, str):
                 raise StartRefused(chosen)
             created = await self.edge.create_session(
-                subject,
-                chosen.node_id,
-                agent,
-                self.settings.workspace_path,
-                worktree,
-                resume=fork_of,
-                fork=fork_of is not None,  # gateway.sessions.fork_command
+                subject, chosen.node_id, agent, self.settings.workspace_path, worktree, fork_of
             )
         except EdgeApiError as exc:
             raise StartRefused(refusal(exc), exc.error_code) from None
@@ -248,12 +242,9 @@ class ConversationService(ChatCommands, ConversationHooks):
                 node_id=chosen.node_id,
                 agent_name=agent,
             )
-            # A prompt that found the binding already stored revives under this lock: one of
-            # us makes the session live, the other finds it (never two renderers on it).
-            async with self._reviving.setdefault(session_id, asyncio.Lock()):
-                live = self.live.get(session_id) or await self._go_live(
-                    binding, ticket=created.edge_ws_ticket
-                )
+            # A prompt that found the binding already stored revives too: one of us makes the
+            # session live, the other finds it (never two renderers on it).
+            live = await self.go_live_once(binding, ticket=created.edge_ws_ticket)
             await self.store.remember_start(subject, chosen.node_id, agent)
         finally:
             if session_id not in self.live:  # rule 10: a start that failed holds nothing
