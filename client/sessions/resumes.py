@@ -8,8 +8,11 @@ Rules (docs/agents.md "Resume", docs/protocol.md):
    at once, so a client that is killed or restarted still knows it.
 2. `session/init` with `resume: <an earlier RAWP session id>` looks the record up: the new
    session must run the same agent; the agent then continues that conversation (Claude Code
-   `--resume <id>`, ACP `session/load`). An unknown id is a 404 `RESUME_NOT_FOUND`, another
-   agent a 409 `RESUME_AGENT_MISMATCH`, a kind that cannot resume a 400 `RESUME_UNSUPPORTED`.
+   `--resume <id>`, ACP `session/load`) in the workspace the earlier session ran in (its
+   worktree if it had one; Claude Code keeps conversations per directory), whatever the
+   request names; a workspace gone since is refused by the path guard. An unknown id is a
+   404 `RESUME_NOT_FOUND`, another agent a 409 `RESUME_AGENT_MISMATCH`, a kind that cannot
+   resume a 400 `RESUME_UNSUPPORTED`.
 3. At most `LIMIT` records are kept; the oldest go first.
 """
 
@@ -35,6 +38,7 @@ class AgentSession:
 
     agent_name: str
     agent_session_id: str
+    workspace: str = ""  # where it ran: Claude Code keeps conversations per directory
 
 
 class AgentSessions:
@@ -54,9 +58,11 @@ class AgentSessions:
             log.warning("%s is unreadable (%s); no session can be resumed", self.file, exc)
             return {}
 
-    def remember(self, session_id: str, agent_name: str, agent_session_id: str) -> None:
+    def remember(
+        self, session_id: str, agent_name: str, agent_session_id: str, workspace: str = ""
+    ) -> None:
         """Rule 1; rule 3 drops the oldest."""
-        record = AgentSession(agent_name, agent_session_id)
+        record = AgentSession(agent_name, agent_session_id, workspace)
         if self.records.get(session_id) == record:
             return
         self.records.pop(session_id, None)
@@ -68,8 +74,8 @@ class AgentSessions:
         tmp.write_text(json.dumps({k: asdict(v) for k, v in self.records.items()}, indent=1))
         os.replace(tmp, self.file)
 
-    def lookup(self, session_id: str, agent_name: str) -> str:
-        """Rule 2: the agent's own id of the conversation to resume."""
+    def lookup(self, session_id: str, agent_name: str) -> AgentSession:
+        """Rule 2: the conversation to resume (the agent's own id, where it ran)."""
         record = self.records.get(session_id)
         if record is None:
             raise NotFound(
@@ -80,4 +86,4 @@ class AgentSessions:
                 f"that session ran agent {record.agent_name!r}, not {agent_name!r}",
                 "RESUME_AGENT_MISMATCH",
             )
-        return record.agent_session_id
+        return record

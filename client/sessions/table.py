@@ -19,7 +19,8 @@ Rules:
    every session and waits until each agent is gone.
 9. `resume` in init names an earlier session of this client: the new session's agent continues
    that session's conversation (client.sessions.resumes); every agent's conversation id is
-   recorded as soon as it is known. With `fork` the agent continues a copy under a new id
+   recorded as soon as it is known, with the workspace it runs in, where a resumed session
+   runs too (no new worktree is made for it). With `fork` the agent continues a copy under a new id
    (Claude Code `--fork-session`), so the earlier session may still be running.
 """
 
@@ -38,7 +39,7 @@ from client.files.paths import PathGuard
 from client.link.tickets import TicketStore
 from client.metrics import ClientMetrics
 from client.processes.children import AgentProcesses
-from client.sessions.resumes import AgentSessions
+from client.sessions.resumes import AgentSession, AgentSessions
 from client.sessions.session import Session
 from client.sessions.worktrees import ACTIONS, Worktrees
 from rawp.clock import Clock, is_uuid4
@@ -124,8 +125,11 @@ class SessionManager:
                 f"agent {request.agent_name!r} is not allowed here", "AGENT_NOT_ALLOWED"
             )
         resume = self._conversation(request, spec)
-        workspace = self.guard.workspace(request.workspace_path)
-        if request.worktree or spec.settings.worktree:
+        if resume is not None and resume.workspace:  # rule 9: where the conversation ran
+            workspace = self.guard.workspace(resume.workspace)
+        else:
+            workspace = self.guard.workspace(request.workspace_path)
+        if resume is None and (request.worktree or spec.settings.worktree):
             workspace = await self._worktree(request.session_id, workspace)
         try:
             return await self._start(request, spec, workspace, resume)
@@ -134,7 +138,7 @@ class SessionManager:
                 await self.worktrees.discard(request.session_id)  # nothing ran in it
             raise
 
-    def _conversation(self, request: SessionInit, spec: AgentSpec) -> str | None:
+    def _conversation(self, request: SessionInit, spec: AgentSpec) -> AgentSession | None:
         """Rule 9: the agent's own id of the conversation to resume, or None."""
         if request.resume is None:
             if request.fork:
@@ -168,7 +172,11 @@ class SessionManager:
         return Path(record.workspace)
 
     async def _start(
-        self, request: SessionInit, spec: AgentSpec, workspace: Path, resume: str | None
+        self,
+        request: SessionInit,
+        spec: AgentSpec,
+        workspace: Path,
+        resume: AgentSession | None,
     ) -> dict[str, Any]:
         pinned: PinnedConfig = self.pinned()
         session = Session(
@@ -190,22 +198,24 @@ class SessionManager:
             processes=self.processes,
         )
         if resume is not None:
-            agent.resume(resume, fork=bool(request.fork))
+            agent.resume(resume.agent_session_id, fork=bool(request.fork))
         if self.resumes is not None:
-            agent.conversation_known = self._recorder(session.id, spec.name)
+            agent.conversation_known = self._recorder(session.id, spec.name, workspace)
         await agent.start()
         await session.start_worker(agent, on_failure=lambda: self.end(session))
         self.sessions[session.id] = session
         self.tickets.register(request.ticket, session.id)
         return self._body(session)
 
-    def _recorder(self, session_id: str, agent_name: str) -> Callable[[str], Awaitable[None]]:
+    def _recorder(
+        self, session_id: str, agent_name: str, workspace: Path
+    ) -> Callable[[str], Awaitable[None]]:
         """Rule 9: what an agent calls with its conversation id."""
         resumes = self.resumes
         assert resumes is not None
 
         async def record(agent_session_id: str) -> None:
-            resumes.remember(session_id, agent_name, agent_session_id)
+            resumes.remember(session_id, agent_name, agent_session_id, str(workspace))
 
         return record
 

@@ -23,10 +23,10 @@ def _agents(tmp_path: Path, load_session: bool) -> Path:
     )
 
 
-async def _resumed_turn(client, first: str) -> list[dict]:
-    sid, ws = await client.start_session(agent="fake", resume=first)
+async def _resumed_turn(client, first: str, **where) -> tuple[str, list[dict]]:
+    sid, ws = await client.start_session(agent="fake", resume=first, **where)
     await recv(ws), await recv(ws)  # capabilities, catalog
-    return await drive(ws, sid, "go on")
+    return sid, await drive(ws, sid, "go on")
 
 
 async def test_an_agent_offering_load_session_gets_the_stored_acp_session(tmp_path):
@@ -35,9 +35,17 @@ async def test_an_agent_offering_load_session_gets_the_stored_acp_session(tmp_pa
         first, ws = await open_session(client, "fake")
         await drive(ws, first, "hello")
     stored = json.loads((tmp_path / "state" / "agent-sessions.json").read_text())
-    assert stored[first] == {"agent_name": "fake", "agent_session_id": "fake-session-1"}
+    workspace = stored[first]["workspace"]
+    assert stored[first] == {
+        "agent_name": "fake", "agent_session_id": "fake-session-1", "workspace": workspace
+    }  # fmt: skip
     async with running_client(tmp_path, agents_file=path) as client:  # after a restart
-        frames = await _resumed_turn(client, first)
+        elsewhere = client.workspace.parent / "elsewhere"
+        elsewhere.mkdir()
+        sid, frames = await _resumed_turn(client, first, workspace=elsewhere)
+        # It ran where the conversation was, not where the request said.
+        again = json.loads((tmp_path / "state" / "agent-sessions.json").read_text())
+        assert again[sid]["workspace"] == workspace
     texts = [done["text"] for done in of(frames, "agent.text.done")]
     assert texts == ["[loaded: fake-session-1]"]  # the replayed history is not a new answer
     assert "agent.error" not in [f["type"] for f in frames]
@@ -50,6 +58,6 @@ async def test_an_agent_without_load_session_says_it_cannot_resume(tmp_path):
         await drive(ws, first, "hello")
         await ws.close()
         await client.request("DELETE", f"/v1/session/{first}")
-        frames = await _resumed_turn(client, first)
+        _, frames = await _resumed_turn(client, first)
     error = of(frames, "agent.error")[0]
     assert error["severity"] == "fatal" and "loadSession" in error["message"]

@@ -53,7 +53,8 @@ async def test_a_new_session_resumes_the_earlier_conversation_after_a_client_res
         assert "remember the word heron" in sent and "noted: the word is heron" in sent
         # The resumed CLI reports the same conversation id (it ran `--resume <that id>`), and
         # the new session records it too, so it can be resumed in its turn.
-        assert _records(tmp_path)[sid] == {"agent_name": "claude", "agent_session_id": claude_id}
+        resumed = _records(tmp_path)[sid]
+        assert (resumed["agent_name"], resumed["agent_session_id"]) == ("claude", claude_id)
 
 
 async def test_an_unknown_session_or_a_kind_that_cannot_resume_is_refused(tmp_path):

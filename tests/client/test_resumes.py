@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from client.sessions import resumes
-from client.sessions.resumes import AgentSessions
+from client.sessions.resumes import AgentSession, AgentSessions
 from rawp.errors import Conflict, NotFound
 
 
 def test_ids_survive_a_new_store_and_are_looked_up_for_their_agent_only(tmp_path):
-    AgentSessions(tmp_path).remember("s1", "claude", "c-1")
+    AgentSessions(tmp_path).remember("s1", "claude", "c-1", "/w")
     again = AgentSessions(tmp_path)  # a restarted client reads the file
-    assert again.lookup("s1", "claude") == "c-1"
+    assert again.lookup("s1", "claude") == AgentSession("claude", "c-1", "/w")
     with pytest.raises(Conflict):
         again.lookup("s1", "other")
     with pytest.raises(NotFound):
