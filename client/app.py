@@ -30,6 +30,7 @@ from client.link.master import MasterLink, MasterLinkError
 from client.link.tickets import TicketStore
 from client.processes.children import AgentProcesses
 from client.processes.groups import GroupRecord
+from client.sessions.resumes import AgentSessions
 from client.sessions.table import SessionManager
 from client.sessions.worktrees import Worktrees
 from client.settings import ClientSettings
@@ -101,6 +102,7 @@ def build_services(
         pinned=link.pinned,
         processes=processes,
         worktrees=Worktrees(settings.state_dir, guard),
+        resumes=AgentSessions(settings.state_dir),
     )
     return Services(
         settings=settings,

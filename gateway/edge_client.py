@@ -205,12 +205,19 @@ class EdgeClient:
         agent_name: str,
         workspace_path: str | None = None,
         worktree: bool = False,
+        fork_of: str | None = None,
+        *,
+        resume: str | None = None,
     ) -> SessionCreated:
+        """EP-E4. Issue 30 §2: `resume` continues an ended session's conversation; `fork_of`
+        continues a copy of a session's conversation (`resume` and `fork` on the wire)."""
         try:
             body = CreateSession(
                 agent_name=agent_name,
                 workspace_path=workspace_path or None,
                 worktree=worktree or None,
+                resume=resume or fork_of,
+                fork=True if fork_of is not None else None,
             )
         except ValidationError as exc:  # what the master would refuse, refused before the call
             raise EdgeApiError(400, "INVALID_REQUEST", f"a start: {_problem(exc)}") from None

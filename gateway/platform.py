@@ -429,6 +429,16 @@ class ConversationHooks:
         `schedules` as `schedule list` (gateway.sessions.schedule_command)."""
         return NOT_CONNECTED
 
+    async def resume_session(self, invocation: Invocation) -> str | None:
+        """`resume`: the invocation's ended session goes on in its thread with the agent's
+        own memory (gateway.sessions.resume_command)."""
+        return NOT_CONNECTED
+
+    async def fork_session(self, invocation: Invocation) -> str | None:
+        """`fork`: a copy of the invocation's session's conversation goes on in a new thread
+        (gateway.sessions.fork_command)."""
+        return NOT_CONNECTED
+
 
 HOOK_FAILED = "⚠️ Something went wrong on our side; the gateway logged it. Please try again."
 

@@ -111,6 +111,11 @@ class SessionInit(Body):
     # Extension (issue 30 §3, docs/worktrees.md): work in a new git worktree and branch. Sent
     # only when true; a client that did make one names its branch in the answer.
     worktree: bool | None = None
+    # Extension (issue 30 §2, docs/protocol.md): continue the agent's own conversation of this
+    # earlier RAWP session (same agent). Sent only when resuming.
+    resume: str | None = None
+    # With `resume`: continue a copy under a new id; the earlier conversation stays as it was.
+    fork: bool | None = None
 
 
 # --- the Edge API (§9, docs/edge-api.md) -------------------------------------------------------
@@ -166,6 +171,11 @@ class CreateSession(Body):
     # Issue 30 §3: the session works in its own git worktree (docs/worktrees.md). Sent only
     # when asked for, so a start without it reads as it always did.
     worktree: bool | None = None
+    # Issue 30 §2: continue the agent's conversation of this earlier session of the caller's,
+    # on the same node with the same agent (docs/edge-api.md).
+    resume: str | None = Field(default=None, min_length=1, max_length=64)
+    # With `resume`: a copy of that conversation under a new id, the earlier one left as it was.
+    fork: bool | None = None
 
 
 class TicketGrant(Body):

@@ -17,6 +17,8 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp mode [mode]` | `set_mode` (plan, ask or accept-edits; none: show the session's) |
 | `/rawp worktree action` | `worktree` (diff, merge or discard the session's git worktree) |
 | `/rawp schedule text`, `/rawp schedules` | `schedule` (issue 30 §5: make, change, list) |
+| `/rawp resume` | `resume_session` (an ended session goes on in its thread, issue 30 §2) |
+| `/rawp fork` | `fork_session` (a copy of the conversation goes on in a new thread) |
 """
 
 from __future__ import annotations
@@ -161,6 +163,18 @@ class RawpCommands(app_commands.Group):
     async def schedules(self, interaction: discord.Interaction) -> None:
         await self._answer(interaction, lambda inv: self.hooks.schedule(inv, "list"))
 
+    @app_commands.command(
+        name="resume", description="Go on with this thread's ended session and its memory"
+    )
+    async def resume(self, interaction: discord.Interaction) -> None:
+        await self._answer(interaction, self.hooks.resume_session)
+
+    @app_commands.command(
+        name="fork", description="Go on with a copy of this conversation in a new thread"
+    )
+    async def fork(self, interaction: discord.Interaction) -> None:
+        await self._answer(interaction, self.hooks.fork_session)
+
     @app_commands.command(name="pair", description="Pair a machine: get a pairing URL")
     async def pair(self, interaction: discord.Interaction) -> None:
         await self._answer(interaction, self.hooks.pair)
@@ -202,7 +216,12 @@ class RawpCommands(app_commands.Group):
             draft.add_text(" ")
             draft.add_file(PickedFile(path))
         shown = text + "".join(f" 📎 `{p}`" for p in paths)
-        await self._send_prompt(interaction, draft, shown)
+        try:
+            request = draft.build()
+        except PromptError as refused:
+            await interaction.response.send_message(f"⚠️ {refused}", ephemeral=True)
+            return
+        await self._post_prompt(interaction, request, shown)
 
     @prompt.autocomplete("file")
     @prompt.autocomplete("file2")
@@ -256,14 +275,6 @@ class RawpCommands(app_commands.Group):
             ]
 
         return as_choices(await within_budget(lookup()))
-
-    async def _send_prompt(self, interaction, draft: PromptDraft, shown: str) -> None:
-        try:
-            request = draft.build()
-        except PromptError as refused:
-            await interaction.response.send_message(f"⚠️ {refused}", ephemeral=True)
-            return
-        await self._post_prompt(interaction, request, shown)
 
     async def _post_prompt(self, interaction: discord.Interaction, request, shown: str) -> None:
         """Show the prompt in the thread (⏳/✅ land on it), then hand it to the session."""

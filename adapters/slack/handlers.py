@@ -40,7 +40,8 @@ HELP = (
     "Usage: `{c} start <node> <agent>` (`--worktree`: in its own git worktree) · "
     "`{c} prompt` · `{c} stop` · `{c} end` · "
     "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage` · `{c} busy [queue|interrupt]` · "
-    "`{c} mode [plan|ask|accept-edits]` · `{c} worktree diff|merge|discard` · `{c} web` · "
+    "`{c} mode [plan|ask|accept-edits]` · `{c} worktree diff|merge|discard` · "
+    "`{c} resume` · `{c} fork` · `{c} web` · "
     '`{c} schedule "<cron or phrase>" <prompt>` · `{c} schedules` · '
     "`{c} schedule pause|resume|delete <id>`"
 )
@@ -52,6 +53,8 @@ SIMPLE_VERBS = {
     "sessions": "list_sessions",
     "usage": "usage",  # issue 16 §4: answered ephemerally, like every verb here
     "web": "web_link",  # issue 21: a one-time login link, so only the caller may see it
+    "resume": "resume_session",  # issue 30 §2: the user's newest ended session here goes on
+    "fork": "fork_session",  # issue 30 §2: a copy of the user's newest session, a new thread
 }
 
 

@@ -52,7 +52,7 @@ from acp.schema import (
 )
 
 from client.agents.acp_updates import AcpTurn
-from client.agents.base import Agent, Prompt
+from client.agents.base import Agent, Prompt, ResumeRefused
 from client.agents.kinds import AcpSettings
 from client.agents.modes import ModeRefused, Modes, no_modes
 from client.files.fs import FileTooLarge, read_text, write_text
@@ -142,6 +142,7 @@ class _Client:
 
 class AcpAgent(Agent):
     kind = "acp"
+    resumable = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -205,18 +206,41 @@ class AcpAgent(Agent):
                 ),
                 self.settings.startup_timeout,
             )
+            capabilities = initialized.agent_capabilities
+            session_id, session = await self._open_session(capabilities)
+        except (ConnectionError, RequestError, TimeoutError) as exc:
+            await self._stop()
+            return f"the ACP agent did not start ({type(exc).__name__} {exc}): {self._tail()}"
+        except ResumeRefused as exc:
+            await self._stop()
+            return str(exc)
+        self._acp_session = session_id
+        await self.conversation_known(session_id)
+        prompts = capabilities.prompt_capabilities if capabilities else None
+        self._takes_images = bool(prompts and prompts.image)
+        return await self._opened_modes(session.modes)
+
+    async def _open_session(self, capabilities: Any) -> tuple[str, Any]:
+        """`session/new`, or `session/load` of the conversation to resume (issue 30 §2),
+        which the agent must advertise (`agentCapabilities.loadSession`)."""
+        assert self._conn is not None
+        resume, self.resume_from = self.resume_from, None
+        if resume is None:
             session = await self._until_exit(
                 self._conn.new_session(cwd=str(self.workspace), mcp_servers=[]),
                 self.settings.startup_timeout,
             )
-        except (ConnectionError, RequestError, TimeoutError) as exc:
-            await self._stop()
-            return f"the ACP agent did not start ({type(exc).__name__} {exc}): {self._tail()}"
-        self._acp_session = session.session_id
-        capabilities = initialized.agent_capabilities
-        prompts = capabilities.prompt_capabilities if capabilities else None
-        self._takes_images = bool(prompts and prompts.image)
-        return await self._opened_modes(session.modes)
+            return session.session_id, session
+        if not (capabilities and capabilities.load_session):
+            raise ResumeRefused(
+                "this ACP agent does not offer session/load (agentCapabilities.loadSession), "
+                "so the earlier conversation cannot be resumed; start a new session instead"
+            )
+        loaded = await self._until_exit(
+            self._conn.load_session(cwd=str(self.workspace), mcp_servers=[], session_id=resume),
+            self.settings.startup_timeout,
+        )
+        return resume, loaded
 
     # --- session modes -----------------------------------------------------------------------
 

@@ -58,6 +58,14 @@ async def _unheard() -> None:
     """`mode_changed` until a session listens (an agent made outside a session)."""
 
 
+class ResumeRefused(Exception):
+    """The agent cannot continue the conversation asked for (issue 30 §2)."""
+
+
+async def _unrecorded(agent_session_id: str) -> None:
+    """`conversation_known` until a session table listens (an agent made outside one)."""
+
+
 @dataclass(frozen=True)
 class AgentSpec:
     """One entry of the agents file."""
@@ -135,6 +143,24 @@ class Agent(ABC):
         self.processes = processes or AgentProcesses()
         # Called after every change of mode; the session sets it to announce the change.
         self.mode_changed: Callable[[], Awaitable[None]] = _unheard
+        # Issue 30 §2 (client.sessions.resumes): called with the agent's own id of the
+        # conversation whenever it learns one, so a later session can resume it.
+        self.conversation_known: Callable[[str], Awaitable[None]] = _unrecorded
+        self.resume_from: str | None = None
+        self.fork = False
+
+    # Kinds that can continue an earlier conversation of theirs (they read `resume_from`), and
+    # those that can continue a copy of it under a new id (they read `fork`).
+    resumable = False
+    forkable = False
+
+    def resume(self, agent_session_id: str, fork: bool = False) -> None:
+        """Before `start`: continue the conversation the agent knows by this id (with `fork`, a
+        copy of it); the kind takes it (and clears it) when it starts its first process."""
+        if not self.resumable or (fork and not self.forkable):
+            raise NotImplementedError(f"the {self.spec.kind} kind cannot do that")
+        self.resume_from = agent_session_id
+        self.fork = fork
 
     async def start(self) -> None:  # noqa: B027 - most kinds have nothing to prepare
         """Prepare for the session's first prompt."""

@@ -84,6 +84,8 @@ INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
 
 class ClaudeCodeAgent(Agent):
     kind = "claude-code"
+    resumable = True
+    forkable = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -157,6 +159,8 @@ class ClaudeCodeAgent(Agent):
         """Start the CLI if it is not running; return a problem, or None."""
         if self._proc is not None and self._proc.returncode is None:
             return None
+        if self.resume_from:  # issue 30 §2: `--resume <id>`; the retry below starts afresh
+            self._claude_session, self.resume_from = self.resume_from, None
         problem = await self._start_process()
         if problem is not None and self._claude_session and not self._cancelling:
             # A CLI killed before it saved its conversation cannot resume it: start afresh.
@@ -182,7 +186,7 @@ class ClaudeCodeAgent(Agent):
         env = {**os.environ, **self.settings.env}
         try:
             self._proc = await self.processes.spawn(
-                cli_argv(binary, self.settings, self._claude_session, self._mode),
+                cli_argv(binary, self.settings, self._claude_session, self._mode, self.fork),
                 cwd=self.workspace,
                 env=env,
             )
@@ -333,7 +337,11 @@ class ClaudeCodeAgent(Agent):
         really has (re-published when they differ, DPS §5) and the mode it is in — it leaves
         `plan` by itself once the user accepts a plan (ExitPlanMode), and the edges must see
         that too."""
-        self._claude_session = init.get("session_id") or self._claude_session
+        known = init.get("session_id")
+        if isinstance(known, str) and known:
+            self.fork = False  # forked once: later CLIs resume the copy itself
+            self._claude_session = known
+            await self.conversation_known(known)  # a resumed one is this session's too
         names = init.get("tools")
         if not self.spec.tools and isinstance(names, list) and names != self._tool_names:
             self._tool_names = names

@@ -55,7 +55,11 @@ class Inbox:
 
 
 def cli_argv(
-    binary: str, settings: ClaudeCodeSettings, resume: str | None, mode: str | None = None
+    binary: str,
+    settings: ClaudeCodeSettings,
+    resume: str | None,
+    mode: str | None = None,
+    fork: bool = False,
 ) -> list[str]:
     """The CLI's command line: stream-json both ways, approvals over stdio, the agents file's
     settings as flags, and `--resume` when a conversation is to be continued. `mode`, the
@@ -80,6 +84,8 @@ def cli_argv(
             argv.append(f"{flag}={','.join(names)}")
     if resume:
         argv.append(f"--resume={resume}")
+        if fork:  # issue 30 §2: a copy under a new session id; the original stays as it was
+            argv.append("--fork-session")
     return argv
 
 

@@ -17,6 +17,11 @@ Rules:
 8. The manager owns the tasks that end sessions and the expiry sweep (issue 14 §6), in a
    `TaskOwner` that runs from `start()` to `close()` (the app's lifespan); `close()` ends
    every session and waits until each agent is gone.
+9. `resume` in init names an earlier session of this client: the new session's agent continues
+   that session's conversation (client.sessions.resumes); every agent's conversation id is
+   recorded as soon as it is known, with the workspace it runs in, where a resumed session
+   runs too (no new worktree is made for it). With `fork` the agent continues a copy under a new id
+   (Claude Code `--fork-session`), so the earlier session may still be running.
 """
 
 from __future__ import annotations
@@ -24,15 +29,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from client.agents import create_agent
+from client.agents import create_agent, kind_class
 from client.agents.base import AgentSpec
 from client.files.paths import PathGuard
 from client.link.tickets import TicketStore
 from client.metrics import ClientMetrics
 from client.processes.children import AgentProcesses
+from client.sessions.resumes import AgentSession, AgentSessions
 from client.sessions.session import Session
 from client.sessions.worktrees import ACTIONS, Worktrees
 from rawp.clock import Clock, is_uuid4
@@ -61,6 +68,7 @@ class SessionManager:
         processes: AgentProcesses | None = None,
         metrics: ClientMetrics | None = None,
         worktrees: Worktrees | None = None,
+        resumes: AgentSessions | None = None,
     ) -> None:
         self.metrics = metrics or ClientMetrics()
         self.metrics.sessions = lambda: self.sessions.values()
@@ -73,6 +81,7 @@ class SessionManager:
         self.pinned = pinned
         self.processes = processes or AgentProcesses()
         self.worktrees = worktrees
+        self.resumes = resumes
         self.sessions: dict[str, Session] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._ending: dict[str, asyncio.Task] = {}
@@ -115,15 +124,45 @@ class SessionManager:
             raise Forbidden(
                 f"agent {request.agent_name!r} is not allowed here", "AGENT_NOT_ALLOWED"
             )
-        workspace = self.guard.workspace(request.workspace_path)
-        if request.worktree or spec.settings.worktree:
+        resume = self._conversation(request, spec)
+        if resume is not None and resume.workspace:  # rule 9: where the conversation ran
+            workspace = self.guard.workspace(resume.workspace)
+        else:
+            workspace = self.guard.workspace(request.workspace_path)
+        if resume is None and (request.worktree or spec.settings.worktree):
             workspace = await self._worktree(request.session_id, workspace)
         try:
-            return await self._start(request, spec, workspace)
+            return await self._start(request, spec, workspace, resume)
         except BaseException:
             if self.worktrees is not None and request.session_id in self.worktrees.records:
                 await self.worktrees.discard(request.session_id)  # nothing ran in it
             raise
+
+    def _conversation(self, request: SessionInit, spec: AgentSpec) -> AgentSession | None:
+        """Rule 9: the agent's own id of the conversation to resume, or None."""
+        if request.resume is None:
+            if request.fork:
+                raise BadRequest("fork needs resume: the session to fork", "INVALID_REQUEST")
+            return None
+        if not is_uuid4(request.resume):
+            raise BadRequest("resume must be a session id (UUID v4)", "INVALID_REQUEST")
+        if not kind_class(spec.kind).resumable:
+            raise BadRequest(
+                f"agent {spec.name!r} ({spec.kind}) cannot resume an earlier conversation",
+                "RESUME_UNSUPPORTED",
+            )
+        if request.fork and not kind_class(spec.kind).forkable:
+            raise BadRequest(
+                f"agent {spec.name!r} ({spec.kind}) cannot fork a conversation",
+                "FORK_UNSUPPORTED",
+            )
+        if request.resume in self.sessions and not request.fork:
+            raise Conflict(
+                "that session is still running; end it before resuming it", "RESUME_SESSION_ALIVE"
+            )
+        if self.resumes is None:
+            raise NotFound("this client keeps no conversations to resume", "RESUME_NOT_FOUND")
+        return self.resumes.lookup(request.resume, spec.name)
 
     async def _worktree(self, session_id: str, workspace: Path) -> Path:
         """Rule 7: the session's own git worktree becomes its workspace."""
@@ -133,7 +172,11 @@ class SessionManager:
         return Path(record.workspace)
 
     async def _start(
-        self, request: SessionInit, spec: AgentSpec, workspace: Path
+        self,
+        request: SessionInit,
+        spec: AgentSpec,
+        workspace: Path,
+        resume: AgentSession | None,
     ) -> dict[str, Any]:
         pinned: PinnedConfig = self.pinned()
         session = Session(
@@ -154,11 +197,27 @@ class SessionManager:
             kill_grace=self.kill_grace,
             processes=self.processes,
         )
+        if resume is not None:
+            agent.resume(resume.agent_session_id, fork=bool(request.fork))
+        if self.resumes is not None:
+            agent.conversation_known = self._recorder(session.id, spec.name, workspace)
         await agent.start()
         await session.start_worker(agent, on_failure=lambda: self.end(session))
         self.sessions[session.id] = session
         self.tickets.register(request.ticket, session.id)
         return self._body(session)
+
+    def _recorder(
+        self, session_id: str, agent_name: str, workspace: Path
+    ) -> Callable[[str], Awaitable[None]]:
+        """Rule 9: what an agent calls with its conversation id."""
+        resumes = self.resumes
+        assert resumes is not None
+
+        async def record(agent_session_id: str) -> None:
+            resumes.remember(session_id, agent_name, agent_session_id, str(workspace))
+
+        return record
 
     def _body(self, session: Session) -> dict[str, Any]:
         body = {

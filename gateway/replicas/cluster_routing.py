@@ -107,7 +107,50 @@ def decode_stale(data: dict) -> StaleChoice:
     )
 
 
-class ClusterHooks(ConversationHooks):
+class LocalHooks(ConversationHooks):
+    """The verbs that run on the replica the event arrived at: they start sessions (a new id
+    nobody holds, or a thread whose session ended) or touch no session at all."""
+
+    service: ConversationService
+
+    async def start_session(self, invocation, node, agent, worktree=False):
+        return await self.service.start_session(invocation, node, agent, worktree)
+
+    async def pair(self, invocation):
+        return await self.service.pair(invocation)
+
+    async def web_link(self, invocation):
+        return await self.service.web_link(invocation)
+
+    async def list_nodes(self, invocation):
+        return await self.service.list_nodes(invocation)
+
+    async def list_sessions(self, invocation):
+        return await self.service.list_sessions(invocation)
+
+    async def suggest_nodes(self, invocation, typed):
+        return await self.service.suggest_nodes(invocation, typed)
+
+    async def suggest_agents(self, invocation, node, typed):
+        return await self.service.suggest_agents(invocation, node, typed)
+
+    async def usage(self, invocation):
+        return await self.service.usage(invocation)
+
+    async def set_busy(self, invocation, mode):
+        return await self.service.set_busy(invocation, mode)
+
+    async def schedule(self, invocation, text):  # the master keeps schedules: any replica
+        return await self.service.schedule(invocation, text)
+
+    async def resume_session(self, invocation):  # the ended session is held by no one
+        return await self.service.resume_session(invocation)
+
+    async def fork_session(self, invocation):  # the copy is a new session in a new thread
+        return await self.service.fork_session(invocation)
+
+
+class ClusterHooks(LocalHooks):
     def __init__(self, service: ConversationService) -> None:
         self.service = service
         self.cluster = service.cluster
@@ -297,43 +340,11 @@ class ClusterHooks(ConversationHooks):
                 log.info("session %s not taken over: %s", sid, exc)
         return revived
 
-    # --- everything else runs here -----------------------------------------------------------
-
-    async def start_session(self, invocation, node, agent, worktree=False):
-        return await self.service.start_session(invocation, node, agent, worktree)
-
     async def start_here(self, invocation, request):
         try:
             return await self.service.start_here(invocation, request)
         except HeldElsewhere:  # a mention in a thread another replica renders
             return await self.prompt(invocation, request)
-
-    async def pair(self, invocation):
-        return await self.service.pair(invocation)
-
-    async def web_link(self, invocation):
-        return await self.service.web_link(invocation)
-
-    async def list_nodes(self, invocation):
-        return await self.service.list_nodes(invocation)
-
-    async def list_sessions(self, invocation):
-        return await self.service.list_sessions(invocation)
-
-    async def suggest_nodes(self, invocation, typed):
-        return await self.service.suggest_nodes(invocation, typed)
-
-    async def suggest_agents(self, invocation, node, typed):
-        return await self.service.suggest_agents(invocation, node, typed)
-
-    async def usage(self, invocation):
-        return await self.service.usage(invocation)
-
-    async def set_busy(self, invocation, mode):
-        return await self.service.set_busy(invocation, mode)
-
-    async def schedule(self, invocation, text):  # the master keeps schedules: any replica
-        return await self.service.schedule(invocation, text)
 
 
 async def join_cluster(service: ConversationService, url: str, prefix: str, owner) -> ClusterHooks:

@@ -108,6 +108,13 @@ class ChatCommands:
         await self.cluster.release(binding.session_id)
         return f"Session `{binding.session_id}` ended."
 
+    async def schedule(self, invocation: Invocation, text: str | None) -> str | None:
+        """Scheduled prompts (issue 30 §5): the master keeps them (schedule_command, which
+        reads this module's `refusal`: imported here, not at the top, to keep one direction)."""
+        from gateway.sessions import schedule_command
+
+        return await schedule_command.schedule(self, invocation, text)
+
     async def set_busy(self, invocation: Invocation, mode: str | None) -> str | None:
         return await busy.set_busy_mode(self.store, invocation.conversation, mode)
 

@@ -33,6 +33,9 @@ Rules:
    (gateway.sessions.busy). The mode command changes the agent's mode
    (gateway.sessions.mode_command); a revived session gets the stored mode again. The worktree
    command diffs, merges or discards a session's git worktree (gateway.sessions.worktree_command).
+   The resume command continues an ended session's conversation in its thread
+   (gateway.sessions.resume_command); the fork command continues a copy of a session's
+   conversation in a new thread (gateway.sessions.fork_command).
 7. Every answer is text for the user; a refusal from the master is shown with its error code,
    never a stack trace.
 8. Every live session's pump is a task of this service's `TaskOwner` (started with the first
@@ -66,7 +69,12 @@ from gateway.platform import (
 from gateway.rendering.render import RenderOptions, SessionRenderer
 from gateway.rendering.render_core import CHAT_MODES
 from gateway.replicas.cluster import FencedPlatform, HeldElsewhere, LocalCluster
-from gateway.sessions import mode_command, schedule_command, worktree_command
+from gateway.sessions import (
+    fork_command,
+    mode_command,
+    resume_command,
+    worktree_command,
+)
 from gateway.sessions.chat_commands import (
     NO_SESSION,
     NOT_YOURS,
@@ -207,6 +215,7 @@ class ConversationService(ChatCommands, ConversationHooks):
         *,
         on_message: bool = False,
         worktree: bool = False,
+        fork_of: str | None = None,
     ) -> tuple[ConnectedSession, str]:
         """Rule 2: the live session and its greeting, or `StartRefused` saying why not."""
         subject = self.subject_of(invocation)
@@ -215,7 +224,7 @@ class ConversationService(ChatCommands, ConversationHooks):
             if isinstance(chosen, str):
                 raise StartRefused(chosen)
             created = await self.edge.create_session(
-                subject, chosen.node_id, agent, self.settings.workspace_path, worktree
+                subject, chosen.node_id, agent, self.settings.workspace_path, worktree, fork_of
             )
         except EdgeApiError as exc:
             raise StartRefused(refusal(exc), exc.error_code) from None
@@ -238,12 +247,9 @@ class ConversationService(ChatCommands, ConversationHooks):
                 node_id=chosen.node_id,
                 agent_name=agent,
             )
-            # A prompt that found the binding already stored revives under this lock: one of
-            # us makes the session live, the other finds it (never two renderers on it).
-            async with self._reviving.setdefault(session_id, asyncio.Lock()):
-                live = self.live.get(session_id) or await self._go_live(
-                    binding, ticket=created.edge_ws_ticket
-                )
+            # A prompt that found the binding already stored revives too: one of us makes the
+            # session live, the other finds it (never two renderers on it).
+            live = await self.go_live_once(binding, ticket=created.edge_ws_ticket)
             await self.store.remember_start(subject, chosen.node_id, agent)
         finally:
             if session_id not in self.live:  # rule 10: a start that failed holds nothing
@@ -299,6 +305,12 @@ class ConversationService(ChatCommands, ConversationHooks):
         if prefixed:
             return f"“{wanted}” matches several machines: {names}. Name one exactly."
         return f"No machine called “{wanted}”. Yours: {names}."
+
+    async def go_live_once(self, binding: Binding, ticket: str | None) -> ConnectedSession:
+        """The bound session live here, made so once however many callers race to it."""
+        async with self._reviving.setdefault(binding.session_id, asyncio.Lock()):
+            live = self.live.get(binding.session_id)
+            return live or await self._go_live(binding, ticket=ticket)
 
     async def _go_live(self, binding: Binding, ticket: str | None) -> ConnectedSession:
         if not self._tasks.running:
@@ -440,8 +452,11 @@ class ConversationService(ChatCommands, ConversationHooks):
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         return await worktree_command.worktree(self, invocation, action)
 
-    async def schedule(self, invocation: Invocation, text: str | None) -> str | None:
-        return await schedule_command.schedule(self, invocation, text)
+    async def resume_session(self, invocation: Invocation) -> str | None:
+        return await resume_command.resume(self, invocation)
+
+    async def fork_session(self, invocation: Invocation) -> str | None:
+        return await fork_command.fork(self, invocation)
 
     async def start_here(self, invocation: Invocation, request: PromptRequest) -> str | None:
         from gateway.sessions.starting import Starter  # it builds on this module

@@ -76,6 +76,8 @@ class SessionStarter:
         agent_name: str,
         workspace_path: str,
         worktree: bool = False,
+        resume: str | None = None,
+        fork: bool = False,
     ) -> StartedSession:
         node = await self._calls.node(node_id)
         session_id = new_id()
@@ -93,6 +95,8 @@ class SessionStarter:
             agent_name=agent_name,
             workspace_path=workspace_path,
             worktree=worktree or None,
+            resume=resume,
+            fork=fork or None,
         ).wire()
         try:
             reply = await self._calls.call(

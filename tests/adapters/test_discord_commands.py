@@ -39,7 +39,7 @@ async def test_the_command_tree_is_synced_with_every_verb(bot_with_hooks):
     verbs = {o["name"]: o for o in rawp["options"]}
     assert set(verbs) == {
         "start", "prompt", "command", "stop", "end", "pair", "nodes", "sessions", "usage",
-        "busy", "mode", "worktree", "web", "schedule", "schedules",
+        "busy", "mode", "worktree", "resume", "fork", "web", "schedule", "schedules",
     }  # fmt: skip
     [when] = verbs["schedule"]["options"]  # issue 30 §5: one required text, quotes and all
     assert when.get("required") and when["type"] == 3 and not verbs["schedules"].get("options")

@@ -10,6 +10,9 @@ answer is awaited (and recorded into the next update as `_meta.answer`, so tests
 answer (`result` or `error`) as an `agent_message_chunk` `[fs: {...}]`;
 then the prompt is answered with the turn's `response` (`{stopReason, usage?}`) or `error`.
 The prompt's blocks are echoed back in an `agent_thought_chunk` first when `echo` is set.
+With `"load_session": true` in the transcript the fake advertises `loadSession`; a
+`session/load` replays one old `agent_message_chunk` (history, which a client must not show
+as a new answer) and every later turn's answer starts with `[loaded: <sessionId>]`.
 Standard library only.
 """
 
@@ -33,16 +36,37 @@ def read() -> dict | None:
 
 def main() -> int:
     with open(sys.argv[1]) as handle:
-        turns = json.load(handle)["turns"]
+        transcript = json.load(handle)
+    turns = transcript["turns"]
     asks = 0
+    loaded = None
     while (message := read()) is not None:
         method, rid = message.get("method"), message.get("id")
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1}})
+            result: dict = {"protocolVersion": 1}
+            if transcript.get("load_session"):
+                result["agentCapabilities"] = {"loadSession": True}
+            send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "session/load" and transcript.get("load_session"):
+            loaded = message["params"]["sessionId"]
+            old = {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": "old"},
+            }
+            params = {"sessionId": loaded, "update": old}
+            send({"jsonrpc": "2.0", "method": "session/update", "params": params})
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "session/new":
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": SESSION}})
         elif method == "session/prompt":
             turn = turns.pop(0)
+            if loaded is not None:
+                note = {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": f"[loaded: {loaded}]"},
+                }
+                params = {"sessionId": loaded, "update": note}
+                send({"jsonrpc": "2.0", "method": "session/update", "params": params})
             if turn.get("echo"):
                 blocks = json.dumps(message["params"]["prompt"])
                 update = {

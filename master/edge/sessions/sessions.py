@@ -15,6 +15,9 @@ Rules:
    `DELETE /v1/session/{id}`, then the edges are closed with code 1000.
 4. The client links behind the sessions — held by one replica each, reattached, taken over,
    their state written through — are `HeldLinks`' (master.edge.sessions.held_links).
+5. Creating with `resume` (issue 30 §2): the earlier session must be the caller's, on the same
+   node with the same agent (`404 SESSION_NOT_FOUND`, `409 RESUME_MISMATCH`); the client then
+   refuses what it cannot resume (rule 1 passes its 400/404/409 on).
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ from master.services.sockets import NodeSockets
 from master.settings import EdgeSettings
 from master.storage import edge_sessions as store
 from master.storage.db import Database, utc
-from rawp.clock import Clock, iso
-from rawp.errors import BadRequest, NotFound, RawpError
+from rawp.clock import Clock, is_uuid4, iso
+from rawp.errors import BadRequest, Conflict, NotFound, RawpError
 from rawp.rest import (
     ConfigVersions,
     CreateSession,
@@ -100,6 +103,10 @@ class EdgeSessions:
         await self._nodes.owned(user, node_id)
         request = validate(CreateSession, body)
         await self._config.require_synced(node_id)  # K-03: before any call to the client
+        if request.fork and request.resume is None:
+            raise BadRequest("fork needs resume: the session to fork", "INVALID_REQUEST")
+        if request.resume is not None:
+            await self._resumable(user, node_id, request)
         workspace = request.workspace_path or await self._default_workspace(node_id)
         try:
             started = await self._starter.start(
@@ -108,6 +115,8 @@ class EdgeSessions:
                 agent_name=request.agent_name,
                 workspace_path=workspace,
                 worktree=bool(request.worktree),
+                resume=request.resume,
+                fork=bool(request.fork),
             )
         except SessionInitFailed as exc:
             raise _passed_on(exc) from None
@@ -149,6 +158,21 @@ class EdgeSessions:
                 limits=pinned.limits_version, capabilities=pinned.capabilities_version
             ),
         ).wire()
+
+    async def _resumable(self, user: EdgeUser, node_id: str, request: CreateSession) -> None:
+        """Rule 5: only the caller's own earlier session, on this node with this agent."""
+        if not is_uuid4(request.resume or ""):
+            raise BadRequest("resume must be a session id", "INVALID_REQUEST")
+        async with self._db.connect() as conn:
+            row = await store.user_session(conn, user.id, request.resume or "", ended=True)
+        if row is None:
+            raise NotFound(f"no session {request.resume} on your account", "SESSION_NOT_FOUND")
+        if row.node_id != node_id or row.agent_name != request.agent_name:
+            raise Conflict(
+                f"session {request.resume} ran agent {row.agent_name!r} on node {row.node_id}; "
+                "resume it there with that agent",
+                "RESUME_MISMATCH",
+            )
 
     async def _default_workspace(self, node_id: str) -> str:
         """A-21: the client's advertised default, or a clear 400."""
