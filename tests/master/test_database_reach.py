@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from runtime.database_reach import describe, where
 from tests.edge.proxy import CuttableProxy
 from tests.scale.conftest import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
-from tests.support import ROOT, Lines, free_port
+from tests.support import ROOT, Lines, free_port, missing_service
 
 PASSWORD = "s3cret-Pa55word"
 LISTENING = re.compile(r"listening on")
@@ -36,8 +36,7 @@ def pg(postgres_url):
     """(admin URL parts) of the session's test database, or a skip saying why there is none."""
     url, reason = postgres_url
     if url is None:
-        print(f"\nskipping PostgreSQL: {reason}")
-        pytest.skip(reason)
+        missing_service(f"PostgreSQL: {reason}")  # under CI an error, not a skip
     return url
 
 
