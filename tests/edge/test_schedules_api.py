@@ -88,7 +88,9 @@ async def test_schedules_are_made_listed_paused_and_deleted_by_their_owner_only(
 
 
 async def test_a_due_tick_starts_a_session_and_sends_the_prompt(make_edge_master, fake_client):
-    clock = FakeClock(datetime.now(UTC))
+    # Ten seconds into a minute, whatever the wall clock says: which minute ticks fall within
+    # each advance below must not depend on when the test runs.
+    clock = FakeClock(datetime.now(UTC).replace(second=10, microsecond=0))
     async with make_edge_master(clock=clock) as master:
         node = (await master.node(ALICE, fake_client.address))["node_id"]
         body = _body(node, schedule="* * * * *")  # every minute
