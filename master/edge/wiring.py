@@ -74,7 +74,7 @@ def build_edge(
     errors = NodeErrors()
     policy = SecurityPolicy(settings.deny_tools, settings.deny_commands)
     budgets = BudgetGuard(settings.budgets, db, clock)
-    plane = DataPlane(relay, usage, policy, errors, db, clock, metrics, budgets)
+    plane = DataPlane(relay, usage, policy, errors, clock, metrics, budgets)
     nodes = NodeDirectory(db, clock, config, calls, usage, errors, settings)
     reports = UsageReports(db, clock, usage, budgets)
     sessions = EdgeSessions(
