@@ -20,7 +20,8 @@ Rules:
 9. `resume` in init names an earlier session of this client: the new session's agent continues
    that session's conversation (client.sessions.resumes); every agent's conversation id is
    recorded as soon as it is known, with the workspace it runs in, where a resumed session
-   runs too (no new worktree is made for it). With `fork` the agent continues a copy under a new id
+   runs too (no new worktree is made for it: a resumed session inherits the earlier one's
+   worktree record, client.sessions.worktrees rule 6). With `fork` the agent continues a copy under a new id
    (Claude Code `--fork-session`), so the earlier session may still be running.
 """
 
@@ -131,12 +132,22 @@ class SessionManager:
             workspace = self.guard.workspace(request.workspace_path)
         if resume is None and (request.worktree or spec.settings.worktree):
             workspace = await self._worktree(request.session_id, workspace)
+        inherited = self._inherit(request)
         try:
             return await self._start(request, spec, workspace, resume)
         except BaseException:
-            if self.worktrees is not None and request.session_id in self.worktrees.records:
+            if inherited and self.worktrees is not None:
+                self.worktrees.inherit(request.session_id, request.resume or "")  # given back
+            elif self.worktrees is not None and request.session_id in self.worktrees.records:
                 await self.worktrees.discard(request.session_id)  # nothing ran in it
             raise
+
+    def _inherit(self, request: SessionInit) -> bool:
+        """Rule 9: a resumed (not forked) session takes over the earlier one's worktree, so
+        the worktree command acts on it from the resumed thread (worktrees rule 6)."""
+        if self.worktrees is None or request.resume is None or request.fork:
+            return False
+        return self.worktrees.inherit(request.resume, request.session_id)
 
     def _conversation(self, request: SessionInit, spec: AgentSpec) -> AgentSession | None:
         """Rule 9: the agent's own id of the conversation to resume, or None."""
