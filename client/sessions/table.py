@@ -21,8 +21,8 @@ Rules:
    that session's conversation (client.sessions.resumes); every agent's conversation id is
    recorded as soon as it is known, with the workspace it runs in, where a resumed session
    runs too (no new worktree is made for it: a resumed session inherits the earlier one's
-   worktree record, client.sessions.worktrees rule 6). With `fork` the agent continues a copy under a new id
-   (Claude Code `--fork-session`), so the earlier session may still be running.
+   worktree record, client.sessions.worktrees rule 6). With `fork` the agent continues a copy
+   under a new id (Claude Code `--fork-session`), so the earlier session may still be running.
 10. `resume_conversation` in init names a conversation the agent keeps itself that RAWP did not
    start (a terminal session): accepted only when `GET /v1/agent-sessions` would list it for
    that agent (client.sessions.terminal), and continued in the directory it ran in.
