@@ -183,9 +183,7 @@ class SessionManager:
             raise NotFound("this client keeps no conversations to resume", "RESUME_NOT_FOUND")
         return self.resumes.lookup(request.resume, spec.name)
 
-    async def _terminal_conversation(
-        self, request: SessionInit, spec: AgentSpec
-    ) -> AgentSession:
+    async def _terminal_conversation(self, request: SessionInit, spec: AgentSpec) -> AgentSession:
         """Rule 10: only a conversation the listing returns (client.sessions.terminal rule 4),
         continued where it ran."""
         if request.resume is not None or request.fork:
