@@ -103,13 +103,6 @@ class RawpCommands(app_commands.Group):
             interaction, lambda inv: self.hooks.start_session(inv, node, agent, worktree)
         )
 
-    @start.autocomplete("node")
-    async def _nodes(self, interaction: discord.Interaction, current: str) -> Choices:
-        if await self.platform.interactions.refuse(interaction):
-            return []
-        lookup = self.hooks.suggest_nodes(invocation_of(interaction), current)
-        return as_choices(await within_budget(lookup))
-
     @start.autocomplete("agent")
     async def _agents(self, interaction: discord.Interaction, current: str) -> Choices:
         if await self.platform.interactions.refuse(interaction):
@@ -173,12 +166,15 @@ class RawpCommands(app_commands.Group):
     async def resume(self, interaction: discord.Interaction, session: str | None = None) -> None:
         await self._answer(interaction, lambda inv: self.hooks.resume_session(inv, session))
 
+    @start.autocomplete("node")
     @resume.autocomplete("session")
-    async def _terminal(self, interaction: discord.Interaction, current: str) -> Choices:
+    async def _nodes(self, interaction: discord.Interaction, current: str) -> Choices:
+        """A machine for start; for resume, a conversation from the terminal on one."""
         if await self.platform.interactions.refuse(interaction):
             return []
-        lookup = self.hooks.suggest_terminal(invocation_of(interaction), current)
-        return as_choices(await within_budget(lookup))
+        command = interaction.command.name if interaction.command is not None else ""
+        suggest = self.hooks.suggest_terminal if command == "resume" else self.hooks.suggest_nodes
+        return as_choices(await within_budget(suggest(invocation_of(interaction), current)))
 
     @app_commands.command(
         name="fork", description="Go on with a copy of this conversation in a new thread"

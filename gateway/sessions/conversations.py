@@ -65,7 +65,6 @@ from gateway.platform import (
     ConversationHooks,
     ConversationRef,
     Invocation,
-    Suggestion,
 )
 from gateway.rendering.render import RenderOptions, SessionRenderer
 from gateway.rendering.render_core import CHAT_MODES
@@ -457,9 +456,6 @@ class ConversationService(ChatCommands, ConversationHooks):
 
     async def resume_session(self, invocation: Invocation, pick: str | None = None) -> str | None:
         return await resume_command.resume(self, invocation, pick)
-
-    async def suggest_terminal(self, invocation: Invocation, typed: str) -> list[Suggestion]:
-        return await resume_command.suggest(self, invocation, typed)
 
     async def fork_session(self, invocation: Invocation) -> str | None:
         return await fork_command.fork(self, invocation)

@@ -41,15 +41,13 @@ async def choices(fake: FakeDiscord, typed: str, user=None) -> list[dict]:
     return answer.body["data"]["choices"]
 
 
-async def test_a_terminal_session_is_picked_up_from_discord(
-    stack_and_model, node_agents, processes, tmp_path
-):
+async def test_a_terminal_session_is_picked_up_from_discord(stack_and_model, processes, tmp_path):
     stack, model = stack_and_model
     async with model, FakeDiscord(WORLD) as fake:
         env = model_env(model.base_url, tmp_path / "home")  # the client's claude's HOME
         model.script.append(Turn([text("noted: kestrel")]))
         mine = await claude_in_terminal(
-            node_agents.claude, env, stack.root / "src", "remember the word kestrel"
+            stack.claude, env, stack.root / "src", "remember the word kestrel"
         )
         start_discord_gateway(processes, stack, tmp_path, fake, WORLD)
         await discord_ready(fake)

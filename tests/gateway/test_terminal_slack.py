@@ -26,15 +26,13 @@ stack_and_model = claude_stack_fixture(OWNER)
 
 
 async def test_a_terminal_session_is_listed_and_picked_up_from_slack(
-    stack_and_model, node_agents, processes, tmp_path
+    stack_and_model, processes, tmp_path
 ):
     stack, model = stack_and_model
     async with model, FakeSlack(WORLD) as slack:
         env = model_env(model.base_url, tmp_path / "home")  # the client's claude's HOME
         model.script.append(Turn([text("noted: kestrel")]))
-        mine = await claude_in_terminal(
-            node_agents.claude, env, stack.root, "remember the word kestrel"
-        )
+        mine = await claude_in_terminal(stack.claude, env, stack.root, "remember the word kestrel")
         _, bolt = start_slack_gateway(processes, stack, tmp_path, slack, WORLD)
         answered: list = []
 

@@ -106,14 +106,7 @@ class EdgeSessions:
         await self._nodes.owned(user, node_id)
         request = validate(CreateSession, body)
         await self._config.require_synced(node_id)  # K-03: before any call to the client
-        if request.fork and request.resume is None:
-            raise BadRequest("fork needs resume: the session to fork", "INVALID_REQUEST")
-        if request.resume is not None:
-            await self._resumable(user, node_id, request)
-        if request.resume_conversation is not None and (request.resume or request.fork):
-            raise BadRequest(
-                "resume_conversation goes alone: without resume or fork", "INVALID_REQUEST"
-            )
+        await self._resumable(user, node_id, request)
         workspace = request.workspace_path or await self._default_workspace(node_id)
         try:
             started = await self._starter.start(
@@ -168,7 +161,16 @@ class EdgeSessions:
         ).wire()
 
     async def _resumable(self, user: EdgeUser, node_id: str, request: CreateSession) -> None:
-        """Rule 5: only the caller's own earlier session, on this node with this agent."""
+        """Rule 5: only the caller's own earlier session, on this node with this agent; rule
+        6: `resume_conversation` alone."""
+        if request.fork and request.resume is None:
+            raise BadRequest("fork needs resume: the session to fork", "INVALID_REQUEST")
+        if request.resume_conversation is not None and (request.resume or request.fork):
+            raise BadRequest(
+                "resume_conversation goes alone: without resume or fork", "INVALID_REQUEST"
+            )
+        if request.resume is None:
+            return
         if not is_uuid4(request.resume or ""):
             raise BadRequest("resume must be a session id", "INVALID_REQUEST")
         async with self._db.connect() as conn:
