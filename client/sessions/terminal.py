@@ -19,8 +19,10 @@ Rules (docs/agents.md "Resume"):
 4. `find` is the only way an id reaches `--resume`: it answers a conversation exactly when the
    listing for that agent would include it, else `404 RESUME_NOT_FOUND`.
 5. Reading files happens in a worker thread, never on the event loop.
-6. Other kinds list nothing yet (ACP `session/list` is not asked: the agent would have to be
-   started just to list).
+6. An ACP agent is asked `session/list` where it advertises it (client.sessions.acp_listing);
+   each `SessionInfo` passes the same checks (its `cwd` inside the roots, not RAWP's own id, an
+   id that fits `CONVERSATION_ID`); its `title` (else "(untitled)") and `updatedAt` are shown.
+   Other kinds list nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from client.agents.base import AgentSpec
 from client.files.paths import PathGuard
+from client.sessions.acp_listing import acp_sessions
 from client.sessions.resumes import AgentSessions
 from rawp.errors import NotFound, RawpError
 from rawp.rest import CONVERSATION_ID, TITLE_MAX, AgentConversation
@@ -77,14 +80,14 @@ class TerminalConversations:
     async def list(self, specs: Iterable[AgentSpec]) -> list[AgentConversation]:
         found: list[AgentConversation] = []
         for spec in specs:
-            found += await asyncio.to_thread(self._scan, spec, None)
+            found += await self._of(spec, None)
         found.sort(key=lambda c: c.updated_at, reverse=True)
         return found[:LIMIT]
 
     async def find(self, spec: AgentSpec, conversation_id: str) -> AgentConversation:
         """Rule 4."""
         if _ID.match(conversation_id or ""):
-            hits = await asyncio.to_thread(self._scan, spec, conversation_id)
+            hits = await self._of(spec, conversation_id)
             if hits:
                 return hits[0]
         raise NotFound(
@@ -92,6 +95,35 @@ class TerminalConversations:
             "workspaces to pick up",
             "RESUME_NOT_FOUND",
         )
+
+    async def _of(self, spec: AgentSpec, only: str | None) -> list[AgentConversation]:
+        if spec.kind == "acp":
+            return await self._acp(spec, only)  # rule 6
+        return await asyncio.to_thread(self._scan, spec, only)  # rule 5
+
+    async def _acp(self, spec: AgentSpec, only: str | None) -> list[AgentConversation]:
+        rawp, listed = self._rawp_ids(), []
+        for info in await acp_sessions(spec, self.guard.roots[0]):
+            conversation_id, cwd = info.get("sessionId"), info.get("cwd")
+            if not isinstance(conversation_id, str) or not _ID.match(conversation_id):
+                continue
+            if conversation_id in rawp or only not in (None, conversation_id):
+                continue
+            try:
+                workspace = await asyncio.to_thread(self.guard.workspace, cwd)  # rule 2
+            except RawpError:
+                continue
+            updated = info.get("updatedAt")
+            listed.append(
+                AgentConversation(
+                    agent_name=spec.name,
+                    conversation_id=conversation_id,
+                    workspace_path=str(workspace),
+                    title=_one_line(str(info.get("title") or "")) or "(untitled)",
+                    updated_at=updated if isinstance(updated, str) else "",
+                )
+            )
+        return listed[:LIMIT]
 
     def _scan(self, spec: AgentSpec, only: str | None) -> list[AgentConversation]:
         base = projects_dir(spec)
