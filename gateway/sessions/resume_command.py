@@ -17,7 +17,8 @@ Rules:
    did not start (`GET /v1/edge/nodes/{id}/agent-sessions`, each of the caller's machines that
    is not offline), newest first, numbered, with the first 8 characters of each id; at most
    `LISTED` of them. Only the caller's own machines are asked (gateway.sessions.conversations
-   rule 1): nobody sees or picks up a conversation on a machine that is not theirs.
+   rule 1): nobody sees or picks up a conversation on a machine that is not theirs. Titles
+   are redacted like the session's output where the node's output is.
 5. `resume <pick>` picks one: its number in that listing, a prefix (4+ characters) of its id, or
    `<node id>:<conversation id>` (what Discord's autocomplete sends). The listing is read
    again and the pick must be in it; the session starts like `/rawp start` in the channel (a
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from gateway.edge_client import EdgeApiError
 from gateway.platform import ConversationRef, Invocation, Suggestion
+from gateway.redaction.redact import Redactor
 from gateway.sessions.chat_commands import refusal
 from gateway.sessions.mode_command import may_change
 
@@ -139,9 +141,11 @@ async def terminal_conversations(service: ConversationService, invocation: Invoc
     answers = await asyncio.gather(
         *(service.edge.agent_sessions(subject, n.node_id) for n in nodes), return_exceptions=True
     )
+    redact = Redactor().redact  # a title is the user's own prompt: secrets are cut like output
     found = [
         Found(node.node_id, node.device_name or node.node_id, c.agent_name, c.conversation_id,
-              c.title, c.updated_at)
+              redact(c.title) if service.settings.render.for_node(node.node_id).redact
+              else c.title, c.updated_at)
         for node, answer in zip(nodes, answers, strict=True)
         if not isinstance(answer, BaseException)
         for c in answer
