@@ -22,7 +22,8 @@ Rules (docs/agents.md "Resume"):
 6. An ACP agent is asked `session/list` where it advertises it (client.sessions.acp_listing);
    each `SessionInfo` passes the same checks (its `cwd` inside the roots, not RAWP's own id, an
    id that fits `CONVERSATION_ID`); its `title` (else "(untitled)") and `updatedAt` are shown.
-   Other kinds list nothing.
+   Other kinds list nothing. An agent's answer is kept `ACP_FRESH_S` seconds, so autocomplete
+   (a request per keystroke) does not start an agent process per keystroke.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import asyncio
 import json
 import os
 import re
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +47,7 @@ from rawp.rest import CONVERSATION_ID, TITLE_MAX, AgentConversation
 LIMIT = 25
 READ_LIMIT = 1_000_000  # bytes of one transcript read for its title and directory
 SCAN_LIMIT = 500  # transcripts looked at, newest first
+ACP_FRESH_S = 10.0
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 _ID = re.compile(CONVERSATION_ID)
 TITLE_RECORDS = (("custom-title", "customTitle"), ("ai-title", "aiTitle"), ("summary", "summary"))
@@ -72,6 +75,7 @@ class TerminalConversations:
     def __init__(self, guard: PathGuard, resumes: AgentSessions | None) -> None:
         self.guard = guard
         self.resumes = resumes
+        self._acp_seen: dict[str, tuple[float, list]] = {}  # agent → (when, its sessions)
 
     def _rawp_ids(self) -> set[str]:
         records = self.resumes.records.values() if self.resumes is not None else ()
@@ -103,7 +107,7 @@ class TerminalConversations:
 
     async def _acp(self, spec: AgentSpec, only: str | None) -> list[AgentConversation]:
         rawp, listed = self._rawp_ids(), []
-        for info in await acp_sessions(spec, self.guard.roots[0]):
+        for info in await self._acp_sessions(spec):
             conversation_id, cwd = info.get("sessionId"), info.get("cwd")
             if not isinstance(conversation_id, str) or not _ID.match(conversation_id):
                 continue
@@ -124,6 +128,14 @@ class TerminalConversations:
                 )
             )
         return listed[:LIMIT]
+
+    async def _acp_sessions(self, spec: AgentSpec) -> list:
+        """Rule 6: the agent's `session/list`, asked at most once per `ACP_FRESH_S`."""
+        now = time.monotonic()
+        seen = self._acp_seen.get(spec.name)
+        if seen is None or now - seen[0] > ACP_FRESH_S:
+            seen = self._acp_seen[spec.name] = (now, await acp_sessions(spec, self.guard.roots[0]))
+        return seen[1]
 
     def _scan(self, spec: AgentSpec, only: str | None) -> list[AgentConversation]:
         base = projects_dir(spec)
