@@ -41,7 +41,7 @@ HELP = (
     "`{c} prompt` · `{c} stop` · `{c} end` · "
     "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage` · `{c} busy [queue|interrupt]` · "
     "`{c} mode [plan|ask|accept-edits]` · `{c} worktree diff|merge|discard` · "
-    "`{c} resume` · `{c} fork` · `{c} web` · "
+    "`{c} resume [list|<n>|<id>]` · `{c} fork` · `{c} web` · "
     '`{c} schedule "<cron or phrase>" <prompt>` · `{c} schedules` · '
     "`{c} schedule pause|resume|delete <id>`"
 )
@@ -170,6 +170,8 @@ def _listen_to_the_command(app, here: _Listening) -> None:
             words.remove("--worktree")
         if verb == "start" and len(words) == 2:
             reply = await platform.hooks.start_session(invocation, words[0], words[1], worktree)
+        elif verb == "resume" and len(words) == 1:  # issue 30 §2: list, or pick from the terminal
+            reply = await platform.hooks.resume_session(invocation, words[0])
         elif verb in SIMPLE_VERBS and not words:
             reply = await getattr(platform.hooks, SIMPLE_VERBS[verb])(invocation)
         elif verb == "busy" and len(words) <= 1:  # issue 16 §5: this channel's busy mode

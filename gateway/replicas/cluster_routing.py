@@ -143,8 +143,11 @@ class LocalHooks(ConversationHooks):
     async def schedule(self, invocation, text):  # the master keeps schedules: any replica
         return await self.service.schedule(invocation, text)
 
-    async def resume_session(self, invocation):  # the ended session is held by no one
-        return await self.service.resume_session(invocation)
+    async def resume_session(self, invocation, pick=None):  # the ended session: held by no one
+        return await self.service.resume_session(invocation, pick)
+
+    async def suggest_terminal(self, invocation, typed):  # asks the master only
+        return await self.service.suggest_terminal(invocation, typed)
 
     async def fork_session(self, invocation):  # the copy is a new session in a new thread
         return await self.service.fork_session(invocation)

@@ -216,6 +216,7 @@ class ConversationService(ChatCommands, ConversationHooks):
         on_message: bool = False,
         worktree: bool = False,
         fork_of: str | None = None,
+        resume_conversation: str | None = None,
     ) -> tuple[ConnectedSession, str]:
         """Rule 2: the live session and its greeting, or `StartRefused` saying why not."""
         subject = self.subject_of(invocation)
@@ -224,8 +225,9 @@ class ConversationService(ChatCommands, ConversationHooks):
             if isinstance(chosen, str):
                 raise StartRefused(chosen)
             created = await self.edge.create_session(
-                subject, chosen.node_id, agent, self.settings.workspace_path, worktree, fork_of
-            )
+                subject, chosen.node_id, agent, self.settings.workspace_path, worktree, fork_of,
+                resume_conversation=resume_conversation,
+            )  # fmt: skip
         except EdgeApiError as exc:
             raise StartRefused(refusal(exc), exc.error_code) from None
         device = chosen.device_name or chosen.node_id
@@ -452,8 +454,8 @@ class ConversationService(ChatCommands, ConversationHooks):
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         return await worktree_command.worktree(self, invocation, action)
 
-    async def resume_session(self, invocation: Invocation) -> str | None:
-        return await resume_command.resume(self, invocation)
+    async def resume_session(self, invocation: Invocation, pick: str | None = None) -> str | None:
+        return await resume_command.resume(self, invocation, pick)
 
     async def fork_session(self, invocation: Invocation) -> str | None:
         return await fork_command.fork(self, invocation)

@@ -13,6 +13,8 @@ The prompt's blocks are echoed back in an `agent_thought_chunk` first when `echo
 With `"load_session": true` in the transcript the fake advertises `loadSession`; a
 `session/load` replays one old `agent_message_chunk` (history, which a client must not show
 as a new answer) and every later turn's answer starts with `[loaded: <sessionId>]`.
+With `"list_sessions": [SessionInfo…]` it advertises `sessionCapabilities.list` and answers
+`session/list` with them (one per page, `nextCursor` the next index; a `cwd` param filters).
 Standard library only.
 """
 
@@ -34,6 +36,17 @@ def read() -> dict | None:
     return json.loads(line) if line else None
 
 
+def listed(transcript: dict, params: dict) -> dict:
+    """One page of `session/list`: one session, the next index as the cursor."""
+    wanted = params.get("cwd")
+    sessions = [s for s in transcript["list_sessions"] if wanted in (None, s["cwd"])]
+    at = int(params.get("cursor") or 0)
+    page: dict = {"sessions": sessions[at : at + 1]}
+    if at + 1 < len(sessions):
+        page["nextCursor"] = str(at + 1)
+    return page
+
+
 def main() -> int:
     with open(sys.argv[1]) as handle:
         transcript = json.load(handle)
@@ -46,7 +59,12 @@ def main() -> int:
             result: dict = {"protocolVersion": 1}
             if transcript.get("load_session"):
                 result["agentCapabilities"] = {"loadSession": True}
+            if "list_sessions" in transcript:
+                capabilities = result.setdefault("agentCapabilities", {})
+                capabilities["sessionCapabilities"] = {"list": {}}
             send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "session/list" and "list_sessions" in transcript:
+            send({"jsonrpc": "2.0", "id": rid, "result": listed(transcript, message["params"])})
         elif method == "session/load" and transcript.get("load_session"):
             loaded = message["params"]["sessionId"]
             old = {
