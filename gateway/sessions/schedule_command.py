@@ -10,7 +10,9 @@ Rules:
 2. `schedules` (or `schedule list`) lists the user's own schedules; `schedule
    pause|resume|delete <id>` changes one. The master keeps schedules per user, so a user only
    ever sees or changes their own (another's id is "not found").
-3. Bad input gets the usage line or the master's message (an unknown phrase, time zone or
+3. A schedule made is remembered with the channel it was typed in (a thread's parent channel):
+   each of its runs is posted into a new thread there (gateway.sessions.schedule_threads).
+4. Bad input gets the usage line or the master's message (an unknown phrase, time zone or
    schedule id), never a traceback.
 """
 
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING
 from gateway.edge_client import EdgeApiError
 from gateway.platform import Invocation
 from gateway.sessions.chat_commands import refusal
+from gateway.storage.schedule_origins import ScheduleOrigins
 
 if TYPE_CHECKING:
     from gateway.sessions.conversations import ConversationService
@@ -52,7 +55,7 @@ async def schedule(service: ConversationService, invocation: Invocation, text: s
         when, prompt = quoted.group(1), quoted.group(2).strip()
         return await _create(service, invocation, subject, when, prompt)
     except EdgeApiError as exc:
-        return refusal(exc)  # rule 3
+        return refusal(exc)  # rule 4
 
 
 async def _create(
@@ -76,6 +79,10 @@ async def _create(
             "prompt": prompt,
             "schedule": when,
         },
+    )
+    where = invocation.conversation  # its runs are posted into new threads of this channel
+    await ScheduleOrigins(service.store.database).remember(
+        str(made.get("schedule_id")), where.platform, where.channel_id, subject
     )
     return (
         f"⏰ Scheduled `{made.get('schedule_id')}`: `{made.get('schedule')}` "
