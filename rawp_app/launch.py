@@ -53,7 +53,7 @@ from gateway.replicas.budgeted_platform import PlatformBudget, block_on_429
 from gateway.replicas.platform_budget import parse_limits
 from gateway.sessions.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.sessions.live import ConnectedSession
-from gateway.sessions.schedule_threads import ScheduleThreads
+from gateway.sessions.schedule_command import ScheduleThreads
 from gateway.sessions.voice import Transcriber
 from gateway.settings import GatewaySettings
 from gateway.storage.conversation_store import ConversationStore, StoreError
@@ -325,7 +325,7 @@ async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.E
 async def _resume(bots, services: list[ConversationService], stop: asyncio.Event) -> None:
     """Resume conversations once each platform can post (Discord: logged in), so a turn that
     ran on while the gateway was away renders into its thread; then post scheduled runs
-    (gateway.sessions.schedule_threads) until stopped."""
+    (gateway.sessions.schedule_command) until stopped."""
     for bot, service in zip(bots, services, strict=True):
         await _until_ready(bot)
         resumed = await service.resume()

@@ -1,5 +1,5 @@
 """Where each schedule was made from chat, and which of its runs were posted (issue 30 §5,
-gateway.sessions.schedule_threads; migration 6 of gateway.storage.store_schema).
+gateway.sessions.schedule_command; migration 6 of gateway.storage.store_schema).
 
 Rules:
 

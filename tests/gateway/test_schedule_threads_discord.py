@@ -1,4 +1,4 @@
-"""Scheduled runs land in new Discord threads (issue 30 §5, gateway.sessions.schedule_threads):
+"""Scheduled runs land in new Discord threads (issue 30 §5, gateway.sessions.schedule_command):
 the real `rawp gateway` process against the fake Discord, real master and client processes,
 the demo agent. Schedules are made due as tests/gateway/schedule_threads_support.py says.
 
