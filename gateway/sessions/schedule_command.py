@@ -234,6 +234,9 @@ class ScheduleThreads:
         channel = ConversationRef(origin.platform, origin.channel_id)
         message = await platform.send_message(channel, scheduled_line(prompt, origin.schedule_id))
         thread = await platform.open_thread_on(message, f"⏰ {prompt}"[:100])
+        # A conversation without threads (a Discord DM) is the thread: its session is replaced,
+        # as a start there replaces it (ConversationService.open_session).
+        await service._replace_previous(thread, origin.subject)
         await service.cluster.claim(session_id)  # rule 6: nobody renders it yet
         try:
             binding = await service.store.bind(
