@@ -50,10 +50,18 @@ def stack(tmp_path):
         yield made
 
 
+async def started(slack: FakeSlack, bolt: str) -> None:
+    """`/rawp start`, answered: the session is bound and is the user's last start."""
+    await slack_start(slack, WORLD, bolt)
+    await slack.log.wait_for_call(
+        "POST", "/response-url/*", 60, where=lambda c: "▶️" in str(c.body["text"])
+    )
+
+
 async def test_a_run_while_the_gateway_was_down_gets_its_own_thread(stack, processes, tmp_path):
     async with FakeSlack(WORLD) as slack:
         gateway, bolt = start_slack_gateway(processes, stack, tmp_path, slack, WORLD, **POLL)
-        await slack_start(slack, WORLD, bolt)
+        await started(slack, bolt)
         await slack.post_slash_command_to(
             bolt, WORLD.slash_command("/rawp", f'schedule "{YEARLY}" {PROMPT}')
         )
@@ -123,7 +131,7 @@ async def test_two_gateway_replicas_post_a_run_once(
             gateway = processes.rawp(*args, env=slack_env(slack, WORLD, port, **POLL))
             wait_for_http(bolt_url(port), proc=gateway, timeout=60)
             bolts.append(bolt_url(port))
-        await slack_start(slack, WORLD, bolts[0])
+        await started(slack, bolts[0])
         await slack.post_slash_command_to(
             bolts[1], WORLD.slash_command("/rawp", f'schedule "{YEARLY}" hello from a replica')
         )
