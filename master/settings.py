@@ -143,6 +143,13 @@ class EdgeSettings(SettingGroup):
         help="how long an edge frame may wait to reach the client (a reattach, another "
         "replica) before the edge is told CLIENT_UNAVAILABLE and may resend it",
     )
+    schedule_scan_seconds: Annotated[float, Field(ge=0.1, le=3600)] = setting(
+        20.0,
+        env="RAWP_SCHEDULE_SCAN_SECONDS",
+        flag="--schedule-scan-seconds",
+        help="how often each replica looks for scheduled prompts that are due (issue 30 §5); "
+        "a run starts at most this long after its tick",
+    )
     queue_bytes: Annotated[int, Field(gt=0)] = setting(
         16 * 1024 * 1024,
         env="RAWP_EDGE_QUEUE_BYTES",

@@ -128,6 +128,7 @@ class ConversationSettings:
     agents: Sequence[str] = ("demo",)  # offered by autocomplete; any name may be typed
     workspace_path: str | None = None  # None: the node's default workspace
     render: RenderOptions = field(default_factory=RenderOptions)
+    schedule_poll_s: float = 15.0  # gateway.sessions.schedule_command
 
 
 class ConversationService(ChatCommands, ConversationHooks):

@@ -104,6 +104,8 @@ def build_edge(
         audit=AuditLog(db, clock),
         reports=reports,
         schedules=EdgeSchedules(db, clock, nodes),
-        scheduler=Scheduler(db, clock, ScheduledRuns(sessions, plane, clock)),
+        scheduler=Scheduler(
+            db, clock, ScheduledRuns(sessions, plane, clock), settings.schedule_scan_seconds
+        ),
         agent_sessions=EdgeAgentSessions(calls, nodes),
     )
