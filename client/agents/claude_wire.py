@@ -60,15 +60,17 @@ def cli_argv(
     resume: str | None,
     mode: str | None = None,
     fork: bool = False,
+    model: str | None = None,
 ) -> list[str]:
     """The CLI's command line: stream-json both ways, approvals over stdio, the agents file's
     settings as flags, and `--resume` when a conversation is to be continued. `mode`, the
-    permission mode chosen from chat, takes the place of the agents file's."""
+    permission mode chosen from chat, takes the place of the agents file's; so does `model`,
+    the model chosen from chat."""
     argv = [binary, *settings.command[1:]]
     argv += ["--input-format", "stream-json", "--output-format", "stream-json"]
     argv += ["--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"]
     flags = {
-        "--model": settings.model,
+        "--model": model or settings.model,
         "--permission-mode": mode or settings.permission_mode,
         "--append-system-prompt": settings.append_system_prompt,
         "--max-turns": settings.max_turns,
@@ -93,6 +95,12 @@ def set_permission_mode(mode: str) -> dict[str, Any]:
     """The control request that switches the running CLI's permission mode (the request the
     agent SDK's `setPermissionMode` sends)."""
     return {"subtype": "set_permission_mode", "mode": mode}
+
+
+def set_model(model: str) -> dict[str, Any]:
+    """The control request that switches the running CLI's model (the request the agent
+    SDK's `setModel` sends); later turns' API requests name it."""
+    return {"subtype": "set_model", "model": model}
 
 
 def mention(path: str) -> str:
