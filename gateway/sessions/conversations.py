@@ -31,7 +31,8 @@ Rules:
    instead of the thread acts on the user's newest open session under that channel. A prompt
    sent during a turn waits, marked 🕒, or stops that turn first: the channel's busy mode
    (gateway.sessions.busy). The mode command changes the agent's mode
-   (gateway.sessions.mode_command); a revived session gets the stored mode again. The worktree
+   (gateway.sessions.mode_command), the model command its model (gateway.sessions.model_command);
+   a revived session gets the stored mode and model again. The worktree
    command diffs, merges or discards a session's git worktree (gateway.sessions.worktree_command).
    The resume command continues an ended session's conversation in its thread
    (gateway.sessions.resume_command); the fork command continues a copy of a session's
@@ -65,6 +66,7 @@ from gateway.platform import (
     ConversationHooks,
     ConversationRef,
     Invocation,
+    Suggestion,
 )
 from gateway.rendering.render import RenderOptions, SessionRenderer
 from gateway.rendering.render_core import CHAT_MODES
@@ -72,6 +74,7 @@ from gateway.replicas.cluster import FencedPlatform, HeldElsewhere, LocalCluster
 from gateway.sessions import (
     fork_command,
     mode_command,
+    model_command,
     resume_command,
     worktree_command,
 )
@@ -363,6 +366,7 @@ class ConversationService(ChatCommands, ConversationHooks):
                     await self.store.mark_ended(binding.session_id)
                 raise
             await self._mode_again(live)
+            await model_command.model_again(self.store, live)  # and the model chosen
             return live
 
     async def _mode_again(self, live: ConnectedSession) -> None:
@@ -450,6 +454,12 @@ class ConversationService(ChatCommands, ConversationHooks):
 
     async def set_mode(self, invocation: Invocation, mode: str | None) -> str | None:
         return await mode_command.set_mode(self, invocation, mode)
+
+    async def set_model(self, invocation: Invocation, model: str | None) -> str | None:
+        return await model_command.set_model(self, invocation, model)
+
+    async def suggest_models(self, invocation: Invocation, typed: str) -> list[Suggestion]:
+        return await model_command.suggest_models(self, invocation, typed)
 
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         return await worktree_command.worktree(self, invocation, action)
