@@ -256,18 +256,20 @@ class SessionRenderer:
             await self._store.set_session_mode(self.session_id, name)
 
     async def _show_model(self, caps: ev.Capabilities) -> None:
-        """The "Model: …" line (render_core `ModelLine`); what the agent offers, is on and was
-        chosen is stored, for `/rawp model` on any replica and for a restarted gateway."""
+        """The "Model: …" line (render_core `ModelLine`); what the agent offers and is on is
+        stored for `/rawp model` on any replica, and a model shown after a change as the one
+        a restarted gateway sends again."""
         line = self.model_line.seen(caps)
-        if line is not None:
-            await self._perform(self.core.text(line))
-        if caps.models is None or self._store is None:
+        if caps.models is not None and self._store is not None:
+            noted = ([m.id for m in caps.models], caps.current_model)
+            if noted != self.model_line.noted:
+                self.model_line.noted = noted
+                await self._store.note_models(self.session_id, *noted)
+        if line is None:
             return
-        known = self.model_line
-        noted = ([m.id for m in caps.models], caps.current_model, known.chosen)
-        if noted != known.noted:
-            known.noted = noted
-            await self._store.note_models(self.session_id, *noted)
+        await self._perform(self.core.text(line))
+        if self._store is not None and caps.current_model is not None:
+            await self._store.choose_model(self.session_id, caps.current_model)
 
     async def close(self) -> None:
         """Stop typing and close open prompts (the session ended or the gateway stops)."""

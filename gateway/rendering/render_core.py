@@ -107,14 +107,12 @@ class ModeLine:
 
 class ModelLine(ModeLine):
     """The same for the agent's model (issue 30 §1, `current_model`): "Model: <id>", the id
-    being what `/rawp model` takes. `chosen` is the model the thread last showed a line for
-    (chosen from chat, or changed by the agent since): what a restarted gateway sends again
-    (the store's `session_models`, gateway.sessions.model_command)."""
+    being what `/rawp model` takes. The model of the last line posted is the one a restarted
+    gateway sends again (the store's `session_models`, gateway.sessions.model_command)."""
 
     def __init__(self, shown: str | None = None) -> None:
         super().__init__(shown)
-        self.chosen = shown
-        self.noted: tuple | None = None  # what was last written to the store
+        self.noted: tuple | None = None  # the (offered, current) last written to the store
 
     def seen(self, caps: ev.Capabilities) -> str | None:
         current = caps.current_model
@@ -124,7 +122,6 @@ class ModelLine(ModeLine):
         self.shown = current
         if first and current != self.wanted:
             return None  # the agent's starting model
-        self.chosen = current
         return f"Model: {current}"
 
 

@@ -87,9 +87,7 @@ async def model_again(store: ConversationStore, live: ConnectedSession) -> None:
     known = await store.session_model(live.session_id)
     if known is None or known.chosen is None:
         return
-    line = live.renderer.model_line
-    line.shown = line.chosen = known.chosen
-    line.noted = (known.offered, known.current, known.chosen)
+    live.renderer.model_line.shown = known.chosen
     try:
         await live.set_model(known.chosen)
     except ConnectionError:  # the link's own end is reported by its pump

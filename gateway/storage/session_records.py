@@ -125,10 +125,15 @@ class SessionRecords(StoreTables):
             return None
         return ModelRecord(json.loads(row["offered"]), row["current"], row["chosen"])
 
-    async def note_models(
-        self, session_id: str, offered: list[str], current: str | None, chosen: str | None
-    ) -> None:
+    async def note_models(self, session_id: str, offered: list[str], current: str | None) -> None:
+        """What the agent offers and is on, as its capabilities said (the chosen one stays)."""
         row = {"session_id": session_id, "offered": json.dumps(offered), "current": current}
-        row |= {"chosen": chosen, "updated_at": iso(self._clock.now())}
-        replace = ["offered", "current", "chosen", "updated_at"]
+        row["updated_at"] = iso(self._clock.now())
+        replace = ["offered", "current", "updated_at"]
         await self._upsert(session_models, row, ["session_id"], replace=replace)
+
+    async def choose_model(self, session_id: str, chosen: str) -> None:
+        """The model the thread showed a line for: sent again to a revived session."""
+        row = {"session_id": session_id, "offered": "[]", "current": chosen, "chosen": chosen}
+        row["updated_at"] = iso(self._clock.now())
+        await self._upsert(session_models, row, ["session_id"], replace=["chosen", "updated_at"])
