@@ -15,7 +15,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp web` | `web_link`: a one-time login link to the web edge (issue 21) |
 | `/rawp busy [mode]` | `set_busy` (mode: queue or interrupt; none: show the channel's) |
 | `/rawp mode [mode]` | `set_mode` (plan, ask or accept-edits; none: show the session's) |
-| `/rawp model [model]` | `set_model` (autocompleted by `suggest_models`; none: show them) |
+| `/rawp model [model]` | `set_model`, `suggest_models` (adapters.discord.model_command) |
 | `/rawp worktree action` | `worktree` (diff, merge or discard the session's git worktree) |
 | `/rawp schedule text`, `/rawp schedules` | `schedule` (issue 30 §5: make, change, list) |
 | `/rawp resume [session]` | `resume_session` (an ended session goes on in its thread; none |
@@ -137,16 +137,6 @@ class RawpCommands(app_commands.Group):
         mode: Literal["plan", "ask", "accept-edits"] | None = None,
     ) -> None:
         await self._answer(interaction, lambda inv: self.hooks.set_mode(inv, mode))
-
-    @app_commands.command(name="model", description="The agent's model in this thread's session")
-    @app_commands.describe(model="one of the models the agent offers (none: show them)")
-    async def model(self, interaction: discord.Interaction, model: str | None = None) -> None:
-        await self._answer(interaction, lambda inv: self.hooks.set_model(inv, model))
-
-    @model.autocomplete("model")
-    async def _models(self, interaction: discord.Interaction, current: str) -> Choices:
-        lookup = self.hooks.suggest_models(invocation_of(interaction), current)
-        return as_choices(await within_budget(lookup))
 
     @app_commands.command(name="worktree", description="End this session's git worktree")
     @app_commands.describe(

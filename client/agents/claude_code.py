@@ -70,15 +70,13 @@ from client.agents.claude_wire import (
     mention,
     published_commands,
     published_tools,
-    set_model,
-    set_permission_mode,
     user_message,
 )
 from client.agents.kinds import ClaudeCodeSettings
-from client.agents.modes import CLAUDE_MODES, Models, ModeRefused, Modes
+from client.agents.modes import ClaudeChoices
 from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
-from rawp.events import CatalogTool, InteractionResponse, ModelOption, ModeOption, StopReason
+from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
 from runtime.tasks import TaskOwner
 
@@ -86,7 +84,7 @@ log = logging.getLogger(__name__)
 INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
 
 
-class ClaudeCodeAgent(Agent):
+class ClaudeCodeAgent(ClaudeChoices, Agent):
     kind = "claude-code"
     resumable = True
     forkable = True
@@ -132,47 +130,6 @@ class ClaudeCodeAgent(Agent):
         if files:
             text += "\n\n" + " ".join(mention(path) for path in files)
         return Prompt(message_id, text, tuple(files), input_type)
-
-    # --- permission modes ----------------------------------------------------------------------
-
-    def modes(self) -> Modes:
-        available = CLAUDE_MODES
-        configured = self.settings.permission_mode
-        if configured and configured not in {mode.id for mode in available}:
-            available += (ModeOption(id=configured, name=configured),)
-        return Modes(available, self._mode or "default")
-
-    async def set_mode(self, mode: str) -> None:
-        chosen = self.modes().resolve(mode)
-        await self._tell_cli(set_permission_mode(chosen), "MODE_NOT_SET", f"the mode {chosen!r}")
-        self._mode = chosen  # a CLI started later gets it as --permission-mode
-        await self.mode_changed()
-
-    # --- models (issue 30 §1) -------------------------------------------------------------------
-
-    def models(self) -> Models:
-        """The agents file's `models`, and its `model` when that is another."""
-        names = list(self.settings.models)
-        if self.settings.model and self.settings.model not in names:
-            names.append(self.settings.model)
-        return Models(tuple(ModelOption(id=name, name=name) for name in names), self._model)
-
-    async def set_model(self, model: str) -> None:
-        chosen = self.models().resolve(model)
-        await self._tell_cli(set_model(chosen), "MODEL_NOT_SET", f"the model {chosen!r}")
-        self._model = chosen  # a CLI started later gets it as --model
-        await self.mode_changed()
-
-    async def _tell_cli(self, request: dict[str, Any], code: str, what: str) -> None:
-        """A control request to the running CLI, if one runs; ModeRefused when unanswered."""
-        proc = self._proc
-        if proc is None or proc.returncode is not None:
-            return
-        try:
-            await asyncio.wait_for(self._control(request), self.settings.startup_timeout)
-        except (TimeoutError, ConnectionError) as exc:
-            why = str(exc) or "no answer"
-            raise ModeRefused(code, f"Claude Code did not take {what}: {why}") from None
 
     # --- the process -------------------------------------------------------------------------
 

@@ -91,18 +91,6 @@ def cli_argv(
     return argv
 
 
-def set_permission_mode(mode: str) -> dict[str, Any]:
-    """The control request that switches the running CLI's permission mode (the request the
-    agent SDK's `setPermissionMode` sends)."""
-    return {"subtype": "set_permission_mode", "mode": mode}
-
-
-def set_model(model: str) -> dict[str, Any]:
-    """The control request that switches the running CLI's model (the request the agent
-    SDK's `setModel` sends); later turns' API requests name it."""
-    return {"subtype": "set_model", "model": model}
-
-
 def mention(path: str) -> str:
     return f'@"{path}"' if any(c.isspace() for c in path) else f"@{path}"
 

@@ -27,6 +27,7 @@ two go as plain JSON-RPC requests on the SDK's connection (`raw_request`).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -88,6 +89,69 @@ def no_modes(what: str, noun: str = "modes") -> ModeRefused:
 
 def _plain(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def set_permission_mode(mode: str) -> dict[str, Any]:
+    """The control request that switches the running CLI's permission mode (the request the
+    agent SDK's `setPermissionMode` sends)."""
+    return {"subtype": "set_permission_mode", "mode": mode}
+
+
+def set_model(model: str) -> dict[str, Any]:
+    """The control request that switches the running CLI's model (the request the agent
+    SDK's `setModel` sends); later turns' API requests name it."""
+    return {"subtype": "set_model", "model": model}
+
+
+class ClaudeChoices:
+    """The permission modes and models of the `claude-code` kind, for `ClaudeCodeAgent`: a
+    running CLI is told with a control request (`set_permission_mode`, `set_model`), a CLI
+    started later gets `--permission-mode` and `--model` (claude_wire `cli_argv`)."""
+
+    # Provided by ClaudeCodeAgent.
+    settings: Any
+    mode_changed: Any
+    _proc: Any
+    _control: Any
+    _mode: str | None
+    _model: str | None
+
+    def modes(self) -> Modes:
+        available = CLAUDE_MODES
+        configured = self.settings.permission_mode
+        if configured and configured not in {mode.id for mode in available}:
+            available += (ModeOption(id=configured, name=configured),)
+        return Modes(available, self._mode or "default")
+
+    async def set_mode(self, mode: str) -> None:
+        chosen = self.modes().resolve(mode)
+        await self._tell_cli(set_permission_mode(chosen), "MODE_NOT_SET", f"the mode {chosen!r}")
+        self._mode = chosen  # a CLI started later gets it as --permission-mode
+        await self.mode_changed()
+
+    def models(self) -> Models:
+        """The agents file's `models`, and its `model` when that is another."""
+        names = list(self.settings.models)
+        if self.settings.model and self.settings.model not in names:
+            names.append(self.settings.model)
+        return Models(tuple(ModelOption(id=name, name=name) for name in names), self._model)
+
+    async def set_model(self, model: str) -> None:
+        chosen = self.models().resolve(model)
+        await self._tell_cli(set_model(chosen), "MODEL_NOT_SET", f"the model {chosen!r}")
+        self._model = chosen  # a CLI started later gets it as --model
+        await self.mode_changed()
+
+    async def _tell_cli(self, request: dict[str, Any], code: str, what: str) -> None:
+        """A control request to the running CLI, if one runs; ModeRefused when unanswered."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            await asyncio.wait_for(self._control(request), self.settings.startup_timeout)
+        except (TimeoutError, ConnectionError) as exc:
+            why = str(exc) or "no answer"
+            raise ModeRefused(code, f"Claude Code did not take {what}: {why}") from None
 
 
 # --- ACP ----------------------------------------------------------------------------------

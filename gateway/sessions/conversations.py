@@ -66,7 +66,6 @@ from gateway.platform import (
     ConversationHooks,
     ConversationRef,
     Invocation,
-    Suggestion,
 )
 from gateway.rendering.render import RenderOptions, SessionRenderer
 from gateway.rendering.render_core import CHAT_MODES
@@ -86,6 +85,7 @@ from gateway.sessions.chat_commands import (
     refusal,
 )
 from gateway.sessions.live import ConnectedSession
+from gateway.sessions.model_command import ModelCommands
 from gateway.storage.conversation_store import Binding, ConversationStore
 from gateway.storage.web_logins import WebLinks
 from rawp.events import PromptRequest
@@ -133,7 +133,7 @@ class ConversationSettings:
     render: RenderOptions = field(default_factory=RenderOptions)
 
 
-class ConversationService(ChatCommands, ConversationHooks):
+class ConversationService(ChatCommands, ModelCommands, ConversationHooks):
     """The conversation layer; its chat commands are in `ChatCommands`
     (gateway.sessions.chat_commands)."""
 
@@ -454,12 +454,6 @@ class ConversationService(ChatCommands, ConversationHooks):
 
     async def set_mode(self, invocation: Invocation, mode: str | None) -> str | None:
         return await mode_command.set_mode(self, invocation, mode)
-
-    async def set_model(self, invocation: Invocation, model: str | None) -> str | None:
-        return await model_command.set_model(self, invocation, model)
-
-    async def suggest_models(self, invocation: Invocation, typed: str) -> list[Suggestion]:
-        return await model_command.suggest_models(self, invocation, typed)
 
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         return await worktree_command.worktree(self, invocation, action)

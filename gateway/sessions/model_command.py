@@ -36,6 +36,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class ModelCommands:
+    """The model verbs of `ConversationService` (the hooks `set_model`, `suggest_models`)."""
+
+    async def set_model(self, invocation: Invocation, model: str | None) -> str | None:
+        return await set_model(self, invocation, model)  # type: ignore[arg-type]
+
+    async def suggest_models(self, invocation: Invocation, typed: str) -> list[Suggestion]:
+        return await suggest_models(self, invocation, typed)  # type: ignore[arg-type]
+
+
 def _folded(text: str) -> str:
     """As the client matches a model (client.agents.modes): case, spaces and punctuation out."""
     return "".join(ch for ch in text.casefold() if ch.isalnum())
