@@ -419,6 +419,15 @@ class ConversationHooks:
         (gateway.sessions.mode_command)."""
         return NOT_CONNECTED
 
+    async def set_model(self, invocation: Invocation, model: str | None) -> str | None:
+        """`model <name>` for the invocation's session; no name: its model and the choices
+        (gateway.sessions.model_command)."""
+        return NOT_CONNECTED
+
+    async def suggest_models(self, invocation: Invocation, typed: str) -> list[Suggestion]:
+        """The models the invocation's session's agent offers, for autocomplete."""
+        return []
+
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         """`worktree diff|merge|discard` for the invocation's session's git worktree
         (gateway.sessions.worktree_command)."""

@@ -15,6 +15,7 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp web` | `web_link`: a one-time login link to the web edge (issue 21) |
 | `/rawp busy [mode]` | `set_busy` (mode: queue or interrupt; none: show the channel's) |
 | `/rawp mode [mode]` | `set_mode` (plan, ask or accept-edits; none: show the session's) |
+| `/rawp model [model]` | `set_model`, `suggest_models` (adapters.discord.model_command) |
 | `/rawp worktree action` | `worktree` (diff, merge or discard the session's git worktree) |
 | `/rawp schedule text`, `/rawp schedules` | `schedule` (issue 30 §5: make, change, list) |
 | `/rawp resume [session]` | `resume_session` (an ended session goes on in its thread; none |

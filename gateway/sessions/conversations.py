@@ -31,7 +31,8 @@ Rules:
    instead of the thread acts on the user's newest open session under that channel. A prompt
    sent during a turn waits, marked 🕒, or stops that turn first: the channel's busy mode
    (gateway.sessions.busy). The mode command changes the agent's mode
-   (gateway.sessions.mode_command); a revived session gets the stored mode again. The worktree
+   (gateway.sessions.mode_command), the model command its model (gateway.sessions.model_command);
+   a revived session gets the stored mode and model again. The worktree
    command diffs, merges or discards a session's git worktree (gateway.sessions.worktree_command).
    The resume command continues an ended session's conversation in its thread
    (gateway.sessions.resume_command); the fork command continues a copy of a session's
@@ -72,6 +73,7 @@ from gateway.replicas.cluster import FencedPlatform, HeldElsewhere, LocalCluster
 from gateway.sessions import (
     fork_command,
     mode_command,
+    model_command,
     resume_command,
     worktree_command,
 )
@@ -83,6 +85,7 @@ from gateway.sessions.chat_commands import (
     refusal,
 )
 from gateway.sessions.live import ConnectedSession
+from gateway.sessions.model_command import ModelCommands
 from gateway.storage.conversation_store import Binding, ConversationStore
 from gateway.storage.web_logins import WebLinks
 from rawp.events import PromptRequest
@@ -131,7 +134,7 @@ class ConversationSettings:
     schedule_poll_s: float = 15.0  # gateway.sessions.schedule_command
 
 
-class ConversationService(ChatCommands, ConversationHooks):
+class ConversationService(ChatCommands, ModelCommands, ConversationHooks):
     """The conversation layer; its chat commands are in `ChatCommands`
     (gateway.sessions.chat_commands)."""
 
@@ -364,6 +367,7 @@ class ConversationService(ChatCommands, ConversationHooks):
                     await self.store.mark_ended(binding.session_id)
                 raise
             await self._mode_again(live)
+            await model_command.model_again(self.store, live)  # and the model chosen
             return live
 
     async def _mode_again(self, live: ConnectedSession) -> None:

@@ -204,6 +204,18 @@ schedule_origins = Table(
     Column("created_at", Text, nullable=False),
 )
 Index("schedule_origins_by_platform", schedule_origins.c.platform, schedule_origins.c.subject)
+# Migration 7 (issue 30 §1): the models a session's agent offers, the one it is on, and the one
+# its owner chose from chat, so any replica answers `/rawp model` and its autocomplete, and a
+# restarted gateway re-sends the chosen one. (6 is the schedule origins' number.)
+session_models = Table(
+    "session_models",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("offered", Text, nullable=False),  # JSON list of the model ids offered
+    Column("current", Text),  # as the agent last announced it; None: its own default
+    Column("chosen", Text),  # chosen from chat and confirmed by the agent; None: never
+    Column("updated_at", Text, nullable=False),
+)
 
 # --- migrations ---------------------------------------------------------------------------
 
@@ -287,6 +299,10 @@ async def _v6_schedule_origins(conn: AsyncConnection) -> None:
     await conn.run_sync(metadata.create_all, tables=[schedule_origins], checkfirst=True)
 
 
+async def _v7_session_models(conn: AsyncConnection) -> None:
+    await conn.run_sync(metadata.create_all, tables=[session_models], checkfirst=True)
+
+
 # (number, name, step). Append only (rule 5).
 MIGRATIONS: list[tuple[int, str, Step]] = [
     (
@@ -307,6 +323,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
         "where a schedule was made from chat, and its runs posted (issue 30)",
         _v6_schedule_origins,
     ),
+    (7, "the agent models offered and chosen, per session (issue 30)", _v7_session_models),
 ]
 
 
