@@ -125,9 +125,7 @@ async def test_the_acp_adapter_offers_the_clis_models_and_switches(live):
     assert "haiku" in last_model(fake)
 
 
-async def test_acp_config_options_set_the_model_and_others_and_survive_a_restart(
-    live, tmp_path
-):
+async def test_acp_config_options_set_the_model_and_others_and_survive_a_restart(live, tmp_path):
     client, _ = live
     sid, ws, _ = await greeted(client, "configured")
     frames = await drive(ws, sid, "hi")
