@@ -24,6 +24,9 @@ Rules:
    again and the pick must be in it; the session starts like `/rawp start` in the channel (a
    new thread, its greeting there) on that machine with that agent, with
    `resume_conversation`: the agent continues that conversation where it ran.
+6. The mode and the model chosen from chat for the ended session carry over to the one that
+   resumes it (`carry_choices`), and the answer says so: a session that ended because its
+   client restarted goes on as it was (issue 30: a mode survives a restart of every process).
 """
 
 from __future__ import annotations
@@ -37,11 +40,13 @@ from typing import TYPE_CHECKING
 from gateway.edge_client import EdgeApiError
 from gateway.platform import ConversationRef, Invocation, Suggestion
 from gateway.redaction.redact import Redactor
+from gateway.sessions import model_command
 from gateway.sessions.chat_commands import refusal
 from gateway.sessions.mode_command import may_change
 
 if TYPE_CHECKING:
     from gateway.sessions.conversations import ConversationService
+    from gateway.sessions.live import ConnectedSession
     from gateway.storage.conversation_store import Binding
 
 STILL_OPEN = (
@@ -92,17 +97,36 @@ async def resume(
             node_id=binding.node_id,
             agent_name=binding.agent_name,
         )
-        await service.go_live_once(bound, ticket=created.edge_ws_ticket)
+        live = await service.go_live_once(bound, ticket=created.edge_ws_ticket)
     finally:
         if new_id not in service.live:  # a resume that failed holds nothing
             await service.cluster.release(new_id)
+    kept = await carry_choices(service, binding.session_id, live)
     said = (
         f"🔁 Resumed: session `{new_id}` goes on with the conversation of `{binding.session_id}`"
-        f" ({binding.agent_name}). Every message in this thread is a prompt."
+        f" ({binding.agent_name}){kept}. Every message in this thread is a prompt."
     )
     if binding.conversation != invocation.conversation:
         await service._platform.send_message(binding.conversation, said)  # rule 3
     return said
+
+
+async def carry_choices(service: ConversationService, old_id: str, live: ConnectedSession) -> str:
+    """Rule 6: the mode and model chosen from chat for the old session go on with its
+    conversation — an agent that ended with its client (a restart) comes back as it was. They
+    move to the new session in the store and are sent to it as a revival sends them; returns
+    the words that say so ("" when nothing was chosen)."""
+    store, kept = service.store, []
+    await store.move_choices(old_id, live.session_id)
+    mode = await store.session_mode(live.session_id)
+    if mode is not None:
+        kept.append(f"mode `{mode}`")
+    model = await store.session_model(live.session_id)
+    if model is not None and model.chosen is not None:
+        kept.append(f"model `{model.chosen}`")
+    await service._mode_again(live)
+    await model_command.model_again(store, live)
+    return f", still in {' and '.join(kept)}" if kept else ""
 
 
 async def _binding(service: ConversationService, invocation: Invocation) -> Binding | None:

@@ -23,8 +23,9 @@ gateway.storage.store_tables), and
   down the queue line (its message is a post under the key `busy.LINE_KEY`).
 
 The tables and their migrations are in gateway.storage.store_schema; an older file is brought up to
-date on open and keeps its rows. All four, and `session_modes` and `session_models`, are dropped
-for a session when its conversation is marked ended.
+date on open and keeps its rows. All four are dropped for a session when its conversation is
+marked ended; `session_modes` and `session_models` stay until a resume moves them to the session
+that continues the conversation (`move_choices`).
 
 `start_defaults` keeps, per master subject, the machine and agent of the user's last successful
 start: a mention or a direct message that names no machine starts there (gateway.sessions.starting).
@@ -64,7 +65,11 @@ from rawp.clock import SYSTEM_CLOCK, Clock, iso
 __all__ = ["INTENT", "Binding", "ConversationStore", "StoreError", "conversation_key"]
 
 # Dropped with the session.
-SESSION_TABLES = (cursors, posts, turn_origins, queued_prompts, session_modes, session_models)
+# What a session's rendering keeps: dropped once its conversation has ended.
+SESSION_TABLES = (cursors, posts, turn_origins, queued_prompts)
+# What its owner chose from chat: kept after the end, since a resume carries it to the session
+# that continues the conversation (gateway.sessions.resume_command rule 6), which moves it.
+CHOICE_TABLES = (session_modes, session_models)
 
 
 def conversation_key(conversation: ConversationRef) -> str:
@@ -175,6 +180,15 @@ class ConversationStore(SessionRecords):
             )
             for table in SESSION_TABLES:
                 await conn.execute(delete(table).where(table.c.session_id == session_id))
+
+    async def move_choices(self, old_id: str, new_id: str) -> None:
+        """The mode and model chosen for `old_id` are `new_id`'s now (a resume)."""
+        async with self._db.write() as conn:
+            for table in CHOICE_TABLES:
+                await conn.execute(delete(table).where(table.c.session_id == new_id))
+                await conn.execute(
+                    update(table).where(table.c.session_id == old_id).values(session_id=new_id)
+                )
 
     # --- per-channel settings (issue 16 §5) ---------------------------------------------------
 

@@ -185,6 +185,24 @@ async def test_settings_defaults_origins_and_cursors_are_replaced_in_place(store
         await store.close()
 
 
+async def test_choices_outlive_the_end_and_move_to_the_resuming_session(store_target):
+    """Rendering records go with an ended session; the mode and model chosen from chat stay
+    until a resume moves them (gateway.sessions.resume_command rule 6)."""
+    store = await ConversationStore.open(store_target)
+    try:
+        await store.set_session_mode("s1", "plan")
+        await store.choose_model("s1", "opus")
+        await store.set_session_mode("s2", "ask")  # s2 had its own: the moved ones win
+        await store.mark_ended("s1")
+        assert await store.session_mode("s1") == "plan"
+        await store.move_choices("s1", "s2")
+        assert await store.session_mode("s2") == "plan"
+        assert (await store.session_model("s2")).chosen == "opus"
+        assert await store.session_mode("s1") is None and await store.session_model("s1") is None
+    finally:
+        await store.close()
+
+
 def test_subjects_follow_the_masters_platform_id_form():
     scoped = {"discord": DiscordPlatform, "slack": SlackPlatform, "console": ConsolePlatform}
 
