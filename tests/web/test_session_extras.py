@@ -93,7 +93,8 @@ def test_an_ended_session_offers_resume_in_the_header_and_the_list(page, spa_ser
     listed = page.locator(f".session-item.ended[data-session-id='{SESSION_ID}']")
     listed.locator("button.resume").click()
     page.wait_for_selector(f"#session[data-session-id='{NEW_SESSION_ID}']")
-    assert spa_server.created[-1] == {"node_id": NODE_ID, "agent_name": "demo", "resume": SESSION_ID}
+    resumed = {"node_id": NODE_ID, "agent_name": "demo", "resume": SESSION_ID}
+    assert spa_server.created[-1] == resumed
     assert "Resumed session 3f1c2a9e" in page.inner_text("#transcript .notice.lineage")
 
 
