@@ -23,13 +23,14 @@ Rules:
    to learn whether the session has a worktree at all (404 NO_WORKTREE: no buttons). Merge and
    discard are POSTs, so the same-origin check of every change applies (adapters.web.auth
    rule 4). `diff` in the POST body is refused: one way to read it.
-3. Voice goes through the chat's own transcription client (gateway.sessions.voice, the
-   `RAWP_GATEWAY_TRANSCRIBE_*` settings): the same service, model, key and timeout, the same
-   size limit, the same words for the person. Without a service `GET /api/voice` says so and a
-   clip is 503 VOICE_NOT_CONFIGURED with the chat's NOT_CONFIGURED sentence. The body is read
-   up to the limit and no further (413 AUDIO_TOO_LARGE), and only an audio type is taken
-   (415 NOT_AUDIO). The transcript is answered, not sent: the page shows it and sends it as the
-   prompt over its session socket like any typed prompt (so it is kept for a reload too).
+3. Voice goes through the chat's own transcription client (gateway.sessions.voice: the
+   `RAWP_GATEWAY_TRANSCRIBE_URL` group of settings): the same service, model, key and timeout,
+   the same size limit, the same words for the person. Without a service `GET /api/voice`
+   says so and a clip is 503 VOICE_NOT_CONFIGURED with the chat's NOT_CONFIGURED sentence.
+   The body is read up to the limit and no further (413 AUDIO_TOO_LARGE), and only an audio
+   type is taken (415 NOT_AUDIO). The transcript is answered, not sent: the page shows it and
+   sends it as the prompt over its session socket like any typed prompt (so it is kept for a
+   reload too).
 """
 
 from __future__ import annotations
