@@ -26,7 +26,7 @@ def browser(chromium_path):
 def open_session(page, spa_server) -> None:
     page.goto(f"{spa_server.url}/#/session/{SESSION_ID}")
     page.wait_for_selector(f"#session[data-session-id='{SESSION_ID}']")
-    spa_server.wait_connects(1)
+    spa_server.wait_connects(1, timeout=30)  # a loaded machine opens pages slowly
 
 
 def test_no_worktree_no_buttons(page, spa_server):

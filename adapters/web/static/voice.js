@@ -28,7 +28,9 @@ export class VoiceInput {
     this.closed = false;
     this.idle();
     voiceConfigured().then((yes) => {
-      if (!this.closed) this.button.hidden = !(yes && window.MediaRecorder);
+      // A page on plain http (not loopback) gets no microphone: no button there either.
+      const recordable = window.MediaRecorder && navigator.mediaDevices?.getUserMedia;
+      if (!this.closed) this.button.hidden = !(yes && recordable);
     });
   }
 
