@@ -179,6 +179,7 @@ class SpaServer:
         r.add_get("/api/sessions/{session_id}/worktree", self._worktree_diff)
         r.add_post("/api/sessions/{session_id}/worktree", self._worktree_act)
         r.add_get("/api/voice", self._guard(lambda _: {"configured": self.voice is not None}))
+        r.add_get("/api/schedules", self._guard(lambda _: {"schedules": []}))
         r.add_post("/api/voice", self._transcribe)
         return app
 

@@ -25,7 +25,9 @@ def browser(chromium_path):
 
 def open_session(page, spa_server) -> None:
     page.goto(f"{spa_server.url}/#/session/{SESSION_ID}")
-    page.wait_for_selector(f"#session[data-session-id='{SESSION_ID}']")
+    # Twice Playwright's 30 s: once, on a machine busy with other suites, the first page of a
+    # worker stayed blank (its modules and /api calls unanswered) for longer than 30 s.
+    page.wait_for_selector(f"#session[data-session-id='{SESSION_ID}']", timeout=60_000)
     spa_server.wait_connects(1, timeout=30)  # a loaded machine opens pages slowly
 
 
@@ -63,6 +65,17 @@ def test_worktree_diff_a_refused_merge_in_words_and_a_discard(page, spa_server):
     page.locator("#worktree-result", has_text="Discarded the worktree and branch").wait_for()
     page.wait_for_selector("#worktree", state="hidden")
     assert spa_server.worktree_posts == ["merge", "discard"]
+
+
+def test_a_worktree_gone_elsewhere_is_said_in_words(page, spa_server):
+    spa_server.worktree = DIFF
+    open_session(page, spa_server)
+    page.locator("#worktree").wait_for()
+    spa_server.worktree = None  # merged or discarded from chat meanwhile
+    page.click("#wt-diff")
+    said = page.locator("#worktree-result[data-outcome=error]", has_text="NO_WORKTREE")
+    said.wait_for()
+    assert "This session has no worktree (any more)" in said.inner_text()
 
 
 def test_fork_opens_the_copy_with_the_transcript_above(page, spa_server):
