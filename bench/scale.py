@@ -61,6 +61,7 @@ RATE = 20
 SECONDS = 10.0
 LIMIT = 120.0  # seconds any phase may take before the bench gives up
 PARALLEL = 8  # sessions opened at once
+STOP_LIMIT = 30.0  # seconds the master is given to exit after SIGTERM before it counts as hung
 SUBJECT = "bench:scale"
 FD_RESERVE = 200  # the master's descriptors besides its sockets: listener, database, pipes
 SAMPLES = 20  # RSS samples while opening (the RSS-vs-sessions curve)
@@ -408,6 +409,9 @@ async def measure(
                 p50_ms=percentile(latencies, 0.5) * 1000 if latencies else float("nan"),
                 p99_ms=percentile(latencies, 0.99) * 1000 if latencies else float("nan"),
             )
+            # Issue 35: SIGTERM with every session live; the master must be gone within the
+            # 10 s Docker and systemd give it, each edge closed with a code it resumes from.
+            figures.update(await stop_master(master_proc, sockets))
         finally:
             for _, ws in sockets:
                 if ws is not None:
@@ -427,8 +431,30 @@ async def measure(
         and figures["p99_ms"] <= 50
         and figures["lost"] == 0
         and figures["edges"] == figures["sessions"]
+        and figures["stop_s"] <= 10
     )
     return figures
+
+
+async def stop_master(master_proc: psutil.Process, sockets: list) -> dict:
+    """SIGTERM → exit, in seconds (inf: still running after STOP_LIMIT), and how many edge
+    sockets were closed with 1001 or 1012, the codes an edge reconnects after."""
+    began = time.monotonic()
+    master_proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.to_thread(master_proc.wait, STOP_LIMIT)
+        stop_s = time.monotonic() - began
+    except psutil.TimeoutExpired:
+        stop_s = float("inf")
+    edges = [ws for _, ws in sockets if ws is not None]
+
+    async def closed(ws) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(ws.wait_closed(), 5)
+
+    await asyncio.gather(*(closed(ws) for ws in edges))
+    resumable = sum(1 for ws in edges if ws.close_code in (1001, 1012))
+    return {"stop_s": stop_s, "closed_resumable": resumable}
 
 
 def rss_target(sessions: int) -> float:
@@ -499,6 +525,10 @@ def report(f: dict) -> str:
             f"| frames/s delivered while streaming (offered: {f['offered_per_s']:,.0f}) "
             f"| {f['delivered_per_s']:,.0f} | |",
             f"| master CPU while streaming (100 % = one core) | {f['master_cpu']:.0%} | |",
+            f"| SIGTERM → master exited, every session live | {f.get('stop_s', NAN):.1f} s "
+            "| ≤ 10 s |",
+            f"| edge sockets closed with a code they reconnect after (1001/1012) "
+            f"| {f.get('closed_resumable', NAN):,.0f} of {f['edges']:,.0f} | all |",
             f"| load generator's CPU meanwhile: fake client / edges "
             f"| {f.get('client_cpu', NAN):.0%} / {f.get('edges_cpu', NAN):.0%} | |",
         ]
@@ -532,7 +562,7 @@ def main() -> int:
     print(", ".join(f"{n:,}: {mb:.0f}" for n, mb in figures["rss_curve"]))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{os.cpu_count()} CPUs; load average after the run: {load}")
-    target = f"RSS ≤ {figures['rss_target_mb']:,.0f} MB, p99 ≤ 50 ms, none lost"
+    target = f"RSS ≤ {figures['rss_target_mb']:,.0f} MB, p99 ≤ 50 ms, none lost, stop ≤ 10 s"
     print(f"targets ({target}): {'met' if figures['met'] else 'NOT'}")
     return 0
 

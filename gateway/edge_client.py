@@ -32,6 +32,8 @@ from pydantic import BaseModel, ValidationError
 
 from rawp.clock import SYSTEM_CLOCK, Clock
 from rawp.rest import (
+    AgentConversation,
+    AgentConversationList,
     CreateSession,
     EdgeTokenGrant,
     NodeInfo,
@@ -208,9 +210,11 @@ class EdgeClient:
         fork_of: str | None = None,
         *,
         resume: str | None = None,
+        resume_conversation: str | None = None,
     ) -> SessionCreated:
         """EP-E4. Issue 30 §2: `resume` continues an ended session's conversation; `fork_of`
-        continues a copy of a session's conversation (`resume` and `fork` on the wire)."""
+        continues a copy of a session's conversation (`resume` and `fork` on the wire);
+        `resume_conversation` picks up a conversation of the agent's own RAWP did not start."""
         try:
             body = CreateSession(
                 agent_name=agent_name,
@@ -218,6 +222,7 @@ class EdgeClient:
                 worktree=worktree or None,
                 resume=resume or fork_of,
                 fork=True if fork_of is not None else None,
+                resume_conversation=resume_conversation,
             )
         except ValidationError as exc:  # what the master would refuse, refused before the call
             raise EdgeApiError(400, "INVALID_REQUEST", f"a start: {_problem(exc)}") from None
@@ -230,6 +235,12 @@ class EdgeClient:
 
     async def end_session(self, subject: str, session_id: str) -> None:
         await self.call(subject, "DELETE", f"/v1/edge/sessions/{quote(session_id)}")
+
+    async def agent_sessions(self, subject: str, node_id: str) -> list[AgentConversation]:
+        """Issue 30 §2: the agents' own conversations on the node that RAWP did not start."""
+        path = f"/v1/edge/nodes/{quote(node_id)}/agent-sessions"
+        answer = await self.call(subject, "GET", path)
+        return _read(AgentConversationList, answer, "the agent sessions").conversations
 
     async def session_worktree(self, subject: str, session_id: str, action: str) -> dict[str, Any]:
         """Issue 30 §3: `diff`, `merge` or `discard` the session's git worktree."""

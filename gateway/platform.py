@@ -419,6 +419,15 @@ class ConversationHooks:
         (gateway.sessions.mode_command)."""
         return NOT_CONNECTED
 
+    async def set_model(self, invocation: Invocation, model: str | None) -> str | None:
+        """`model <name>` for the invocation's session; no name: its model and the choices
+        (gateway.sessions.model_command)."""
+        return NOT_CONNECTED
+
+    async def suggest_models(self, invocation: Invocation, typed: str) -> list[Suggestion]:
+        """The models the invocation's session's agent offers, for autocomplete."""
+        return []
+
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         """`worktree diff|merge|discard` for the invocation's session's git worktree
         (gateway.sessions.worktree_command)."""
@@ -429,10 +438,15 @@ class ConversationHooks:
         `schedules` as `schedule list` (gateway.sessions.schedule_command)."""
         return NOT_CONNECTED
 
-    async def resume_session(self, invocation: Invocation) -> str | None:
+    async def resume_session(self, invocation: Invocation, pick: str | None = None) -> str | None:
         """`resume`: the invocation's ended session goes on in its thread with the agent's
-        own memory (gateway.sessions.resume_command)."""
+        own memory; with no session there, or `list`, the terminal conversations to pick up;
+        `resume <pick>` picks one into a new thread (gateway.sessions.resume_command)."""
         return NOT_CONNECTED
+
+    async def suggest_terminal(self, invocation: Invocation, typed: str) -> list[Suggestion]:
+        """The terminal conversations `resume` can pick, for autocomplete."""
+        return []
 
     async def fork_session(self, invocation: Invocation) -> str | None:
         """`fork`: a copy of the invocation's session's conversation goes on in a new thread

@@ -251,6 +251,13 @@ class GatewaySettings(CommandSettings):
         flag="--usage-footer",
         help="end every turn with a line of its tokens, cost and context use (issue 16 §4)",
     )
+    schedule_poll: Annotated[float, Field(ge=0.1, le=3600)] = setting(
+        15.0,
+        env="RAWP_GATEWAY_SCHEDULE_POLL_SECONDS",
+        flag="--schedule-poll-seconds",
+        help="how often the gateway asks the master whether a schedule made from chat has run, "
+        "to post the run into a new thread (issue 30 §5, docs/schedules.md)",
+    )
     voice: VoiceSettings = Field(default_factory=VoiceSettings)  # issue 30 §6
     metrics_address: Address = setting(
         None,

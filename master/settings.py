@@ -16,6 +16,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import NoDecode
 
+from master.edge.relay.replay_ring import SESSION_BYTES, TOTAL_BYTES
 from master.services.budget_rules import BudgetRules
 from runtime.rate_limit import Budget
 from runtime.settings import (
@@ -142,12 +143,33 @@ class EdgeSettings(SettingGroup):
         help="how long an edge frame may wait to reach the client (a reattach, another "
         "replica) before the edge is told CLIENT_UNAVAILABLE and may resend it",
     )
+    schedule_scan_seconds: Annotated[float, Field(ge=0.1, le=3600)] = setting(
+        20.0,
+        env="RAWP_SCHEDULE_SCAN_SECONDS",
+        flag="--schedule-scan-seconds",
+        help="how often each replica looks for scheduled prompts that are due (issue 30 §5); "
+        "a run starts at most this long after its tick",
+    )
     queue_bytes: Annotated[int, Field(gt=0)] = setting(
         16 * 1024 * 1024,
         env="RAWP_EDGE_QUEUE_BYTES",
         flag="--edge-queue-bytes",
         help="backlog (bytes of frame text) of one edge socket before a too-slow edge is cut "
         "off (1013)",
+    )
+    replay_bytes: Annotated[int, Field(ge=4096)] = setting(
+        SESSION_BYTES,
+        env="RAWP_EDGE_REPLAY_BYTES",
+        flag="--edge-replay-bytes",
+        help="bytes of each session's latest frames the master keeps for edges that reconnect "
+        "(older ones come from the client's buffer); with RAWP_REDIS_URL Redis keeps them",
+    )
+    replay_total_bytes: Annotated[int, Field(ge=65536)] = setting(
+        TOTAL_BYTES,
+        env="RAWP_EDGE_REPLAY_TOTAL_BYTES",
+        flag="--edge-replay-total-bytes",
+        help="bytes of kept frames for all sessions together; past it the oldest go first, "
+        "whichever session they belong to",
     )
     user_rate_limits: UserRates = setting(
         (),

@@ -153,7 +153,9 @@ def _relay(settings: MasterSettings) -> Relay:
     """Sockets in this process only, or sessions shared by every replica (docs/scale-out.md)."""
     edge = settings.edge
     if not settings.redis_url:
-        return InProcessRelay(edge.replay_frames, edge.dedupe_window)
+        return InProcessRelay(
+            edge.replay_frames, edge.dedupe_window, edge.replay_bytes, edge.replay_total_bytes
+        )
     from master.edge.replicas.redis_relay import RedisRelay  # imports redis: only here
 
     return RedisRelay(

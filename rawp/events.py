@@ -243,6 +243,21 @@ class ModeSet(Payload):
     mode: str
 
 
+class ModelSet(Payload):
+    """`control.model.set` (issue 30 §1, a RAWP extension beside DPS §6 `control.mode.set`):
+    the id of one of the models `session.capabilities` lists (docs/protocol.md "agent models")."""
+
+    model: str
+
+
+class ConfigSet(Payload):
+    """`control.config.set` (issue 30 §1): one of the agent's `config_options` (ACP session
+    config options) to the value `value` names (docs/protocol.md "agent models")."""
+
+    config_id: str
+    value: str
+
+
 class SearchFilters(Payload):
     extensions: list[str] | None = None
     exclude_patterns: list[str] | None = None
@@ -323,6 +338,31 @@ class ModeOption(Payload):
     description: str | None = None
 
 
+class ModelOption(Payload):
+    """One model an agent offers for `control.model.set` (issue 30 §1, an extension field)."""
+
+    id: str  # what `control.model.set`'s `model` names
+    name: str
+    description: str | None = None
+
+
+class ConfigValue(Payload):
+    value: str  # what `control.config.set`'s `value` names
+    name: str
+    description: str | None = None
+
+
+class ConfigOption(Payload):
+    """One ACP session config option (a select), as the agent offers it (issue 30 §1)."""
+
+    id: str  # what `control.config.set`'s `config_id` names
+    name: str
+    description: str | None = None
+    category: str | None = None  # ACP's: mode, model, thought_level, … (display only)
+    current_value: str
+    options: list[ConfigValue] = Field(default_factory=list)
+
+
 class Capabilities(Payload):
     protocol: str = "rawp-dps-1.0"
     events: list[str] = Field(default_factory=list)
@@ -335,6 +375,11 @@ class Capabilities(Payload):
     # change is announced by a new `session.capabilities`.
     modes: list[ModeOption] | None = None
     current_mode: str | None = None
+    # The same for models (`control.model.set`) and, for an ACP agent, its session config
+    # options (`control.config.set`); absent where the agent offers none.
+    models: list[ModelOption] | None = None
+    current_model: str | None = None
+    config_options: list[ConfigOption] | None = None
 
 
 class History(Payload):
@@ -438,6 +483,8 @@ EVENTS: dict[str, EventSpec] = {
         EventSpec("control.interaction.response", InteractionResponse, _E, "DPS §6"),
         EventSpec("control.context.compact", ContextCompact, _E, "DPS §6"),
         EventSpec("control.mode.set", ModeSet, _E, "DPS §6"),
+        EventSpec("control.model.set", ModelSet, _E, "issue 30 §1, docs/protocol.md"),
+        EventSpec("control.config.set", ConfigSet, _E, "issue 30 §1, docs/protocol.md"),
         EventSpec("control.file.search", FileSearch, _E, "DPS §16.1.1"),
         EventSpec("control.file.search.cancel", FileSearchCancel, _E, "DPS §16.1.3"),
         EventSpec("session.turn.start", TurnStart, _A, "DPS §7"),

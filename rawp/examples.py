@@ -96,6 +96,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "control.interaction.response": {"interaction_id": "perm-1", "option_id": "allow"},
     "control.context.compact": {"instructions": "keep the failing test names"},
     "control.mode.set": {"mode": "plan"},
+    "control.model.set": {"model": "opus"},
+    "control.config.set": {"config_id": "thought_level", "value": "high"},
     "control.file.search": {
         "query_id": Q,
         "query": "aut",

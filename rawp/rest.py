@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SESSION_STATUSES = ("INIT", "RUNNING", "DETACHED", "TERMINATED")
 NodeStatus = Literal["online", "busy", "offline"]
+# An agent's own conversation id (Claude Code: a UUID, the name of its transcript file): one
+# path segment at most, so it can never name a file outside the agent's own folder.
+CONVERSATION_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
+TITLE_MAX = 100  # characters of a listed conversation's title
 
 
 class Body(BaseModel):
@@ -116,6 +120,27 @@ class SessionInit(Body):
     resume: str | None = None
     # With `resume`: continue a copy under a new id; the earlier conversation stays as it was.
     fork: bool | None = None
+    # Extension (issue 30 §2, docs/agents.md "Resume"): continue a conversation the agent keeps
+    # itself that RAWP did not start (a terminal session), by the agent's own id; only an id
+    # the client's listing (`GET /v1/agent-sessions`) returns is accepted.
+    resume_conversation: str | None = Field(default=None, pattern=CONVERSATION_ID)
+
+
+class AgentConversation(Body):
+    """One conversation an agent keeps on the machine that RAWP did not start (issue 30 §2):
+    `GET /v1/agent-sessions` on the client, `GET /v1/edge/nodes/{id}/agent-sessions` on the
+    master. `conversation_id` is the agent's own (Claude Code's session id)."""
+
+    agent_name: str
+    conversation_id: str = Field(pattern=CONVERSATION_ID)
+    workspace_path: str  # where it ran, inside the client's allowed roots
+    title: str = Field(max_length=TITLE_MAX)  # its title, else its first prompt, cut
+    started_at: str | None = None
+    updated_at: str
+
+
+class AgentConversationList(Body):
+    conversations: list[AgentConversation]
 
 
 # --- the Edge API (§9, docs/edge-api.md) -------------------------------------------------------
@@ -176,6 +201,9 @@ class CreateSession(Body):
     resume: str | None = Field(default=None, min_length=1, max_length=64)
     # With `resume`: a copy of that conversation under a new id, the earlier one left as it was.
     fork: bool | None = None
+    # Issue 30 §2: continue a conversation of the agent's own on that node that RAWP did not
+    # start (one `GET /v1/edge/nodes/{id}/agent-sessions` lists), by the agent's id.
+    resume_conversation: str | None = Field(default=None, pattern=CONVERSATION_ID)
 
 
 class TicketGrant(Body):

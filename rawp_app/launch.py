@@ -53,6 +53,7 @@ from gateway.replicas.budgeted_platform import PlatformBudget, block_on_429
 from gateway.replicas.platform_budget import parse_limits
 from gateway.sessions.conversations import ConversationService, ConversationSettings, StartRefused
 from gateway.sessions.live import ConnectedSession
+from gateway.sessions.schedule_command import ScheduleThreads
 from gateway.sessions.voice import Transcriber
 from gateway.settings import GatewaySettings
 from gateway.storage.conversation_store import ConversationStore, StoreError
@@ -208,6 +209,7 @@ def conversation_settings(settings: GatewaySettings) -> ConversationSettings:
     return ConversationSettings(
         agents=settings.agents,
         workspace_path=settings.workspace,
+        schedule_poll_s=settings.schedule_poll,
         render=RenderOptions(
             show_thinking=settings.show_thinking,
             approval_timeout_s=settings.approval_timeout,
@@ -323,13 +325,15 @@ async def _serve_bots(bots, services: list[ConversationService], stop: asyncio.E
 
 async def _resume(bots, services: list[ConversationService], stop: asyncio.Event) -> None:
     """Resume conversations once each platform can post (Discord: logged in), so a turn that
-    ran on while the gateway was away renders into its thread; then serve until stopped."""
+    ran on while the gateway was away renders into its thread; then post scheduled runs
+    (gateway.sessions.schedule_command) until stopped."""
     for bot, service in zip(bots, services, strict=True):
         await _until_ready(bot)
         resumed = await service.resume()
         if resumed:
             log.info("%s: %d conversations resumed", service.platform.name, resumed)
-    await stop.wait()
+    # Issue 30 §5: each platform's scheduled runs are posted into new threads from now on.
+    await race(stop.wait(), *(ScheduleThreads(service).run() for service in services))
 
 
 async def _until_ready(bot, timeout_s: float = 60.0) -> None:

@@ -38,6 +38,7 @@ from adapters.call_labels import discord_label
 from adapters.discord.access import REFUSAL, AccessPolicy, where_discord
 from adapters.discord.auto_shards import AutoShards
 from adapters.discord.commands import RawpCommands
+from adapters.discord.model_command import model_command
 from adapters.discord.platform import NAME, DiscordPlatform, conversation_of
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.shards import ShardPlan
@@ -110,7 +111,9 @@ class DiscordBot:
         self.platform = DiscordPlatform(
             self.client, hooks, policy, settings.approver_roles, settings.max_upload_bytes
         )
-        self.tree.add_command(RawpCommands(self.platform))
+        commands = RawpCommands(self.platform)
+        commands.add_command(model_command(commands))  # issue 30 §1, a module of its own
+        self.tree.add_command(commands)
         self.ready = asyncio.Event()
         self.client.setup_hook = self._setup
         self.client.before_identify_hook = self._before_identify

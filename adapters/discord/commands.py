@@ -15,9 +15,11 @@ the hooks too, answers with at most 25 choices (Discord's maximum) and gives up 
 | `/rawp web` | `web_link`: a one-time login link to the web edge (issue 21) |
 | `/rawp busy [mode]` | `set_busy` (mode: queue or interrupt; none: show the channel's) |
 | `/rawp mode [mode]` | `set_mode` (plan, ask or accept-edits; none: show the session's) |
+| `/rawp model [model]` | `set_model`, `suggest_models` (adapters.discord.model_command) |
 | `/rawp worktree action` | `worktree` (diff, merge or discard the session's git worktree) |
 | `/rawp schedule text`, `/rawp schedules` | `schedule` (issue 30 §5: make, change, list) |
-| `/rawp resume` | `resume_session` (an ended session goes on in its thread, issue 30 §2) |
+| `/rawp resume [session]` | `resume_session` (an ended session goes on in its thread; none |
+| | here, or `list`: terminal conversations; `session` picks one, autocompleted; issue 30 §2) |
 | `/rawp fork` | `fork_session` (a copy of the conversation goes on in a new thread) |
 """
 
@@ -102,13 +104,6 @@ class RawpCommands(app_commands.Group):
             interaction, lambda inv: self.hooks.start_session(inv, node, agent, worktree)
         )
 
-    @start.autocomplete("node")
-    async def _nodes(self, interaction: discord.Interaction, current: str) -> Choices:
-        if await self.platform.interactions.refuse(interaction):
-            return []
-        lookup = self.hooks.suggest_nodes(invocation_of(interaction), current)
-        return as_choices(await within_budget(lookup))
-
     @start.autocomplete("agent")
     async def _agents(self, interaction: discord.Interaction, current: str) -> Choices:
         if await self.platform.interactions.refuse(interaction):
@@ -164,10 +159,23 @@ class RawpCommands(app_commands.Group):
         await self._answer(interaction, lambda inv: self.hooks.schedule(inv, "list"))
 
     @app_commands.command(
-        name="resume", description="Go on with this thread's ended session and its memory"
+        name="resume", description="Go on with an ended session, or pick up one from the terminal"
     )
-    async def resume(self, interaction: discord.Interaction) -> None:
-        await self._answer(interaction, self.hooks.resume_session)
+    @app_commands.describe(
+        session="a conversation from the terminal (its number, id, or pick it); list: show them"
+    )
+    async def resume(self, interaction: discord.Interaction, session: str | None = None) -> None:
+        await self._answer(interaction, lambda inv: self.hooks.resume_session(inv, session))
+
+    @start.autocomplete("node")
+    @resume.autocomplete("session")
+    async def _nodes(self, interaction: discord.Interaction, current: str) -> Choices:
+        """A machine for start; for resume, a conversation from the terminal on one."""
+        if await self.platform.interactions.refuse(interaction):
+            return []
+        command = interaction.command.name if interaction.command is not None else ""
+        suggest = self.hooks.suggest_terminal if command == "resume" else self.hooks.suggest_nodes
+        return as_choices(await within_budget(suggest(invocation_of(interaction), current)))
 
     @app_commands.command(
         name="fork", description="Go on with a copy of this conversation in a new thread"

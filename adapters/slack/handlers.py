@@ -7,7 +7,7 @@ groups get an ephemeral refusal and nothing else happens.
 - a human's `message` in a thread → `hooks.prompt` (text escaped, shared files attached);
 - a top-level `app_mention` and every direct message → `hooks.start_here` (adapters.slack.starts);
 - `/rawp <verb> …` → the start / stop / end / pair / nodes / sessions / usage / busy / mode /
-  worktree / web hooks;
+  model / worktree / web hooks;
   `/rawp prompt` opens the composer modal;
 - `block_actions` on a prompt button → the waiting approval gets the `Choice` (nobody waiting:
   `hooks.stale_choice`);
@@ -40,8 +40,9 @@ HELP = (
     "Usage: `{c} start <node> <agent>` (`--worktree`: in its own git worktree) · "
     "`{c} prompt` · `{c} stop` · `{c} end` · "
     "`{c} pair` · `{c} nodes` · `{c} sessions` · `{c} usage` · `{c} busy [queue|interrupt]` · "
-    "`{c} mode [plan|ask|accept-edits]` · `{c} worktree diff|merge|discard` · "
-    "`{c} resume` · `{c} fork` · `{c} web` · "
+    "`{c} mode [plan|ask|accept-edits]` · `{c} model [name]` · "
+    "`{c} worktree diff|merge|discard` · "
+    "`{c} resume [list|<n>|<id>]` · `{c} fork` · `{c} web` · "
     '`{c} schedule "<cron or phrase>" <prompt>` · `{c} schedules` · '
     "`{c} schedule pause|resume|delete <id>`"
 )
@@ -170,12 +171,16 @@ def _listen_to_the_command(app, here: _Listening) -> None:
             words.remove("--worktree")
         if verb == "start" and len(words) == 2:
             reply = await platform.hooks.start_session(invocation, words[0], words[1], worktree)
+        elif verb == "resume" and len(words) == 1:  # issue 30 §2: list, or pick from the terminal
+            reply = await platform.hooks.resume_session(invocation, words[0])
         elif verb in SIMPLE_VERBS and not words:
             reply = await getattr(platform.hooks, SIMPLE_VERBS[verb])(invocation)
         elif verb == "busy" and len(words) <= 1:  # issue 16 §5: this channel's busy mode
             reply = await platform.hooks.set_busy(invocation, words[0] if words else None)
         elif verb == "mode" and len(words) <= 1:  # issue 30 §1: the session's agent mode
             reply = await platform.hooks.set_mode(invocation, words[0] if words else None)
+        elif verb == "model" and len(words) <= 1:  # issue 30 §1: the session's agent model
+            reply = await platform.hooks.set_model(invocation, words[0] if words else None)
         elif verb == "worktree" and len(words) == 1:  # issue 30 §3: end the session's worktree
             reply = await platform.hooks.worktree(invocation, words[0])
         elif verb in ("schedule", "schedules"):  # issue 30 §5: the rest, quotes and all

@@ -18,7 +18,9 @@ when the command is missing. The `agent-client-protocol` package is the client s
   the agent listed in its `session/new` answer (matched by id or name, client.agents.modes);
   an agent not running yet is started for it. The chosen mode is set again on the session a
   restarted agent opens, and a `current_mode_update` from the agent is announced like a
-  change we made;
+  change we made; `control.model.set` and `control.config.set` likewise, with the agent's
+  `models` (`session/set_model`) or `configOptions` (`session/set_config_option`), all in
+  client.agents.modes (`AcpChoices`);
 * `control.prompt.cancel` → `session/cancel`; an agent that does not answer within the grace
   period is ended (SIGTERM, SIGKILL);
 * `fs/read_text_file` and `fs/write_text_file` are served only inside the workspace (§7.2,
@@ -54,14 +56,14 @@ from acp.schema import (
 from client.agents.acp_updates import AcpTurn
 from client.agents.base import Agent, Prompt, ResumeRefused
 from client.agents.kinds import AcpSettings
-from client.agents.modes import ModeRefused, Modes, no_modes
+from client.agents.modes import AcpChoices, raw_request
 from client.files.fs import FileTooLarge, read_text, write_text
 from client.files.paths import PathGuard
 from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
 from rawp.clock import new_id
 from rawp.errors import RawpError
-from rawp.events import InteractionResponse, ModeOption, StopReason
+from rawp.events import InteractionResponse, StopReason
 from runtime.tasks import TaskOwner, race
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,9 @@ class _Client:
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         if type(update).__name__ == "CurrentModeUpdate":  # the agent changed its own mode
             await self.agent.mode_moved(update.current_mode_id)
+            return
+        if type(update).__name__ == "ConfigOptionUpdate":  # …or its config options
+            await self.agent.config_moved(update.config_options)
             return
         turn = self.agent.turn
         if turn is not None:
@@ -140,7 +145,7 @@ class _Client:
         return None
 
 
-class AcpAgent(Agent):
+class AcpAgent(AcpChoices, Agent):
     kind = "acp"
     resumable = True
 
@@ -160,8 +165,7 @@ class AcpAgent(Agent):
         self._turn_over.set()
         self.cost_total = 0.0
         self._takes_images = False  # promptCapabilities.image of the running agent
-        self._modes: Modes | None = None  # the running ACP session's, from session/new
-        self._chosen_mode: str | None = None  # from chat; set again on a new ACP session
+        self._init_choices()  # modes, models, config options (client.agents.modes)
         self._starting = asyncio.Lock()  # a prompt and a mode change may both start it
 
     def image_types(self) -> frozenset[str]:
@@ -218,88 +222,32 @@ class AcpAgent(Agent):
         await self.conversation_known(session_id)
         prompts = capabilities.prompt_capabilities if capabilities else None
         self._takes_images = bool(prompts and prompts.image)
-        return await self._opened_modes(session.modes)
+        return await self._opened(session)
 
-    async def _open_session(self, capabilities: Any) -> tuple[str, Any]:
+    async def _open_session(self, capabilities: Any) -> tuple[str, dict[str, Any]]:
         """`session/new`, or `session/load` of the conversation to resume (issue 30 §2),
-        which the agent must advertise (`agentCapabilities.loadSession`)."""
+        which the agent must advertise (`agentCapabilities.loadSession`). The answer as the
+        agent sent it: its modes, models and config options (client.agents.modes)."""
         assert self._conn is not None
         resume, self.resume_from = self.resume_from, None
+        where = {"cwd": str(self.workspace), "mcpServers": []}
         if resume is None:
             session = await self._until_exit(
-                self._conn.new_session(cwd=str(self.workspace), mcp_servers=[]),
-                self.settings.startup_timeout,
+                raw_request(self._conn, "session/new", where), self.settings.startup_timeout
             )
-            return session.session_id, session
+            if not isinstance(session, dict) or not isinstance(session.get("sessionId"), str):
+                raise ConnectionError(f"session/new answered without a sessionId: {session!r}")
+            return session["sessionId"], session
         if not (capabilities and capabilities.load_session):
             raise ResumeRefused(
                 "this ACP agent does not offer session/load (agentCapabilities.loadSession), "
                 "so the earlier conversation cannot be resumed; start a new session instead"
             )
         loaded = await self._until_exit(
-            self._conn.load_session(cwd=str(self.workspace), mcp_servers=[], session_id=resume),
+            raw_request(self._conn, "session/load", {**where, "sessionId": resume}),
             self.settings.startup_timeout,
         )
-        return resume, loaded
-
-    # --- session modes -----------------------------------------------------------------------
-
-    def modes(self) -> Modes | None:
-        return self._modes
-
-    async def _opened_modes(self, state: Any) -> str | None:
-        """Take the modes of a new ACP session, put the one chosen from chat back, and
-        announce them when the edges have not seen these yet."""
-        known = self._modes
-        self._modes = None
-        if state is not None:
-            offered = tuple(
-                ModeOption(id=m.id, name=m.name, description=m.description)
-                for m in state.available_modes
-            )
-            self._modes = Modes(offered, state.current_mode_id)
-            chosen = self._chosen_mode
-            if chosen is not None and chosen != state.current_mode_id:
-                try:
-                    await self._switch(chosen)
-                except ModeRefused as exc:
-                    return f"the ACP agent did not take the mode chosen before: {exc.message}"
-        if self._modes != known:
-            await self.mode_changed()
-        return None
-
-    async def set_mode(self, mode: str) -> None:
-        problem = await self._ensure()
-        if problem is not None:
-            raise ModeRefused("AGENT_START_FAILED", problem)
-        if self._modes is None:
-            raise no_modes(f"ACP agent {self.spec.name!r}")
-        chosen = self._modes.resolve(mode)
-        await self._switch(chosen)
-        self._chosen_mode = chosen
-        await self.mode_changed()
-
-    async def _switch(self, mode_id: str) -> None:
-        """`session/set_mode`; the change is the caller's to announce."""
-        assert self._conn is not None and self._acp_session is not None
-        try:
-            await self._until_exit(
-                self._conn.set_session_mode(session_id=self._acp_session, mode_id=mode_id),
-                self.settings.startup_timeout,
-            )
-        except (ConnectionError, RequestError, TimeoutError) as exc:
-            raise ModeRefused(
-                "MODE_NOT_SET", f"the ACP agent did not take the mode {mode_id!r}: {exc}"
-            ) from None
-        assert self._modes is not None
-        self._modes = Modes(self._modes.available, mode_id)
-
-    async def mode_moved(self, mode_id: str) -> None:
-        """The agent moved to `mode_id` by itself (`current_mode_update`)."""
-        if self._modes is None or self._modes.current == mode_id:
-            return
-        self._modes = Modes(self._modes.available, mode_id)
-        await self.mode_changed()
+        return resume, loaded if isinstance(loaded, dict) else {}
 
     async def _until_exit(self, work: Any, limit: float | None = None) -> Any:
         """Await `work`, but raise ConnectionError as soon as the agent process exits."""

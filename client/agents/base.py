@@ -15,7 +15,8 @@ its agent only through these methods:
 * `modes()` the modes the agent offers and the one it is in (None: it has none);
   `set_mode(mode)` changes it (`control.mode.set`, client.agents.modes) and, like any change
   of mode the agent makes itself, calls `mode_changed()` (the session re-sends its
-  `session.capabilities`);
+  `session.capabilities`); `models()`/`set_model(model)` and `config_options()`/
+  `set_config(config_id, value)` the same for models and (ACP) config options;
 * `catalog()` lists the tools the agent may use (`tool.catalog.publish`, DPS §5);
   `invoke_tool(request)` runs one of them when it is published with `direct: true`;
 * `close()` ends everything the agent runs, SIGTERM then SIGKILL after the grace period.
@@ -44,11 +45,17 @@ from pathlib import Path
 from typing import Any
 
 from client.agents.kinds import AgentEntry
-from client.agents.modes import Modes, no_modes
+from client.agents.modes import Models, Modes, no_modes
 from client.files.attachments import DEFAULT_ATTACHMENTS_DIR, AttachmentRefused, save_attachment
 from client.processes.children import AgentProcesses
 from rawp.attachments import NOT_DELIVERED
-from rawp.events import CatalogTool, InteractionResponse, StopReason, ToolInvokeRequest
+from rawp.events import (
+    CatalogTool,
+    ConfigOption,
+    InteractionResponse,
+    StopReason,
+    ToolInvokeRequest,
+)
 from rawp.fileref import Part, extract_paths, to_literal
 
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -199,6 +206,22 @@ class Agent(ABC):
     async def set_mode(self, mode: str) -> None:
         """Switch to `mode`; raises ModeRefused (a kind without modes always does)."""
         raise no_modes(f"agent {self.spec.name!r} ({self.kind or 'script'})")
+
+    def models(self) -> Models | None:
+        """The models this agent offers and its current one; None when it has none."""
+        return None
+
+    async def set_model(self, model: str) -> None:
+        """Switch to `model` (`control.model.set`); raises ModeRefused like `set_mode`."""
+        raise no_modes(f"agent {self.spec.name!r} ({self.kind or 'script'})", "models")
+
+    def config_options(self) -> list[ConfigOption] | None:
+        """The agent's session config options (ACP); None when it has none."""
+        return None
+
+    async def set_config(self, config_id: str, value: str) -> None:
+        """Set one config option (`control.config.set`); raises ModeRefused like `set_mode`."""
+        raise no_modes(f"agent {self.spec.name!r} ({self.kind or 'script'})", "config options")
 
     # --- attachments ---------------------------------------------------------------------------
 

@@ -22,6 +22,9 @@ mapping in `claude_stream`; each line's shape is built in `claude_wire`):
   `permission_mode`, so `bypassPermissions` only where the owner configured it); the mode
   each turn's `system/init` reports is taken as the current one (the CLI leaves `plan` by
   itself when a plan is accepted);
+* `control.model.set` sends `control_request {subtype: set_model, model}` to a running CLI
+  and `--model` to one started later; the models offered are the agents file's `models`
+  (default `sonnet`, `opus`, `haiku`, aliases every CLI version takes) and its `model`;
 * `control.prompt.cancel` sends `control_request {subtype: interrupt}`; a CLI that does not end
   the turn within the grace period is killed (SIGTERM, then SIGKILL) and the next prompt
   starts a new process that resumes the conversation (`--resume=<its session id>`).
@@ -67,14 +70,13 @@ from client.agents.claude_wire import (
     mention,
     published_commands,
     published_tools,
-    set_permission_mode,
     user_message,
 )
 from client.agents.kinds import ClaudeCodeSettings
-from client.agents.modes import CLAUDE_MODES, ModeRefused, Modes
+from client.agents.modes import ClaudeChoices
 from rawp.agent_state import AgentState
 from rawp.attachments import IMAGE_TYPES
-from rawp.events import CatalogTool, InteractionResponse, ModeOption, StopReason
+from rawp.events import CatalogTool, InteractionResponse, StopReason
 from rawp.fileref import Part, extract_paths, to_literal
 from runtime.tasks import TaskOwner
 
@@ -82,7 +84,7 @@ log = logging.getLogger(__name__)
 INSTALL_HINT = "install Claude Code: npm install -g @anthropic-ai/claude-code"
 
 
-class ClaudeCodeAgent(Agent):
+class ClaudeCodeAgent(ClaudeChoices, Agent):
     kind = "claude-code"
     resumable = True
     forkable = True
@@ -108,6 +110,7 @@ class ClaudeCodeAgent(Agent):
         self._cancelling = False
         self.cost_total = 0.0
         self._mode = self.settings.permission_mode  # None: the CLI's own default
+        self._model = self.settings.model  # None: the CLI's own default
 
     def catalog(self) -> list[CatalogTool]:
         return list(self.spec.tools) or catalog()
@@ -127,31 +130,6 @@ class ClaudeCodeAgent(Agent):
         if files:
             text += "\n\n" + " ".join(mention(path) for path in files)
         return Prompt(message_id, text, tuple(files), input_type)
-
-    # --- permission modes ----------------------------------------------------------------------
-
-    def modes(self) -> Modes:
-        available = CLAUDE_MODES
-        configured = self.settings.permission_mode
-        if configured and configured not in {mode.id for mode in available}:
-            available += (ModeOption(id=configured, name=configured),)
-        return Modes(available, self._mode or "default")
-
-    async def set_mode(self, mode: str) -> None:
-        chosen = self.modes().resolve(mode)
-        proc = self._proc
-        if proc is not None and proc.returncode is None:
-            try:
-                await asyncio.wait_for(
-                    self._control(set_permission_mode(chosen)), self.settings.startup_timeout
-                )
-            except (TimeoutError, ConnectionError) as exc:
-                why = str(exc) or "no answer"
-                raise ModeRefused(
-                    "MODE_NOT_SET", f"Claude Code did not take the mode {chosen!r}: {why}"
-                ) from None
-        self._mode = chosen  # a CLI started later gets it as --permission-mode
-        await self.mode_changed()
 
     # --- the process -------------------------------------------------------------------------
 
@@ -186,7 +164,14 @@ class ClaudeCodeAgent(Agent):
         env = {**os.environ, **self.settings.env}
         try:
             self._proc = await self.processes.spawn(
-                cli_argv(binary, self.settings, self._claude_session, self._mode, self.fork),
+                cli_argv(
+                    binary,
+                    self.settings,
+                    self._claude_session,
+                    self._mode,
+                    self.fork,
+                    model=self._model,
+                ),
                 cwd=self.workspace,
                 env=env,
             )

@@ -60,15 +60,17 @@ def cli_argv(
     resume: str | None,
     mode: str | None = None,
     fork: bool = False,
+    model: str | None = None,
 ) -> list[str]:
     """The CLI's command line: stream-json both ways, approvals over stdio, the agents file's
     settings as flags, and `--resume` when a conversation is to be continued. `mode`, the
-    permission mode chosen from chat, takes the place of the agents file's."""
+    permission mode chosen from chat, takes the place of the agents file's; so does `model`,
+    the model chosen from chat."""
     argv = [binary, *settings.command[1:]]
     argv += ["--input-format", "stream-json", "--output-format", "stream-json"]
     argv += ["--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"]
     flags = {
-        "--model": settings.model,
+        "--model": model or settings.model,
         "--permission-mode": mode or settings.permission_mode,
         "--append-system-prompt": settings.append_system_prompt,
         "--max-turns": settings.max_turns,
@@ -87,12 +89,6 @@ def cli_argv(
         if fork:  # issue 30 §2: a copy under a new session id; the original stays as it was
             argv.append("--fork-session")
     return argv
-
-
-def set_permission_mode(mode: str) -> dict[str, Any]:
-    """The control request that switches the running CLI's permission mode (the request the
-    agent SDK's `setPermissionMode` sends)."""
-    return {"subtype": "set_permission_mode", "mode": mode}
 
 
 def mention(path: str) -> str:

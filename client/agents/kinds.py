@@ -98,6 +98,11 @@ class ClaudeCodeSettings(AgentEntry):
     kind: Literal["claude-code"] = "claude-code"
     command: Argv = _accepts("a non-empty list of strings", default_factory=lambda: ["claude"])
     model: str | None = _accepts("a string")
+    # The models chat may choose (issue 30 §1): the CLI takes these aliases (or full ids) in
+    # `--model` and `set_model`, but lists none, so the agents file names them.
+    models: list[str] = _accepts(
+        "a list of model names", default_factory=lambda: ["sonnet", "opus", "haiku"]
+    )
     permission_mode: str | None = _accepts("a string")
     append_system_prompt: str | None = _accepts("a string")
     max_turns: int | None = _accepts("a whole number")

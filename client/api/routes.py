@@ -7,8 +7,8 @@ from quart import Blueprint, Response, request
 from client.api.common import body, require_master, services
 from client.files.fs import list_directory
 from rawp.clock import is_uuid4
-from rawp.errors import BadRequest
-from rawp.rest import SessionInit
+from rawp.errors import BadRequest, Forbidden
+from rawp.rest import AgentConversationList, SessionInit
 from runtime.http import validate
 
 health = Blueprint("health", __name__)
@@ -45,6 +45,19 @@ async def get_agents():
         # Extension: where a session starts when the master is given no workspace_path.
         "default_workspace_path": str(default.resolve()),
     }
+
+
+@agents.get("/v1/agent-sessions")
+async def get_agent_sessions():
+    """Extension (issue 30 §2, docs/protocol.md): the agents' own conversations in the allowed
+    roots that RAWP did not start (client.sessions.terminal); `agent` names one agent."""
+    svc = services()
+    wanted = request.args.get("agent") or None
+    specs = [a for a in svc.agents.values() if a.is_active and wanted in (None, a.name)]
+    if wanted is not None and not specs:
+        raise Forbidden(f"agent {wanted!r} is not allowed here", "AGENT_NOT_ALLOWED")
+    listed = await svc.sessions.terminal.list(specs)
+    return AgentConversationList(conversations=listed).wire()
 
 
 @fs.post("/v1/fs/list")

@@ -246,7 +246,8 @@ class Session:
 
     def capabilities(self) -> dict[str, Any]:
         """This session's `session.capabilities` payload: the client's, the `.env`
-        fingerprints, and the agent's modes where it has them (client.agents.modes)."""
+        fingerprints, and the agent's modes, models and config options where it has them
+        (client.agents.modes)."""
         caps = capabilities_payload().model_dump(mode="json", exclude_none=True)
         # Read each time, so an edited `.env` is known after the next attach (issue 15 §3).
         found = secret_fingerprints(self.workspace, self._salt)
@@ -256,6 +257,16 @@ class Session:
         if modes is not None:
             caps["modes"] = [m.model_dump(mode="json", exclude_none=True) for m in modes.available]
             caps["current_mode"] = modes.current
+        models = self.agent.models() if self.agent is not None else None
+        if models is not None:
+            caps["models"] = [
+                m.model_dump(mode="json", exclude_none=True) for m in models.available
+            ]
+            if models.current is not None:
+                caps["current_model"] = models.current
+        options = self.agent.config_options() if self.agent is not None else None
+        if options:
+            caps["config_options"] = [o.model_dump(mode="json", exclude_none=True) for o in options]
         return caps
 
     async def announce_capabilities(self) -> None:

@@ -13,6 +13,7 @@
 * `control.mode.set` goes to the agent in the session's own task (an ACP agent may have to
   start first); a mode it cannot take gets `session.error` with its reason
   (client.agents.modes), a change is announced by the session's `session.capabilities`;
+  `control.model.set` and `control.config.set` the same way;
 * `tool.invoke.request` runs only a tool published with `direct: true`; anything else gets
   `tool.invoke.result` `TOOL_NOT_PUBLISHED` (dps-profile §5, X-SEC-04);
 * `control.file.search` runs as a task keyed by `query_id`; `control.file.search.cancel`
@@ -32,10 +33,12 @@ from client.sessions.prompts import PromptRefused, build_prompt
 from client.sessions.session import CLOSE, Outbox, Session, item_size
 from rawp.errors import FrameError
 from rawp.events import (
+    ConfigSet,
     ContextCompact,
     FileSearch,
     FileSearchCancel,
     InteractionResponse,
+    ModelSet,
     ModeSet,
     PromptCancel,
     PromptRequest,
@@ -161,7 +164,7 @@ class StreamHandler:
                 await self.session.agent.respond(payload)
         elif isinstance(payload, ContextCompact) and "compact" in self.session.commands:
             await self._compact(frame, payload)
-        elif isinstance(payload, ModeSet):
+        elif isinstance(payload, ModeSet | ModelSet | ConfigSet):
             # The session owns it, like a cancel: a socket that drops must not stop it.
             self.session.tasks.spawn(self._mode(frame, payload), name="mode")
         elif isinstance(payload, ToolInvokeRequest):
@@ -212,11 +215,16 @@ class StreamHandler:
         `session.context.compacted` is the agent's to send."""
         await self._prompt(frame, request.as_prompt())
 
-    async def _mode(self, frame: Frame, request: ModeSet) -> None:
+    async def _mode(self, frame: Frame, request: ModeSet | ModelSet | ConfigSet) -> None:
         agent = self.session.agent
         assert agent is not None
         try:
-            await agent.set_mode(request.mode)
+            if isinstance(request, ModeSet):
+                await agent.set_mode(request.mode)
+            elif isinstance(request, ModelSet):
+                await agent.set_model(request.model)
+            else:
+                await agent.set_config(request.config_id, request.value)
         except ModeRefused as exc:
             await self._error(exc.code, exc.message, frame.message_id)
 

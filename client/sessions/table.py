@@ -20,8 +20,12 @@ Rules:
 9. `resume` in init names an earlier session of this client: the new session's agent continues
    that session's conversation (client.sessions.resumes); every agent's conversation id is
    recorded as soon as it is known, with the workspace it runs in, where a resumed session
-   runs too (no new worktree is made for it). With `fork` the agent continues a copy under a new id
-   (Claude Code `--fork-session`), so the earlier session may still be running.
+   runs too (no new worktree is made for it: a resumed session inherits the earlier one's
+   worktree record, client.sessions.worktrees rule 6). With `fork` the agent continues a copy
+   under a new id (Claude Code `--fork-session`), so the earlier session may still be running.
+10. `resume_conversation` in init names a conversation the agent keeps itself that RAWP did not
+   start (a terminal session): accepted only when `GET /v1/agent-sessions` would list it for
+   that agent (client.sessions.terminal), and continued in the directory it ran in.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from client.metrics import ClientMetrics
 from client.processes.children import AgentProcesses
 from client.sessions.resumes import AgentSession, AgentSessions
 from client.sessions.session import Session
+from client.sessions.terminal import TerminalConversations
 from client.sessions.worktrees import ACTIONS, Worktrees
 from rawp.clock import Clock, is_uuid4
 from rawp.config import PinnedConfig
@@ -82,6 +87,7 @@ class SessionManager:
         self.processes = processes or AgentProcesses()
         self.worktrees = worktrees
         self.resumes = resumes
+        self.terminal = TerminalConversations(guard, resumes)  # rule 10
         self.sessions: dict[str, Session] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._ending: dict[str, asyncio.Task] = {}
@@ -124,22 +130,35 @@ class SessionManager:
             raise Forbidden(
                 f"agent {request.agent_name!r} is not allowed here", "AGENT_NOT_ALLOWED"
             )
-        resume = self._conversation(request, spec)
+        resume = await self._conversation(request, spec)
         if resume is not None and resume.workspace:  # rule 9: where the conversation ran
             workspace = self.guard.workspace(resume.workspace)
         else:
             workspace = self.guard.workspace(request.workspace_path)
         if resume is None and (request.worktree or spec.settings.worktree):
             workspace = await self._worktree(request.session_id, workspace)
+        inherited = self._inherit(request)
         try:
             return await self._start(request, spec, workspace, resume)
         except BaseException:
-            if self.worktrees is not None and request.session_id in self.worktrees.records:
+            if inherited and self.worktrees is not None:
+                self.worktrees.inherit(request.session_id, request.resume or "")  # given back
+            elif self.worktrees is not None and request.session_id in self.worktrees.records:
                 await self.worktrees.discard(request.session_id)  # nothing ran in it
             raise
 
-    def _conversation(self, request: SessionInit, spec: AgentSpec) -> AgentSession | None:
-        """Rule 9: the agent's own id of the conversation to resume, or None."""
+    def _inherit(self, request: SessionInit) -> bool:
+        """Rule 9: a resumed (not forked) session takes over the earlier one's worktree, so
+        the worktree command acts on it from the resumed thread (worktrees rule 6)."""
+        if self.worktrees is None or request.resume is None or request.fork:
+            return False
+        return self.worktrees.inherit(request.resume, request.session_id)
+
+    async def _conversation(self, request: SessionInit, spec: AgentSpec) -> AgentSession | None:
+        """Rule 9: the agent's own id of the conversation to resume, or None; rule 10 for a
+        conversation RAWP did not start."""
+        if request.resume_conversation is not None:
+            return await self._terminal_conversation(request, spec)
         if request.resume is None:
             if request.fork:
                 raise BadRequest("fork needs resume: the session to fork", "INVALID_REQUEST")
@@ -163,6 +182,21 @@ class SessionManager:
         if self.resumes is None:
             raise NotFound("this client keeps no conversations to resume", "RESUME_NOT_FOUND")
         return self.resumes.lookup(request.resume, spec.name)
+
+    async def _terminal_conversation(self, request: SessionInit, spec: AgentSpec) -> AgentSession:
+        """Rule 10: only a conversation the listing returns (client.sessions.terminal rule 4),
+        continued where it ran."""
+        if request.resume is not None or request.fork:
+            raise BadRequest(
+                "resume_conversation goes alone: without resume or fork", "INVALID_REQUEST"
+            )
+        if not kind_class(spec.kind).resumable:
+            raise BadRequest(
+                f"agent {spec.name!r} ({spec.kind}) cannot resume an earlier conversation",
+                "RESUME_UNSUPPORTED",
+            )
+        found = await self.terminal.find(spec, request.resume_conversation or "")
+        return AgentSession(spec.name, found.conversation_id, found.workspace_path)
 
     async def _worktree(self, session_id: str, workspace: Path) -> Path:
         """Rule 7: the session's own git worktree becomes its workspace."""

@@ -18,6 +18,9 @@ Rules:
    is `git merge --abort`ed, so nothing is left half-merged, and answered `409
    MERGE_CONFLICT`; the worktree stays. A merged worktree is removed with its branch.
 5. `discard` removes the worktree (`--force`) and deletes the branch.
+6. A session that resumes (not forks) an earlier one inherits its worktree: the record moves to
+   the new session id (`inherit`), so the worktree command acts on it from the resumed thread;
+   a resume that fails to start gives it back.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import asyncio
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from client.files.paths import PathGuard
@@ -110,6 +113,16 @@ class Worktrees:
         if record is None:
             raise NotFound("this session has no worktree", "NO_WORKTREE")
         return record
+
+    def inherit(self, from_id: str, to_id: str) -> bool:
+        """Rule 6: `from_id`'s worktree becomes `to_id`'s; False when it had none."""
+        record = self.records.pop(from_id, None)
+        if record is None:
+            return False
+        self.records[to_id] = replace(record, session_id=to_id)
+        self._save()
+        log.info("session %s: inherits the worktree %s of %s", to_id, record.path, from_id)
+        return True
 
     async def create(self, session_id: str, workspace: Path) -> Worktree:
         """Rule 1: the worktree the session's agent works in."""

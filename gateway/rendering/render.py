@@ -42,8 +42,9 @@ records where a turn's prompt came from. Rules:
     one whose pieces are still coming keeps the renderer unsettled.
 11. A change of the agent's mode (`session.capabilities` `current_mode`) is a line "Mode: …"
     in the thread (`ModeLine`, gateway.rendering.render_core), and the mode shown is stored
-    for a restarted gateway. The modes the agent offers are a row of buttons on one message,
-    edited as the mode changes (gateway.sessions.mode_buttons).
+    for a restarted gateway; a change of its model (`current_model`) is "Model: …" the same
+    way (`ModelLine`), with the models offered stored too. The modes the agent offers are a
+    row of buttons on one message, edited as the mode changes (gateway.sessions.mode_buttons).
 
 A frame whose `turn_id` names no known turn starts one (the gateway may have reconnected in
 the middle of a turn); a frame of a turn that already ended is dropped.
@@ -75,7 +76,7 @@ from gateway.rendering import operations as op
 from gateway.rendering.chunker import split_markdown
 from gateway.rendering.operations import Operation
 from gateway.rendering.posting import Poster
-from gateway.rendering.render_core import ModeLine, RenderCore, chat_name
+from gateway.rendering.render_core import ModeLine, ModelLine, RenderCore, chat_name
 from gateway.rendering.render_options import PromptOrigin, RenderOptions
 from gateway.rendering.status_line import InterimStatus, ProgressEdits, StatusLine
 from gateway.rendering.turn import Turn
@@ -133,6 +134,7 @@ class SessionRenderer:
         )
         self.commands = CommandCache()
         self.mode_line = ModeLine()  # the agent's mode as the thread shows it
+        self.model_line = ModelLine()  # …and its model
         self._finished: dict[str, asyncio.Future[str]] = {}  # prompt message_id → stop_reason
         self._closed = False
         self._tasks = TaskOwner(f"session {session_id} renderer", log)
@@ -231,6 +233,7 @@ class SessionRenderer:
         elif frame.type == "session.capabilities":
             self._use_fingerprints(p)
             await self._show_mode(p)
+            await self._show_model(p)
             await self.mode_buttons.seen(p)
         elif frame.type == "session.error" and self.queue.lost_race(p):
             return  # an interrupt's cancel after its turn ended (gateway.sessions.busy)
@@ -251,6 +254,22 @@ class SessionRenderer:
         if self._store is not None and self.mode_line.shown is not None:
             name = chat_name(self.mode_line.shown, caps.modes)
             await self._store.set_session_mode(self.session_id, name)
+
+    async def _show_model(self, caps: ev.Capabilities) -> None:
+        """The "Model: …" line (render_core `ModelLine`); what the agent offers and is on is
+        stored for `/rawp model` on any replica, and a model shown after a change as the one
+        a restarted gateway sends again."""
+        line = self.model_line.seen(caps)
+        if caps.models is not None and self._store is not None:
+            noted = ([m.id for m in caps.models], caps.current_model)
+            if noted != self.model_line.noted:
+                self.model_line.noted = noted
+                await self._store.note_models(self.session_id, *noted)
+        if line is None:
+            return
+        await self._perform(self.core.text(line))
+        if self._store is not None and caps.current_model is not None:
+            await self._store.choose_model(self.session_id, caps.current_model)
 
     async def close(self) -> None:
         """Stop typing and close open prompts (the session ended or the gateway stops)."""

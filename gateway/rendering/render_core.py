@@ -105,6 +105,26 @@ class ModeLine:
         return f"Mode: {chat_name(current, caps.modes)}"
 
 
+class ModelLine(ModeLine):
+    """The same for the agent's model (issue 30 §1, `current_model`): "Model: <id>", the id
+    being what `/rawp model` takes. The model of the last line posted is the one a restarted
+    gateway sends again (the store's `session_models`, gateway.sessions.model_command)."""
+
+    def __init__(self, shown: str | None = None) -> None:
+        super().__init__(shown)
+        self.noted: tuple | None = None  # the (offered, current) last written to the store
+
+    def seen(self, caps: ev.Capabilities) -> str | None:
+        current = caps.current_model
+        if current is None or current == self.shown:
+            return None
+        first = self.shown is None
+        self.shown = current
+        if first and current != self.wanted:
+            return None  # the agent's starting model
+        return f"Model: {current}"
+
+
 class RenderCore:
     def __init__(
         self,

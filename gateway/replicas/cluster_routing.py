@@ -3,9 +3,9 @@
 `ClusterHooks` is what the adapters call when the gateway runs as a cluster (rawp_app.launch);
 it wraps the `ConversationService`. Rules:
 
-1. Verbs that need the live session — prompt, stop, end, mode, file search, the agent's commands,
-   a button press nobody waits for here — run where the session is rendered: here when this
-   replica holds the session's lease or can claim it (nobody holds it), else they are
+1. Verbs that need the live session — prompt, stop, end, mode, model, file search, the agent's
+   commands, a button press nobody waits for here — run where the session is rendered: here when
+   this replica holds the session's lease or can claim it (nobody holds it), else they are
    forwarded over the bus (gateway.replicas.cluster_redis) to the holder, which runs them as its own
    and replies with the text (or list) the user is shown. Every other verb runs here.
 2. A holder that does not answer within `REQUEST_TIMEOUT_S` is waited out: once its lease
@@ -143,8 +143,11 @@ class LocalHooks(ConversationHooks):
     async def schedule(self, invocation, text):  # the master keeps schedules: any replica
         return await self.service.schedule(invocation, text)
 
-    async def resume_session(self, invocation):  # the ended session is held by no one
-        return await self.service.resume_session(invocation)
+    async def resume_session(self, invocation, pick=None):  # the ended session: held by no one
+        return await self.service.resume_session(invocation, pick)
+
+    async def suggest_terminal(self, invocation, typed):  # asks the master only
+        return await self.service.suggest_terminal(invocation, typed)
 
     async def fork_session(self, invocation):  # the copy is a new session in a new thread
         return await self.service.fork_session(invocation)
@@ -179,6 +182,14 @@ class ClusterHooks(LocalHooks):
         return await self._route(
             invocation, "mode", {"mode": mode}, lambda: self.service.set_mode(invocation, mode)
         )
+
+    async def set_model(self, invocation: Invocation, model: str | None) -> str | None:
+        return await self._route(
+            invocation, "model", {"model": model}, lambda: self.service.set_model(invocation, model)
+        )
+
+    async def suggest_models(self, invocation, typed):  # from the store: any replica
+        return await self.service.suggest_models(invocation, typed)
 
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         return await self._route(
@@ -269,6 +280,7 @@ class ClusterHooks(LocalHooks):
             "stop": lambda: service.stop(invocation),
             "end": lambda: service.end(invocation),
             "mode": lambda: service.set_mode(invocation, body.get("mode")),
+            "model": lambda: service.set_model(invocation, body.get("model")),
             "worktree": lambda: service.worktree(invocation, body.get("action")),
             "search_files": lambda: service.search_files(invocation, body["typed"]),
             "agent_commands": lambda: service.agent_commands(invocation),

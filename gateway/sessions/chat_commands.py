@@ -189,6 +189,13 @@ class ChatCommands:
             names.append(typed)  # any agent the node's agents file names may be typed
         return [Suggestion(a, a) for a in names]
 
+    async def suggest_terminal(self, invocation: Invocation, typed: str) -> list[Suggestion]:
+        """Terminal conversations the resume command can pick (gateway.sessions.resume_command,
+        imported here, not at the top, to keep one direction)."""
+        from gateway.sessions import resume_command
+
+        return await resume_command.suggest(self, invocation, typed)  # type: ignore[arg-type]
+
     async def search_files(self, invocation: Invocation, typed: str) -> list[FileCandidate]:
         live = await self.live_session(invocation)
         if isinstance(live, str):

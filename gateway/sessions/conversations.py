@@ -31,7 +31,8 @@ Rules:
    instead of the thread acts on the user's newest open session under that channel. A prompt
    sent during a turn waits, marked 🕒, or stops that turn first: the channel's busy mode
    (gateway.sessions.busy). The mode command changes the agent's mode
-   (gateway.sessions.mode_command); a revived session gets the stored mode again. The worktree
+   (gateway.sessions.mode_command), the model command its model (gateway.sessions.model_command);
+   a revived session gets the stored mode and model again. The worktree
    command diffs, merges or discards a session's git worktree (gateway.sessions.worktree_command).
    The resume command continues an ended session's conversation in its thread
    (gateway.sessions.resume_command); the fork command continues a copy of a session's
@@ -72,6 +73,7 @@ from gateway.replicas.cluster import FencedPlatform, HeldElsewhere, LocalCluster
 from gateway.sessions import (
     fork_command,
     mode_command,
+    model_command,
     resume_command,
     worktree_command,
 )
@@ -83,6 +85,7 @@ from gateway.sessions.chat_commands import (
     refusal,
 )
 from gateway.sessions.live import ConnectedSession
+from gateway.sessions.model_command import ModelCommands
 from gateway.storage.conversation_store import Binding, ConversationStore
 from gateway.storage.web_logins import WebLinks
 from rawp.events import PromptRequest
@@ -128,9 +131,10 @@ class ConversationSettings:
     agents: Sequence[str] = ("demo",)  # offered by autocomplete; any name may be typed
     workspace_path: str | None = None  # None: the node's default workspace (A-21)
     render: RenderOptions = field(default_factory=RenderOptions)
+    schedule_poll_s: float = 15.0  # gateway.sessions.schedule_command
 
 
-class ConversationService(ChatCommands, ConversationHooks):
+class ConversationService(ChatCommands, ModelCommands, ConversationHooks):
     """The conversation layer; its chat commands are in `ChatCommands`
     (gateway.sessions.chat_commands)."""
 
@@ -216,6 +220,7 @@ class ConversationService(ChatCommands, ConversationHooks):
         on_message: bool = False,
         worktree: bool = False,
         fork_of: str | None = None,
+        resume_conversation: str | None = None,
     ) -> tuple[ConnectedSession, str]:
         """Rule 2: the live session and its greeting, or `StartRefused` saying why not."""
         subject = self.subject_of(invocation)
@@ -224,8 +229,9 @@ class ConversationService(ChatCommands, ConversationHooks):
             if isinstance(chosen, str):
                 raise StartRefused(chosen)
             created = await self.edge.create_session(
-                subject, chosen.node_id, agent, self.settings.workspace_path, worktree, fork_of
-            )
+                subject, chosen.node_id, agent, self.settings.workspace_path, worktree, fork_of,
+                resume_conversation=resume_conversation,
+            )  # fmt: skip
         except EdgeApiError as exc:
             raise StartRefused(refusal(exc), exc.error_code) from None
         device = chosen.device_name or chosen.node_id
@@ -361,6 +367,7 @@ class ConversationService(ChatCommands, ConversationHooks):
                     await self.store.mark_ended(binding.session_id)
                 raise
             await self._mode_again(live)
+            await model_command.model_again(self.store, live)  # and the model chosen
             return live
 
     async def _mode_again(self, live: ConnectedSession) -> None:
@@ -452,8 +459,8 @@ class ConversationService(ChatCommands, ConversationHooks):
     async def worktree(self, invocation: Invocation, action: str | None) -> str | None:
         return await worktree_command.worktree(self, invocation, action)
 
-    async def resume_session(self, invocation: Invocation) -> str | None:
-        return await resume_command.resume(self, invocation)
+    async def resume_session(self, invocation: Invocation, pick: str | None = None) -> str | None:
+        return await resume_command.resume(self, invocation, pick)
 
     async def fork_session(self, invocation: Invocation) -> str | None:
         return await fork_command.fork(self, invocation)

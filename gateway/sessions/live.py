@@ -46,6 +46,7 @@ from rawp.events import (
     FileCandidates,
     FileSearch,
     InteractionResponse,
+    ModelSet,
     ModeSet,
 )
 from rawp.frames import Frame, make_frame
@@ -210,6 +211,13 @@ class ConnectedSession:
         self.renderer.mode_line.wanted = mode_id
         await self.link.send(
             make_frame("control.mode.set", ModeSet(mode=mode_id), session_id=self.session_id)
+        )
+
+    async def set_model(self, model_id: str) -> None:
+        """`control.model.set` (issue 30 §1), confirmed and shown like the mode."""
+        self.renderer.model_line.wanted = model_id
+        await self.link.send(
+            make_frame("control.model.set", ModelSet(model=model_id), session_id=self.session_id)
         )
 
     async def answer_stale(self, interaction_id: str, choice: Choice) -> None:

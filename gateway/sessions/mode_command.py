@@ -31,7 +31,11 @@ NAMES = " | ".join(f"`{name}`" for name in CHAT_MODES)
 NOT_ALLOWED = "Only this session's owner or an approver can change its mode."
 
 
-async def set_mode(service: ConversationService, invocation: Invocation, mode: str | None) -> str:
+async def changeable(
+    service: ConversationService, invocation: Invocation, what: str = "mode"
+) -> Binding | str:
+    """The invocation's open session if the invoker may change its `what` (rule 1); else the
+    answer to give (the model command asks the same)."""
     binding = await service.settled_binding(invocation.conversation)
     if (binding is None or binding.ended) and invocation.conversation.thread_id is None:
         # Typed in the channel: the user's newest open session under it (conversations rule 6).
@@ -43,7 +47,14 @@ async def set_mode(service: ConversationService, invocation: Invocation, mode: s
     if binding.ended:
         return SESSION_ENDED
     if not await may_change(service, invocation, binding):
-        return NOT_ALLOWED  # rule 1
+        return NOT_ALLOWED.replace("mode", what)  # rule 1
+    return binding
+
+
+async def set_mode(service: ConversationService, invocation: Invocation, mode: str | None) -> str:
+    binding = await changeable(service, invocation)
+    if isinstance(binding, str):
+        return binding
     if not mode or not mode.strip():  # rule 2
         known = await service.store.session_mode(binding.session_id)
         shown = f"`{known}`" if known else "the agent's own (never chosen here)"

@@ -23,8 +23,8 @@ gateway.storage.store_tables), and
   down the queue line (its message is a post under the key `busy.LINE_KEY`).
 
 The tables and their migrations are in gateway.storage.store_schema; an older file is brought up to
-date on open and keeps its rows. All four, and `session_modes`, are dropped for a session when
-its conversation is marked ended.
+date on open and keeps its rows. All four, and `session_modes` and `session_models`, are dropped
+for a session when its conversation is marked ended.
 
 `start_defaults` keeps, per master subject, the machine and agent of the user's last successful
 start: a mention or a direct message that names no machine starts there (gateway.sessions.starting).
@@ -53,6 +53,7 @@ from gateway.storage.store_schema import (
     migrate,
     posts,
     queued_prompts,
+    session_models,
     session_modes,
     start_defaults,
     turn_origins,
@@ -63,7 +64,7 @@ from rawp.clock import SYSTEM_CLOCK, Clock, iso
 __all__ = ["INTENT", "Binding", "ConversationStore", "StoreError", "conversation_key"]
 
 # Dropped with the session.
-SESSION_TABLES = (cursors, posts, turn_origins, queued_prompts, session_modes)
+SESSION_TABLES = (cursors, posts, turn_origins, queued_prompts, session_modes, session_models)
 
 
 def conversation_key(conversation: ConversationRef) -> str:

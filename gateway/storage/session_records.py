@@ -12,20 +12,40 @@ inherits these records) and used by gateway.sessions.live and gateway.rendering.
 - `turn_origins`: which chat message (and user) started each turn, so the gateway after a
   restart still marks that message ✅ at the turn's end and knows who may answer approvals;
 - `session_modes`: the agent mode the owner chose from chat (issue 30 §1), by its chat name,
-  so a restarted gateway shows it and sends it again when it revives the session.
+  so a restarted gateway shows it and sends it again when it revives the session;
+- `session_models`: the models the agent offers, the one it is on and the one chosen from chat
+  (issue 30 §1), for `/rawp model` on any replica and for a revived session.
 
 Each is dropped for a session when its conversation is marked ended.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
 from sqlalchemy import delete, select
 
-from gateway.storage.store_schema import cursors, posts, session_modes, turn_origins
+from gateway.storage.store_schema import (
+    cursors,
+    posts,
+    session_models,
+    session_modes,
+    turn_origins,
+)
 from gateway.storage.store_tables import StoreTables
 from rawp.clock import iso
 
 INTENT = ""  # recorded(): the post was begun, its message id is not known
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """`session_models`: what the session's agent offers and is on, and what chat chose."""
+
+    offered: list[str]
+    current: str | None
+    chosen: str | None
 
 
 class SessionRecords(StoreTables):
@@ -95,3 +115,25 @@ class SessionRecords(StoreTables):
     async def set_session_mode(self, session_id: str, mode: str) -> None:
         row = {"session_id": session_id, "mode": mode, "updated_at": iso(self._clock.now())}
         await self._upsert(session_modes, row, ["session_id"], replace=["mode", "updated_at"])
+
+    async def session_model(self, session_id: str) -> ModelRecord | None:
+        """The session's models as the thread last learned them; None: none offered."""
+        c = session_models.c
+        query = select(c.offered, c.current, c.chosen).where(c.session_id == session_id)
+        row = await self._one(query)
+        if row is None:
+            return None
+        return ModelRecord(json.loads(row["offered"]), row["current"], row["chosen"])
+
+    async def note_models(self, session_id: str, offered: list[str], current: str | None) -> None:
+        """What the agent offers and is on, as its capabilities said (the chosen one stays)."""
+        row = {"session_id": session_id, "offered": json.dumps(offered), "current": current}
+        row["updated_at"] = iso(self._clock.now())
+        replace = ["offered", "current", "updated_at"]
+        await self._upsert(session_models, row, ["session_id"], replace=replace)
+
+    async def choose_model(self, session_id: str, chosen: str) -> None:
+        """The model the thread showed a line for: sent again to a revived session."""
+        row = {"session_id": session_id, "offered": "[]", "current": chosen, "chosen": chosen}
+        row["updated_at"] = iso(self._clock.now())
+        await self._upsert(session_models, row, ["session_id"], replace=["chosen", "updated_at"])

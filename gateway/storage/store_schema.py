@@ -190,6 +190,33 @@ session_modes = Table(
     Column("updated_at", Text, nullable=False),
 )
 
+# Migration 6 (issue 30 §5): where a schedule was made from chat, by the master's schedule id,
+# and which of its runs this gateway has already posted (gateway.storage.schedule_origins).
+schedule_origins = Table(
+    "schedule_origins",
+    metadata,
+    Column("schedule_id", Text, primary_key=True),
+    Column("platform", Text, nullable=False),
+    Column("channel_id", Text, nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("posted_session_id", Text, nullable=False),  # '' until a run is posted
+    Column("reported_missed", Integer, nullable=False),  # the master's missed_runs last told
+    Column("created_at", Text, nullable=False),
+)
+Index("schedule_origins_by_platform", schedule_origins.c.platform, schedule_origins.c.subject)
+# Migration 7 (issue 30 §1): the models a session's agent offers, the one it is on, and the one
+# its owner chose from chat, so any replica answers `/rawp model` and its autocomplete, and a
+# restarted gateway re-sends the chosen one. (6 is the schedule origins' number.)
+session_models = Table(
+    "session_models",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("offered", Text, nullable=False),  # JSON list of the model ids offered
+    Column("current", Text),  # as the agent last announced it; None: its own default
+    Column("chosen", Text),  # chosen from chat and confirmed by the agent; None: never
+    Column("updated_at", Text, nullable=False),
+)
+
 # --- migrations ---------------------------------------------------------------------------
 
 
@@ -268,6 +295,14 @@ async def _v5_session_modes(conn: AsyncConnection) -> None:
     await conn.run_sync(metadata.create_all, tables=[session_modes], checkfirst=True)
 
 
+async def _v6_schedule_origins(conn: AsyncConnection) -> None:
+    await conn.run_sync(metadata.create_all, tables=[schedule_origins], checkfirst=True)
+
+
+async def _v7_session_models(conn: AsyncConnection) -> None:
+    await conn.run_sync(metadata.create_all, tables=[session_models], checkfirst=True)
+
+
 # (number, name, step). Append only (rule 5).
 MIGRATIONS: list[tuple[int, str, Step]] = [
     (
@@ -283,6 +318,12 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     (3, "the web edge: one-time login links and usage per day (issue 21)", _v3_web_edge),
     (4, "the web edge's own prompts, for a reloaded page (issue 28)", _v4_web_prompts),
     (5, "the agent mode chosen from chat, per session (issue 30)", _v5_session_modes),
+    (
+        6,
+        "where a schedule was made from chat, and its runs posted (issue 30)",
+        _v6_schedule_origins,
+    ),
+    (7, "the agent models offered and chosen, per session (issue 30)", _v7_session_models),
 ]
 
 

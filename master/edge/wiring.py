@@ -10,6 +10,7 @@ from master.edge.access.tickets import EdgeTickets
 from master.edge.links.dataplane import DataPlane, NodeErrors
 from master.edge.links.policy import SecurityPolicy
 from master.edge.relay.relay import Relay
+from master.edge.sessions.agent_sessions import EdgeAgentSessions
 from master.edge.sessions.nodes import NodeDirectory
 from master.edge.sessions.schedule_runs import ScheduledRuns
 from master.edge.sessions.scheduler import Scheduler
@@ -44,6 +45,7 @@ class EdgeServices:
     reports: UsageReports  # issue 16 §4: GET /v1/edge/usage
     schedules: EdgeSchedules  # issue 30 §5: scheduled prompts, kept by the master
     scheduler: Scheduler  # … and run, one run per tick across replicas
+    agent_sessions: EdgeAgentSessions  # issue 30 §2: terminal conversations to pick up
 
     async def start(self) -> None:
         """When the server starts serving (never in one-shot commands such as pairing-url)."""
@@ -74,7 +76,7 @@ def build_edge(
     errors = NodeErrors()
     policy = SecurityPolicy(settings.deny_tools, settings.deny_commands)
     budgets = BudgetGuard(settings.budgets, db, clock)
-    plane = DataPlane(relay, usage, policy, errors, db, clock, metrics, budgets)
+    plane = DataPlane(relay, usage, policy, errors, clock, metrics, budgets)
     nodes = NodeDirectory(db, clock, config, calls, usage, errors, settings)
     reports = UsageReports(db, clock, usage, budgets)
     sessions = EdgeSessions(
@@ -102,5 +104,8 @@ def build_edge(
         audit=AuditLog(db, clock),
         reports=reports,
         schedules=EdgeSchedules(db, clock, nodes),
-        scheduler=Scheduler(db, clock, ScheduledRuns(sessions, plane, clock)),
+        scheduler=Scheduler(
+            db, clock, ScheduledRuns(sessions, plane, clock), settings.schedule_scan_seconds
+        ),
+        agent_sessions=EdgeAgentSessions(calls, nodes),
     )

@@ -169,6 +169,11 @@ class ConfigScopes:
         async with self._db.begin() as conn:
             return await store.move_session(conn, session_id, event, self._clock.now())
 
+    async def move_sessions(self, session_ids: list[str], event: SessionEvent) -> int:
+        """`move_session` for many, in one transaction; how many moved."""
+        async with self._db.begin() as conn:
+            return await store.move_sessions(conn, session_ids, event, self._clock.now())
+
 
 def _pinned(limits: dict, capabilities: list, limits_version: int, caps_version: int):
     return PinnedConfig(

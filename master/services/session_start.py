@@ -78,6 +78,7 @@ class SessionStarter:
         worktree: bool = False,
         resume: str | None = None,
         fork: bool = False,
+        resume_conversation: str | None = None,
     ) -> StartedSession:
         node = await self._calls.node(node_id)
         session_id = new_id()
@@ -97,6 +98,7 @@ class SessionStarter:
             worktree=worktree or None,
             resume=resume,
             fork=fork or None,
+            resume_conversation=resume_conversation,
         ).wire()
         try:
             reply = await self._calls.call(

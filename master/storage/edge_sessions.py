@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from master.storage.db import utc
@@ -94,10 +94,17 @@ async def live_sessions(conn: AsyncConnection, node_id: str | None = None) -> li
     return list(await conn.execute(select(sessions).where(*where)))
 
 
-async def touch_session(conn: AsyncConnection, session_id: str, now: datetime) -> None:
-    await conn.execute(
-        update(sessions).where(sessions.c.id == session_id).values(last_activity_at=now)
+async def touch_sessions(conn: AsyncConnection, moments: dict[str, datetime]) -> None:
+    """Every session's `last_activity_at` in one executemany (master.edge.usage.bookkeeping)."""
+    if not moments:
+        return
+    statement = (
+        update(sessions)
+        .where(sessions.c.id == bindparam("touched_id"))
+        .values(last_activity_at=bindparam("touched_at"))
     )
+    rows = [{"touched_id": sid, "touched_at": at} for sid, at in moments.items()]
+    await conn.execute(statement, rows)
 
 
 def last_activity(row: Any) -> datetime:

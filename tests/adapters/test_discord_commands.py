@@ -39,8 +39,10 @@ async def test_the_command_tree_is_synced_with_every_verb(bot_with_hooks):
     verbs = {o["name"]: o for o in rawp["options"]}
     assert set(verbs) == {
         "start", "prompt", "command", "stop", "end", "pair", "nodes", "sessions", "usage",
-        "busy", "mode", "worktree", "resume", "fork", "web", "schedule", "schedules",
+        "busy", "mode", "model", "worktree", "resume", "fork", "web", "schedule", "schedules",
     }  # fmt: skip
+    [model] = verbs["model"]["options"]  # issue 30 §1: optional, autocompleted
+    assert not model.get("required") and model["autocomplete"] is True
     [when] = verbs["schedule"]["options"]  # issue 30 §5: one required text, quotes and all
     assert when.get("required") and when["type"] == 3 and not verbs["schedules"].get("options")
     [action] = verbs["worktree"]["options"]  # issue 30 §3: one required action of three

@@ -108,12 +108,15 @@ def build_image(tag: str) -> float:
         return time.monotonic() - started
 
 
-def ensure_base_image(engine: Engine) -> None:
-    """The Dockerfile's base: pulled, or the tool's local stand-in (the public registry is
-    unreachable on this kind of machine). Instant once present."""
-    if subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True).returncode:
-        assert engine.tool is not None, f"{BASE_IMAGE} is missing and no tool can make it"
-        result = subprocess.run(
-            [str(engine.tool), "base", BASE_IMAGE], capture_output=True, text=True, timeout=900
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
+def ensure_base_image(engine: Engine, image: str = BASE_IMAGE) -> None:
+    """`image` (the Dockerfile's base, or a compose service's): pulled, or the tool's local
+    stand-in (the public registry is unreachable on this kind of machine). Instant once
+    present. One make at a time: two workers making the same stand-in at once share its
+    debootstrap directory, and one of them fails (seen in a loaded run on a new machine)."""
+    with _locked("base"):
+        if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode:
+            assert engine.tool is not None, f"{image} is missing and no tool can make it"
+            result = subprocess.run(
+                [str(engine.tool), "base", image], capture_output=True, text=True, timeout=1200
+            )
+            assert result.returncode == 0, result.stdout + result.stderr

@@ -135,9 +135,7 @@ def deployment(tmp_path_factory):
     try:
         ensure_base_image(engine)
         for base in BASES:
-            if subprocess.run(["docker", "image", "inspect", base], capture_output=True).returncode:
-                assert engine.tool is not None, f"{base} is missing and no tool can make it"
-                subprocess.run([str(engine.tool), "base", base], check=True, timeout=900)
+            ensure_base_image(engine, base)
         print(f"\ndocker build: {build_image(IMAGE):.1f} s")
         made = Deployment(tool, tmp_path_factory.mktemp("compose"))
         made.cert, made.key = _files(made.directory, made.port)

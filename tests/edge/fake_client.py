@@ -32,6 +32,8 @@ class FakeClient:
         self.calls: list[tuple[str, str]] = []  # (method, path)
         self.init_bodies: list[dict[str, Any]] = []
         self.init_refusal: tuple[int, str] | None = None
+        # Issue 30 §2: what `GET /v1/agent-sessions` answers (status, body).
+        self.agent_sessions: tuple[int, Any] = (200, {"conversations": []})
         # Called with the session id when a reattach `session/init` arrives, before it is
         # answered: a test's way to make something happen at that moment.
         self.on_reattach: Callable[[str], Awaitable[None]] | None = None
@@ -44,6 +46,7 @@ class FakeClient:
         app.router.add_get("/v1/health", self._health)
         app.router.add_get("/v1/agents", self._agents)
         app.router.add_post("/v1/session/init", self._init)
+        app.router.add_get("/v1/agent-sessions", self._agent_sessions)
         app.router.add_delete("/v1/session/{session_id}", self._delete)
         app.router.add_get("/v1/ws/stream", self._stream)
         self._runner = web.AppRunner(app)
@@ -72,6 +75,11 @@ class FakeClient:
         if self.default_workspace:
             body["default_workspace_path"] = self.default_workspace
         return web.json_response(body)
+
+    async def _agent_sessions(self, request: web.Request) -> web.Response:
+        self.calls.append((request.method, request.path_qs))
+        status, body = self.agent_sessions
+        return web.json_response(body, status=status)
 
     async def _init(self, request: web.Request) -> web.Response:
         self._note(request)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from master.storage import schema
 from master.storage.db import Database
@@ -52,3 +52,36 @@ async def test_stopping_the_master_ends_every_link_and_detaches_running_sessions
     finally:
         await db.dispose()
     assert states == {made[0]: "DETACHED", made[1]: "DETACHED", ended: "TERMINATED"}
+
+
+async def test_a_stop_detaches_every_session_in_one_transaction(
+    make_edge_master, fake_client, edge_settings
+):
+    """Issue 35: a master stopping with 10,000 sessions wrote one DETACH transaction each and
+    had not exited 30 s after SIGTERM. The stop now writes them together: counted here on the
+    master's own engine, the stop's transactions do not grow with the sessions."""
+    commits: list[str] = []
+    async with make_edge_master() as master:
+        node = await master.node(ALICE, fake_client.address)
+        made = []
+        for _ in range(12):
+            status, body = await master.call(
+                ALICE,
+                "POST",
+                f"/v1/edge/nodes/{node['node_id']}/sessions",
+                {"agent_name": "demo", "workspace_path": "/w"},
+            )
+            assert status == 201, body
+            made.append(body["session_id"])
+        engine = master.services.db.engine.sync_engine
+        event.listen(engine, "commit", lambda _conn: commits.append("commit"))
+    assert 1 <= len(commits) <= 2  # the DETACH of all twelve, and the bookkeeping's last round
+    db = Database(edge_settings.database_address)
+    try:
+        async with db.connect() as conn:
+            rows = await conn.execute(
+                select(schema.sessions.c.status).where(schema.sessions.c.id.in_(made))
+            )
+            assert [status for (status,) in rows] == ["DETACHED"] * len(made)
+    finally:
+        await db.dispose()

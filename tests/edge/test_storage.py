@@ -89,15 +89,16 @@ async def test_usage_sums_by_period_and_counts_each_frame_once(database_url):
         ids = dict(message_id="", session_id=session_id, node_id=node_id, user_id=user)
 
         async def record(payload) -> bool:
-            return await book.record(**{**ids, "message_id": new_id()}, payload=payload)
+            return await book.record_or_count(**{**ids, "message_id": new_id()}, payload=payload)
 
         assert await record({"input_tokens": 10, "output_tokens": 1, "cost_usd": 0.5})  # Sunday
         clock.advance(24 * 3600)  # Monday: a new week, same month
         assert await record({"input_tokens": 20, "tool_invocations": 3, "cost_usd": 0.25})
         clock.advance(2 * 24 * 3600)  # Wednesday, December: a new month
         again = new_id()
-        assert await book.record(**{**ids, "message_id": again}, payload={"input_tokens": 40})
-        assert not await book.record(**{**ids, "message_id": again}, payload={"input_tokens": 40})
+        twice = {**ids, "message_id": again, "payload": {"input_tokens": 40}}
+        assert await book.record_or_count(**twice)
+        assert not await book.record_or_count(**twice)  # the same frame again: kept once
         assert not await record({"input_tokens": -1})  # breaks the schema: not counted
 
         today = await book.aggregate(node_id, "today")

@@ -123,19 +123,21 @@ async def test_edge_frames_are_checked_deduplicated_and_filtered(edge_master, fa
             frame("agent.text.delta", {"content_index": 0, "text": "hi"}, sid):
                 "EVENT_NOT_ALLOWED",
             frame("control.prompt.cancel", {}, new_id()): "SESSION_MISMATCH",
+            unknown.replace("vendor.ping", "control.model.set"): "INVALID_FRAME",  # no model
         }  # fmt: skip
         for text, code in refused.items():
             await ws.send(text)
             answer = await _recv(ws)
             assert answer["type"] == "session.error" and answer["session_id"] == sid
             assert answer["payload"]["code"] == code, text
+        model = frame("control.model.set", {"model": "opus"}, sid)  # issue 30 §1, relayed
         last = frame("control.mode.set", {"mode": "plan"}, sid)
-        for text in (cancel, cancel, allowed, unknown, allowed, last):
+        for text in (cancel, cancel, allowed, unknown, allowed, model, model, last):
             await ws.send(text)
         # One socket's frames are handled in order, so once `last` is there, a duplicate
         # would be there too. The socket stayed up through every refusal.
-        await fake_client.wait_received(sid, 4)
-    assert fake_client.sessions[sid].received == [cancel, allowed, unknown, last]
+        await fake_client.wait_received(sid, 5)
+    assert fake_client.sessions[sid].received == [cancel, allowed, unknown, model, last]
 
 
 async def test_duplicates_across_two_edge_sockets_reach_the_client_once(edge_master, fake_client):

@@ -37,6 +37,7 @@ def claude_stack_fixture(owner: str):
         stack = None
         try:
             stack = start_stack(processes, tmp_path / "stack", owner)
+            stack.claude = node_agents.claude  # to run it "from the terminal" (issue 30 §2)
             stack.start_client("--agents-file", str(file))
             yield stack, model
         finally:

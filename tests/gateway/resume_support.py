@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.client.test_worktrees import make_repository
 from tests.edge.stack import start_stack
 from tests.support import Processes
 
@@ -18,7 +19,9 @@ ANSWER = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "t
 TURN = {"updates": [ANSWER], "response": {"stopReason": "end_turn"}}
 
 
-def resume_stack_fixture(owner: str):
+def resume_stack_fixture(owner: str, repository: bool = False):
+    """`repository`: the gateway's workspace (`stack.root`) is a git repository, for worktrees."""
+
     @pytest.fixture
     def stack(tmp_path: Path):
         transcript = tmp_path / "keeper.json"
@@ -30,6 +33,8 @@ def resume_stack_fixture(owner: str):
         made = None
         try:
             made = start_stack(processes, tmp_path / "stack", owner)
+            if repository:
+                make_repository(made.root)
             made.agents_file = file
             made.start_client("--agents-file", str(file))
             yield made

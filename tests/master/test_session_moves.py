@@ -132,6 +132,22 @@ async def test_shutdown_detach_leaves_init_and_terminated_rows_alone(db):
     }
 
 
+async def test_many_sessions_move_at_once_each_only_as_its_state_allows(db):
+    """`move_sessions` (a master stopping with thousands of sessions): chunked statements, the
+    same rule as one `move_session` per row."""
+    node_id = await _node(db)
+    running = [await _session(db, node_id, S.RUNNING) for _ in range(store.MOVE_CHUNK + 7)]
+    others = {state: await _session(db, node_id, state) for state in (S.INIT, S.TERMINATED)}
+    async with db.begin() as conn:
+        moved = await store.move_sessions(
+            conn, [*running, *others.values(), new_id()], E.DETACH, T0 + timedelta(hours=1)
+        )
+    assert moved == len(running)
+    assert {(await _row(db, sid)).status for sid in running} == {"DETACHED"}
+    assert (await _row(db, others[S.INIT])).status == "INIT"
+    assert (await _row(db, others[S.TERMINATED])).status == "TERMINATED"
+
+
 async def test_unregistering_a_node_ends_what_may_end_and_keeps_old_terminations(db):
     node_id, other = await _node(db), await _node(db)
     rows = {state: await _session(db, node_id, state) for state in S}

@@ -4,6 +4,7 @@
 // the page shows the mode the agent is in, not the one asked for. Compact is offered only
 // while the agent publishes a `compact` command, the one the client runs for it.
 
+import { AgentChoices } from './choices.js';
 import { el } from './util.js';
 
 export class SessionControls {
@@ -15,10 +16,12 @@ export class SessionControls {
     this.compactButton = document.getElementById('compact');
     this.compactButton.hidden = true;
     this.compactButton.onclick = () => this.send('control.context.compact', {});
+    this.choices = new AgentChoices(send); // the model and config options (choices.js)
   }
 
   // session.capabilities: the modes offered (`modes`) and the current one (`current_mode`).
   setCapabilities(p) {
+    this.choices.setCapabilities(p);
     if (!Array.isArray(p.modes) || !p.modes.length) return; // an agent without modes
     this.modes.replaceChildren(...p.modes.map((mode) => el('button', {
       type: 'button',

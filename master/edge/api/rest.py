@@ -76,6 +76,13 @@ async def node_config(node_id: str):
     return await edge().nodes.config(await user(), node_id)
 
 
+@blueprint.get("/v1/edge/nodes/<node_id>/agent-sessions")
+async def list_agent_sessions(node_id: str):
+    """Issue 30 §2: the agents' own conversations there that RAWP did not start (owner only)."""
+    who = await user()
+    return await edge().agent_sessions.list(who, node_id, request.args.get("agent") or None)
+
+
 @blueprint.post("/v1/edge/nodes/<node_id>/sessions")
 async def create_session(node_id: str):
     who = await user()

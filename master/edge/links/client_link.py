@@ -60,6 +60,9 @@ from runtime.logs import bind_session
 from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.link")
+# The close handshake with the client, at most: the master's stop closes every link at once
+# and must end within the 10 s that Docker and systemd give a SIGTERM (issue 35).
+CLOSE_SECONDS = 2.0
 
 # Rule 7: write `event` for the session; True while it lives on, False once it is TERMINATED.
 StateHook = Callable[[RelayedSession, SessionEvent, str], Awaitable[bool]]
@@ -187,7 +190,7 @@ class ClientLink:
             await asyncio.wait({task})
         if self._ws is not None:
             try:
-                await asyncio.wait_for(self._ws.close(), 5)
+                await asyncio.wait_for(self._ws.close(), CLOSE_SECONDS)
             except (OSError, TimeoutError) as exc:  # the socket is gone either way
                 log.info("session %s: closing the client socket: %r", self.live.id, exc)
 

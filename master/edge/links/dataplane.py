@@ -43,13 +43,10 @@ from master.edge.relay.relay import GREETING_TYPES, Relay
 from master.edge.usage.budgets import BudgetGuard
 from master.edge.usage.usage import UsageBook
 from master.metrics import FRAME_ARRIVED, MasterMetrics
-from master.storage import edge_sessions as store
-from master.storage.db import Database
 from rawp.clock import Clock
 from rawp.errors import FrameError
 from rawp.events import EVENTS, ContextCompact, Direction, PromptRequest
 from rawp.frames import dump_frame, make_frame, parse_frame, session_error_frame
-from runtime.tasks import TaskOwner
 
 log = logging.getLogger("rawp.master.edge.dataplane")
 
@@ -75,7 +72,6 @@ class DataPlane:
         usage: UsageBook,
         policy: SecurityPolicy,
         errors: NodeErrors,
-        db: Database,
         clock: Clock,
         metrics: MasterMetrics | None = None,
         budgets: BudgetGuard | None = None,
@@ -86,15 +82,15 @@ class DataPlane:
         self.usage = usage
         self.policy = policy
         self.errors = errors
-        self._db = db
         self._clock = clock
-        self._writes = TaskOwner("activity writes", log)  # `last_activity_at`, in the background
+        # `last_activity_at` and usage records, written in rounds by one writer (issue 35).
+        self.book = usage.book
 
     async def start(self) -> None:
-        await self._writes.start()
+        await self.book.start()
 
     async def close(self) -> None:
-        await self._writes.close()
+        await self.book.close()
 
     # --- client → edges ------------------------------------------------------------------------
 
@@ -228,14 +224,6 @@ class DataPlane:
         live.last_activity = now
         if now - live.activity_written >= ACTIVITY_WRITE_INTERVAL:
             live.activity_written = now
-            # In the background: the pump must not wait on the database (a commit can take
-            # hundreds of milliseconds on a busy disk, and every later frame would wait too).
-            if self._writes.running:  # not before the server serves, nor after it stopped
-                self._writes.spawn(self._touch(live.id), name=f"touch {live.id}")
-
-    async def _touch(self, session_id: str) -> None:
-        try:
-            async with self._db.begin() as conn:
-                await store.touch_session(conn, session_id, self._clock.now())
-        except Exception:  # only bookkeeping: the frame has gone through already
-            log.exception("session %s: could not store last_activity_at", session_id)
+            # A mark in memory: the bookkeeper writes every session's in one round, so the
+            # pump never waits on the database and 10,000 sessions cost one transaction.
+            self.book.touch(live.id)

@@ -8,8 +8,9 @@ replicas (issue 9, docs/scale-out.md), so the rest of the master does not know w
 Rules of the in-process relay:
 
 1. `publish` offers one client frame's original text to every edge socket of the session
-   (fan-out, E-WS-10) and keeps it in a bounded ring for edges that reconnect with
-   `last_message_id`. Offering never waits (edge_socket rule 1).
+   (fan-out, E-WS-10) and keeps it for edges that reconnect with `last_message_id`, within
+   the frames and bytes budgets of master.edge.relay.replay_ring (per session and for the
+   whole master, issue 35). Offering never waits (edge_socket rule 1).
 2. `publish_node` offers a master frame to every edge socket connected to any session of the
    node (E-NOT-01, E-NOT-04): one copy per socket, the same `message_id` on each (A-26).
 3. `to_client` hands an edge frame to the session's client link; False when there is none.
@@ -27,7 +28,9 @@ Rules of the in-process relay:
      still come live after the replay — the client link reattaching later replays what it
      had not sent (issue 14 §1) — so the socket keeps skipping the replay's ids until the
      first frame the replay did not have. The greeting is sent first only when the client
-     does not know the cursor either. `dropped` is the client's.
+     does not know the cursor either. `dropped` is the client's; when the client cannot
+     be asked, it is the frames this relay let go of the session (never 0 when any went:
+     the edge learns of the gap, replay_ring rule 4).
 5. Control frames are claimed once per `message_id` within a session (E-WS-11, A-25).
 6. Ownership: one process holds a session's client link; in a single process it always may.
 """
@@ -45,6 +48,7 @@ from typing import Protocol
 import orjson
 
 from master.edge.relay.edge_socket import GOING_AWAY, EdgeSocket
+from master.edge.relay.replay_ring import SESSION_BYTES, TOTAL_BYTES, ReplayBudget, Ring
 from rawp.frames import dump_frame, make_frame
 
 log = logging.getLogger("rawp.master.edge.relay")
@@ -202,11 +206,12 @@ def kind_and_id(text: str) -> tuple[str, str | None]:
 
 
 async def resume_from_client(
-    relay: Relay, edge: EdgeSocket, last_message_id: str, kept: list[str]
+    relay: Relay, edge: EdgeSocket, last_message_id: str, kept: list[str], evicted: int = 0
 ) -> list[str]:
     """Rule 4's third case, up to the live frames: ask the client, offer what it owes the
     edge, and return the ids offered (held live frames with these ids are repeats). Falls
-    back to the `kept` frames, greeting first, when the client cannot be asked."""
+    back to the `kept` frames, greeting first, when the client cannot be asked; then
+    `dropped` is the `evicted` frames the relay let go (replay_ring rule 4)."""
     session_id = edge.session_id
     resumed = None
     if relay.hooks is not None:
@@ -216,7 +221,7 @@ async def resume_from_client(
             log.warning("session %s: could not ask the client for a replay", session_id)
     if resumed is None:
         log.info("session %s: an edge's cursor is not kept here; replaying what is", session_id)
-        resumed = Resumed(found=False, frames=kept, dropped=0)
+        resumed = Resumed(found=False, frames=kept, dropped=evicted)
     replayed = [m for m in map(message_id_of, resumed.frames) if m]
     if not resumed.found:  # the edge may have no greeting; one among the kept frames is enough
         for text in await relay.greeting_texts(session_id):
@@ -243,16 +248,23 @@ class _Hub:
     edges: set[EdgeSocket] = field(default_factory=set)
     client: ClientSide | None = None
     greeting: dict[str, str] = field(default_factory=dict)
-    recent: deque = field(default_factory=deque)  # (message_id, text, order)
+    recent: Ring = field(default_factory=Ring)  # (message_id, text, order), bytes bounded
     controls: OrderedDict = field(default_factory=OrderedDict)  # claimed control message_ids
     holding: dict[EdgeSocket, list[tuple[str, str, str]]] = field(default_factory=dict)  # rule 4
     skips: dict[EdgeSocket, set[str]] = field(default_factory=dict)  # the client replay's ids
 
 
 class InProcessRelay(Relay):
-    def __init__(self, replay_frames: int = 2048, dedupe_window: int = 4096) -> None:
+    def __init__(
+        self,
+        replay_frames: int = 2048,
+        dedupe_window: int = 4096,
+        replay_bytes: int = SESSION_BYTES,
+        replay_total_bytes: int = TOTAL_BYTES,
+    ) -> None:
         self._replay_frames = replay_frames
         self._dedupe_window = dedupe_window
+        self.replay_budget = ReplayBudget(replay_frames, replay_bytes, replay_total_bytes)
         self._hubs: dict[str, _Hub] = {}
         self._by_node: dict[str, set[EdgeSocket]] = {}
         self._order = itertools.count(1)  # one order for session and node frames (rule 4)
@@ -261,7 +273,7 @@ class InProcessRelay(Relay):
     def _hub(self, session_id: str) -> _Hub:
         hub = self._hubs.get(session_id)
         if hub is None:
-            hub = self._hubs[session_id] = _Hub(recent=deque(maxlen=self._replay_frames))
+            hub = self._hubs[session_id] = _Hub()
         return hub
 
     async def attach(self, edge: EdgeSocket, last_message_id: str | None = None) -> None:
@@ -280,7 +292,10 @@ class InProcessRelay(Relay):
             held = hub.holding[edge] = []
             try:
                 kept_all = [text for _, text, _ in hub.recent]
-                replayed = set(await resume_from_client(self, edge, last_message_id, kept_all))
+                evicted = hub.recent.evicted
+                replayed = set(
+                    await resume_from_client(self, edge, last_message_id, kept_all, evicted)
+                )
             finally:
                 hub.holding.pop(edge, None)
             if self._hubs.get(edge.session_id) is not hub:  # it ended while we asked
@@ -329,7 +344,7 @@ class InProcessRelay(Relay):
 
     def publish(self, session_id: str, message_id: str, text: str, kind: str = "") -> None:
         hub = self._hub(session_id)
-        hub.recent.append((message_id, text, next(self._order)))
+        self.replay_budget.keep(hub.recent, message_id, text, next(self._order))
         for held in hub.holding.values():
             held.append((message_id, text, kind))
         for edge in list(hub.edges):
@@ -404,6 +419,7 @@ class InProcessRelay(Relay):
         hub = self._hubs.pop(session_id, None)
         if hub is None:
             return
+        self.replay_budget.forget(hub.recent)
         for edge in hub.edges:
             edge.kick(code, reason)
 

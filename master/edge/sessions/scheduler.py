@@ -2,8 +2,9 @@
 
 Rules:
 
-1. Every replica scans every `SCAN_SECONDS` (the master's `TaskOwner` child, started with the
-   Edge API and closed with it). Times come from the injected clock, so tests move time.
+1. Every replica scans every `scan_s` seconds (RAWP_SCHEDULE_SCAN_SECONDS, 20 by default; the
+   master's `TaskOwner` child, started with the Edge API and closed with it). Times come from
+   the injected clock, so tests move time.
 2. A schedule is due when a tick of its cron expression fell after its `last_run_at`
    (schedule_spec rule 3). The replica first claims the latest tick with the conditional
    UPDATE of `storage.schedules.claim`; the replica whose UPDATE matched no row does nothing.
@@ -45,8 +46,11 @@ Runner = Callable[[Any], Awaitable[RunResult]]  # a schedule row → what its ru
 
 
 class Scheduler:
-    def __init__(self, db: Database, clock: Clock, run: Runner) -> None:
+    def __init__(
+        self, db: Database, clock: Clock, run: Runner, scan_s: float = SCAN_SECONDS
+    ) -> None:
         self._db = db
+        self._scan_s = scan_s
         self._clock = clock
         self._run = run
         self._tasks = TaskOwner("scheduler", log)
@@ -65,7 +69,7 @@ class Scheduler:
 
     async def _loop(self) -> None:
         while True:
-            await asyncio.sleep(SCAN_SECONDS)
+            await asyncio.sleep(self._scan_s)
             try:
                 await self.scan()
             except Exception as exc:  # rule 5

@@ -18,6 +18,9 @@ Rules:
 5. Creating with `resume` (issue 30 §2): the earlier session must be the caller's, on the same
    node with the same agent (`404 SESSION_NOT_FOUND`, `409 RESUME_MISMATCH`); the client then
    refuses what it cannot resume (rule 1 passes its 400/404/409 on).
+6. Creating with `resume_conversation` (issue 30 §2): a conversation of the agent's own on the
+   caller's node that RAWP did not start (master.edge.sessions.agent_sessions lists them); the
+   client accepts only one its own listing returns (404 `RESUME_NOT_FOUND` otherwise).
 """
 
 from __future__ import annotations
@@ -103,10 +106,7 @@ class EdgeSessions:
         await self._nodes.owned(user, node_id)
         request = validate(CreateSession, body)
         await self._config.require_synced(node_id)  # K-03: before any call to the client
-        if request.fork and request.resume is None:
-            raise BadRequest("fork needs resume: the session to fork", "INVALID_REQUEST")
-        if request.resume is not None:
-            await self._resumable(user, node_id, request)
+        await self._resumable(user, node_id, request)
         workspace = request.workspace_path or await self._default_workspace(node_id)
         try:
             started = await self._starter.start(
@@ -117,6 +117,7 @@ class EdgeSessions:
                 worktree=bool(request.worktree),
                 resume=request.resume,
                 fork=bool(request.fork),
+                resume_conversation=request.resume_conversation,  # rule 6
             )
         except SessionInitFailed as exc:
             raise _passed_on(exc) from None
@@ -160,7 +161,16 @@ class EdgeSessions:
         ).wire()
 
     async def _resumable(self, user: EdgeUser, node_id: str, request: CreateSession) -> None:
-        """Rule 5: only the caller's own earlier session, on this node with this agent."""
+        """Rule 5: only the caller's own earlier session, on this node with this agent; rule
+        6: `resume_conversation` alone."""
+        if request.fork and request.resume is None:
+            raise BadRequest("fork needs resume: the session to fork", "INVALID_REQUEST")
+        if request.resume_conversation is not None and (request.resume or request.fork):
+            raise BadRequest(
+                "resume_conversation goes alone: without resume or fork", "INVALID_REQUEST"
+            )
+        if request.resume is None:
+            return
         if not is_uuid4(request.resume or ""):
             raise BadRequest("resume must be a session id", "INVALID_REQUEST")
         async with self._db.connect() as conn:

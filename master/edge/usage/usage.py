@@ -5,21 +5,23 @@ Metrics are sums over calendar periods in UTC: `today` since 00:00, `week` since
 `month` since the 1st 00:00. Without `period` the answer is for `today` (A-19).
 `estimated_cost` sums `cost_usd`; usage without a cost counts as 0.
 
-A usage frame is never dropped silently (issue 29 §4): a write the database refuses is tried
-again (`record_or_count`: `RECORD_WAITS`, safe as a record is kept once by `message_id`), and
-one that fails every try is logged as an error naming the frame and counted in
-`rawp_master_usage_unrecorded_total`, for an alert. The frame still reaches the edges.
+Records are written in rounds by one writer (master.edge.usage.bookkeeping, issue 35): a frame
+waits for the round that holds it, so it is recorded before it is forwarded. A usage frame is
+never dropped silently (issue 29 §4): a round the database refuses is tried again (safe, as a
+record is kept once by `message_id`), and a record that fails every try is logged as an error
+naming the frame and counted in `rawp_master_usage_unrecorded_total`, for an alert. The frame
+still reaches the edges.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
+from master.edge.usage.bookkeeping import Bookkeeper
 from master.metrics import MasterMetrics
 from master.storage import usage as store
 from master.storage.db import Database
@@ -30,7 +32,6 @@ from rawp.events import Usage
 log = logging.getLogger("rawp.master.edge.usage")
 
 PERIODS = ("today", "week", "month")
-RECORD_WAITS = (0.1, 0.5, 1.5)  # seconds before each retry of a refused usage write
 DEFAULT_PERIOD = "today"
 
 
@@ -46,43 +47,25 @@ def period_start(period: str, now: datetime) -> datetime:
 
 
 class UsageBook:
-    def __init__(self, db: Database, clock: Clock, metrics: MasterMetrics | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        metrics: MasterMetrics | None = None,
+        book: Bookkeeper | None = None,
+    ) -> None:
         self._db = db
         self._clock = clock
         self._metrics = metrics
+        # The writer of every usage record (its rounds, retries and the count of the lost).
+        self.book = book or Bookkeeper(db, clock, metrics)
 
     async def record_or_count(
         self, *, message_id: str, session_id: str, node_id: str, user_id: str, payload: Any
     ) -> bool:
-        """`record`, tried again while the database refuses it; a frame that cannot be kept
-        is logged with its cause and counted, never dropped silently."""
-        for wait in (*RECORD_WAITS, None):
-            try:
-                return await self.record(
-                    message_id=message_id,
-                    session_id=session_id,
-                    node_id=node_id,
-                    user_id=user_id,
-                    payload=payload,
-                )
-            except Exception as exc:
-                if wait is None:
-                    log.error(
-                        "session %s: session.usage %s not recorded after %d tries; the "
-                        "budgets and usage figures miss it",
-                        session_id, message_id, len(RECORD_WAITS) + 1, exc_info=exc,
-                    )  # fmt: skip
-                    if self._metrics is not None:
-                        self._metrics.usage_unrecorded.inc()
-                    return False
-                log.warning("session %s: recording usage failed, retrying: %r", session_id, exc)
-                await asyncio.sleep(wait)
-        return False
-
-    async def record(
-        self, *, message_id: str, session_id: str, node_id: str, user_id: str, payload: Any
-    ) -> bool:
-        """Store one usage frame's payload; False if unreadable or already recorded."""
+        """Store one usage frame's payload once its round has committed; False if unreadable,
+        already recorded, or refused every try (then logged with its cause and counted by the
+        writer, master.edge.usage.bookkeeping rule 3), never dropped silently."""
         try:
             usage = Usage.model_validate(payload)
         except ValidationError:
@@ -99,11 +82,10 @@ class UsageBook:
             tool_invocations=usage.tool_invocations or 0,
             cost_usd=usage.cost_usd or 0.0,
         )
-        async with self._db.begin() as conn:
-            recorded = await store.record(conn, row)
+        recorded = await self.book.usage(row)
         if recorded and self._metrics is not None:
             self._metrics.usage(usage)
-        return recorded
+        return bool(recorded)
 
     async def aggregate(self, node_id: str, period: str) -> dict[str, Any]:
         since = period_start(period, self._clock.now())
