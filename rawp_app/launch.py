@@ -229,6 +229,7 @@ async def _start_web(
         edge_secret=plain(settings.edge_secret) or "",
         prompts=WebPrompts(store.database),
         agents=settings.agents,
+        transcriber=Transcriber(settings.voice),  # voice input as in chat (issue 30 §6)
     )
     try:
         await web_edge.start()

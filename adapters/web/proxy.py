@@ -13,7 +13,10 @@ Rules:
    so no frame can end it. Binary frames are not part of the protocol and are dropped.
 4. The two directions are one `race` (runtime.tasks): when the browser leaves, the upstream socket
    is closed; when the master's socket drops, the browser's is closed with 1012 ("restart"), and
-   the front end reconnects with its last message id. Sends await the peer's drain, so a slow
+   the front end reconnects with its last message id — unless the master closed it with 1000,
+   "session terminated" (the session was ended, here or on another edge): that close is passed
+   on as it is, so the page shows the session ended (and offers Resume) instead of
+   reconnecting to a session that is gone. Sends await the peer's drain, so a slow
    side slows the other down instead of queueing without bound.
 5. Open browser sockets are kept in `open_sockets` while they relay, so a gateway that stops
    closes them with 1012 too (the app reconnects to it, or to another replica) instead of
@@ -43,6 +46,7 @@ log = logging.getLogger(__name__)
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 MASTER_GONE = 1012  # rule 4: "service restart", the browser reconnects
+SESSION_ENDED = 1000  # rule 4: the master ended the session; passed on, the browser stays
 HEARTBEAT_S = 30.0
 
 
@@ -137,7 +141,9 @@ async def relay(
         open_sockets.discard(browser)
         await upstream.close()
         if not browser.closed:
-            if master_dropped:
+            if master_dropped and upstream.close_code == SESSION_ENDED:
+                await browser.close(code=SESSION_ENDED, message=b"session terminated")
+            elif master_dropped:
                 await browser.close(code=MASTER_GONE, message=b"master link dropped")
             else:
                 await browser.close()

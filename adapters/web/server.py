@@ -16,6 +16,7 @@ Routes (docs/web.md lists them with their answers):
     GET  /api/usage?days=14         {"days": [...]} (adapters.web.usage)
     GET  /api/sessions/{id}/stream  WebSocket relay
     GET  /api/sessions/{id}/prompts {"prompts": [{"message_id", "text", "sent_at"}]}
+    …/worktree, /api/voice, /api/schedules   issue 30's routes (adapters.web.features)
 
 Rules:
 
@@ -54,8 +55,10 @@ from adapters.web.auth import (
     same_origin,
     set_cookie,
 )
+from adapters.web.features import WebFeatures
 from adapters.web.usage import parse_days, usage_days
 from gateway.edge_client import EdgeApiError, EdgeClient
+from gateway.sessions.voice import Transcriber
 from gateway.settings import WebSettings
 from gateway.storage.web_logins import WebLogins
 from gateway.storage.web_prompts import WebPrompts, prompt_of
@@ -117,6 +120,7 @@ class WebEdge:
         edge_secret: str,
         prompts: WebPrompts,
         agents: Sequence[str] = (),
+        transcriber: Transcriber | None = None,
     ) -> None:
         self.edge = edge
         self.logins = logins
@@ -124,6 +128,8 @@ class WebEdge:
         self.config = config
         self.cookies = CookieSigner(edge_secret)
         self.agents = tuple(agents)
+        # Issue 30's worktree, voice and schedule routes; voice through the chat's transcriber.
+        self.features = WebFeatures(edge, transcriber or Transcriber(), lambda r: r[USER])
         self._runner: web.AppRunner | None = None
         self._sockets: set[web.WebSocketResponse] = set()  # relaying now (proxy rule 5)
         self.port: int | None = None
@@ -159,6 +165,7 @@ class WebEdge:
         app.router.add_get("/api/sessions/{session_id}/stream", self.stream)
         app.router.add_get("/api/sessions/{session_id}/prompts", self.session_prompts)
         app.router.add_get("/api/usage", self.usage)
+        self.features.add_routes(app.router)
         app.on_response_prepare.append(_security_headers)
         return app
 
@@ -277,8 +284,13 @@ class WebEdge:
             return error(400, "AGENT_NAME_REQUIRED", "agent_name is required")
         if workspace is not None and not isinstance(workspace, str):
             return error(400, "INVALID_WORKSPACE_PATH", "workspace_path must be a string")
+        options = _start_options(body)
+        if isinstance(options, web.Response):
+            return options
         node_id = request.match_info["node_id"]
-        created = await self.edge.create_session(request[USER].subject, node_id, agent, workspace)
+        created = await self.edge.create_session(
+            request[USER].subject, node_id, agent, workspace, **options
+        )
         answer = created.wire()
         for name in TICKET_FIELDS:  # rule 3
             answer.pop(name, None)
@@ -330,6 +342,24 @@ class WebEdge:
                 await self.prompts.record(subject, session_id, *found)
 
         return await proxy.relay(request, upstream, session_id, self._sockets, approvals, remember)
+
+
+def _start_options(body: dict[str, Any]) -> dict[str, Any] | web.Response:
+    """Issue 30: `worktree` (§3), `resume` (§2: an ended session of the caller's) and `fork`
+    (with `resume`: a copy of that conversation). The master checks that the session named is
+    the caller's, on this node with this agent (docs/edge-api.md)."""
+    worktree, resume, fork = body.get("worktree"), body.get("resume"), body.get("fork")
+    if worktree is not None and not isinstance(worktree, bool):
+        return error(400, "INVALID_REQUEST", "worktree must be true or false")
+    if fork is not None and not isinstance(fork, bool):
+        return error(400, "INVALID_REQUEST", "fork must be true or false")
+    if resume is not None and (not isinstance(resume, str) or not resume):
+        return error(400, "INVALID_REQUEST", "resume must be a session id")
+    if fork and resume is None:
+        return error(400, "INVALID_REQUEST", "fork needs the session to fork in resume")
+    if fork:
+        return {"worktree": bool(worktree), "fork_of": resume}
+    return {"worktree": bool(worktree), "resume": resume}
 
 
 async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:

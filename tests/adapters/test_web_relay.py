@@ -106,6 +106,16 @@ async def test_only_the_apps_own_files_are_served(web):
             assert set(body) == {"error_code", "message"}, path
 
 
+async def test_a_session_the_master_ended_closes_the_browsers_with_1000(web):
+    """Issue 30 §2: the page must learn the session ended (and offer Resume), not reconnect."""
+    master, server, http = web
+    master.scripts.append(([ODD_FRAME], 1000))
+    async with http.ws_connect(stream(server), headers={"Origin": server.public_url}) as ws:
+        assert (await ws.receive_str(timeout=10)) == ODD_FRAME
+        closing = await ws.receive(timeout=10)
+        assert closing.type == aiohttp.WSMsgType.CLOSE and closing.data == 1000
+
+
 async def test_a_stopping_gateway_closes_the_browsers_socket_with_1012_at_once(web):
     master, server, http = web
     master.scripts.append(([ODD_FRAME], None))

@@ -26,6 +26,7 @@ from aiohttp import WSMsgType, web
 
 STATIC = Path(__file__).resolve().parents[2] / "adapters" / "web" / "static"
 SESSION_ID = "3f1c2a9e-7b4d-4e21-9a57-1c0d2b3e4f50"
+NEW_SESSION_ID = "7a2b3c4d-0000-4000-8000-00000000000f"  # what a resume or fork starts
 NODE_ID = "5d2c0000-0000-4000-8000-000000000001"
 # For page.evaluate: resolves once the browser has drawn two more frames, so everything queued
 # before it (handled frames, layout, observers) has run.
@@ -74,6 +75,14 @@ class SpaServer:
         self.other_prompts: list[dict] = []  # prompts "sent from another tab"
         self.signed_in = True
         self.ws: web.WebSocketResponse | None = None
+        # Issue 30 (tests/web/test_session_extras.py): the session's worktree diff (None: it has
+        # none), the answers to merge/discard by action, and the voice service.
+        self.sessions: list[dict] = [SESSION]
+        self.worktree: dict | None = None
+        self.worktree_answers: dict[str, tuple[int, dict]] = {}
+        self.worktree_posts: list[str] = []
+        self.voice: str | None = None  # the transcript; None: no service configured
+        self.clips: list[tuple[str, int]] = []  # (content type, size) of each clip posted
 
     def send(self, *frames: dict) -> None:
         """Send frames to the open session socket, in order, and wait until they are written."""
@@ -160,14 +169,44 @@ class SpaServer:
         r.add_get("/api/me", self._me)
         r.add_get("/api/nodes", self._guard(lambda _: {"nodes": [NODE]}))
         r.add_get("/api/nodes/{node_id}/agents", self._guard(lambda _: {"agents": AGENTS}))
-        r.add_get("/api/sessions", self._guard(lambda _: {"sessions": [SESSION]}))
+        r.add_get("/api/sessions", self._guard(lambda _: {"sessions": self.sessions}))
         r.add_get("/api/usage", self._guard(lambda _: {"days": self.usage}))
         r.add_post("/api/nodes/{node_id}/sessions", self._create)
         r.add_delete("/api/sessions/{session_id}", self._delete)
         r.add_post("/logout", self._logout)
         r.add_get("/api/sessions/{session_id}/stream", self._stream)
         r.add_get("/api/sessions/{session_id}/prompts", self._prompts)
+        r.add_get("/api/sessions/{session_id}/worktree", self._worktree_diff)
+        r.add_post("/api/sessions/{session_id}/worktree", self._worktree_act)
+        r.add_get("/api/voice", self._guard(lambda _: {"configured": self.voice is not None}))
+        r.add_get("/api/schedules", self._guard(lambda _: {"schedules": []}))
+        r.add_post("/api/voice", self._transcribe)
         return app
+
+    async def _worktree_diff(self, _request):
+        if self.worktree is None:
+            refusal = {"error_code": "NO_WORKTREE", "message": "the session has no worktree"}
+            return web.json_response(refusal, status=404)
+        return web.json_response(self.worktree)
+
+    async def _worktree_act(self, request):
+        action = (await request.json())["action"]
+        with self.lock:
+            self.worktree_posts.append(action)
+        status, body = self.worktree_answers[action]
+        return web.json_response(body, status=status)
+
+    async def _transcribe(self, request):
+        data = await request.read()
+        with self.lock:
+            self.clips.append((request.content_type, len(data)))
+        if self.voice is None:
+            refusal = {"error_code": "VOICE_NOT_CONFIGURED", "message": "no service"}
+            return web.json_response(refusal, status=503)
+        if self.voice.startswith("!"):  # the service failed: its words for the person
+            refusal = {"error_code": "TRANSCRIPTION_FAILED", "message": self.voice[1:]}
+            return web.json_response(refusal, status=502)
+        return web.json_response({"text": self.voice})
 
     async def _index(self, _request):
         return web.FileResponse(STATIC / "index.html")
@@ -190,6 +229,10 @@ class SpaServer:
             return web.json_response(
                 {"error_code": "AGENT_NOT_ALLOWED", "message": "no such agent"}, status=403
             )
+        if body.get("resume"):  # issue 30 §2: a resume or fork starts a new session
+            made = {**SESSION, "session_id": NEW_SESSION_ID}
+            self.sessions = [made, *self.sessions]
+            return web.json_response(made, status=201)
         return web.json_response({**SESSION, "edge_ws_ticket": None}, status=201)
 
     async def _delete(self, request):

@@ -69,6 +69,8 @@ export class SessionView {
     const node = document.getElementById('conn-state');
     node.textContent = state === 'ended' ? `ended${reason ? `: ${reason}` : ''}` : state;
     node.dataset.state = state;
+    // For the parts that follow the session's state (lineage.js: Resume once it ended).
+    document.dispatchEvent(new CustomEvent('rawp:conn', { detail: { sessionId: this.sessionId, state } }));
   }
 
   add(node) {
