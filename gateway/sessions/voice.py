@@ -110,8 +110,9 @@ class VoiceSettings(SettingGroup):
         env="RAWP_GATEWAY_TRANSCRIBE_URL",  # URL_SETTING, spelt out for the settings checks
         flag="--transcribe-url",
         help="base URL of an OpenAI-compatible transcription service (POST "
-        "/v1/audio/transcriptions; local whisper servers speak it): Discord voice messages "
-        "and Slack audio clips become prompts; none: they are refused with a note saying so",
+        "/v1/audio/transcriptions; local whisper servers speak it): Discord voice messages, "
+        "Slack audio clips and the web edge's microphone become prompts; none: they are "
+        "refused with a note saying so (the web page shows no microphone)",
         example="http://127.0.0.1:8000",
     )
     model: str = setting(
