@@ -192,6 +192,7 @@ class Stack:
             [sys.executable, str(script), str(self.wire_port)],
             stdout=(self.tmp / "wire.log").open("ab"),
         )
+        self.wire_pid = sender.pid
         deadline = time.monotonic() + 30
         while True:
             if sender.poll() is not None:
@@ -324,6 +325,8 @@ async def measure(stack: Stack, rounds: int, flood: int, paced_seconds: float) -
         watch = {
             "client": psutil.Process(stack.client_pid),
             "master": psutil.Process(stack.master_pid),
+            # Issue 35: the bare `websockets` sender's own CPU per frame, the client's baseline.
+            "sender": psutil.Process(stack.wire_pid),
         }
         return await measure_paths(sockets, rounds, flood, paced_seconds, watch=watch)
 
@@ -394,6 +397,9 @@ def summarise(results: dict) -> dict[str, float]:
     figures["met_throughput"] = float(figures["ratio"] >= 0.8)
     figures["met_wire"] = float(figures["wire_ratio"] >= 0.5)
     figures["met_latency"] = float(figures["added_p99_ms"] <= 2.0)
+    if "wire_sender_us" in figures:  # issue 35: the client within 1.5× of a bare sender
+        figures["cpu_ratio"] = figures["direct_client_us"] / figures["wire_sender_us"]
+        figures["met_cpu"] = float(figures["cpu_ratio"] <= 1.5)
     return figures
 
 
@@ -429,6 +435,12 @@ def report(figures: dict[str, float]) -> str:
         lines.append(
             f"| master CPU per frame (flood) | — | — | {figures['master_master_us']:.1f} µs | |"
         )
+    if "cpu_ratio" in figures:
+        lines.append(
+            f"| sender CPU per frame (flood): the bare `websockets` sender, then the client "
+            f"| {figures['wire_sender_us']:.1f} µs | {figures['direct_client_us']:.1f} µs | "
+            f"| client {figures['cpu_ratio']:.2f}× the bare sender (target ≤ 1.5×) |"
+        )
     for name in ("p50", "p99"):
         lines.append(
             f"| latency {name} at {PACED_RATE:,} frames/s | {figures[f'wire_{name}_ms']:.2f} ms"
@@ -456,6 +468,8 @@ def main() -> int:
     print(f"wire target (direct ≥ 50 % of wire): {verdict(figures['met_wire'])}")
     print(f"relay target (master ≥ 80 % of direct): {verdict(figures['met_throughput'])}")
     print(f"latency target (p99 added ≤ 2 ms): {verdict(figures['met_latency'])}")
+    if "met_cpu" in figures:
+        print(f"client CPU target (≤ 1.5× a bare sender): {verdict(figures['met_cpu'])}")
     return 0
 
 
