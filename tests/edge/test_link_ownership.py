@@ -19,21 +19,27 @@ def _links() -> list[asyncio.Task]:
     return [t for t in asyncio.all_tasks() if t.get_name().startswith("client-link-")]
 
 
+async def _sessions(master, fake_client, count: int) -> list[str]:
+    """`count` sessions of ALICE's on one node; their ids."""
+    node = await master.node(ALICE, fake_client.address)
+    made = []
+    for _ in range(count):
+        status, body = await master.call(
+            ALICE,
+            "POST",
+            f"/v1/edge/nodes/{node['node_id']}/sessions",
+            {"agent_name": "demo", "workspace_path": "/w"},
+        )
+        assert status == 201, body
+        made.append(body["session_id"])
+    return made
+
+
 async def test_stopping_the_master_ends_every_link_and_detaches_running_sessions(
     make_edge_master, fake_client, edge_settings
 ):
     async with make_edge_master() as master:
-        node = await master.node(ALICE, fake_client.address)
-        made = []
-        for _ in range(3):
-            status, body = await master.call(
-                ALICE,
-                "POST",
-                f"/v1/edge/nodes/{node['node_id']}/sessions",
-                {"agent_name": "demo", "workspace_path": "/w"},
-            )
-            assert status == 201, body
-            made.append(body["session_id"])
+        made = await _sessions(master, fake_client, 3)
         assert len(_links()) == 3  # one loop per link, each a named child of the owner
         ended = made.pop()
         assert (await master.call(ALICE, "DELETE", f"/v1/edge/sessions/{ended}"))[0] == 204
@@ -62,17 +68,7 @@ async def test_a_stop_detaches_every_session_in_one_transaction(
     master's own engine, the stop's transactions do not grow with the sessions."""
     commits: list[str] = []
     async with make_edge_master() as master:
-        node = await master.node(ALICE, fake_client.address)
-        made = []
-        for _ in range(12):
-            status, body = await master.call(
-                ALICE,
-                "POST",
-                f"/v1/edge/nodes/{node['node_id']}/sessions",
-                {"agent_name": "demo", "workspace_path": "/w"},
-            )
-            assert status == 201, body
-            made.append(body["session_id"])
+        made = await _sessions(master, fake_client, 12)
         engine = master.services.db.engine.sync_engine
         event.listen(engine, "commit", lambda _conn: commits.append("commit"))
     assert 1 <= len(commits) <= 2  # the DETACH of all twelve, and the bookkeeping's last round
