@@ -251,10 +251,13 @@ NOT_MEASURED = """\
   not run this round: the machine was never quiet enough for their latency figures.
 - **Client CPU per frame against a bare `websockets` sender** (`bench/relay.py` prints both
   now): 14.0 µs against 6.0 µs, 2.33× (target ≤ 1.5×; load average 6.5–13.7). Sampled with
-  py-spy during a flood, the client's time per frame goes to encoding the frame (17 %, of which
+  py-spy during a flood, the client's time per frame went to encoding the frame (17 %, of which
   the payload's schema check and orjson), writing it through wsproto (14 %), the message id
   (12 %: `os.urandom` plus formatting, ~1 µs), queueing and buffering (12 %), and reading the
-  agent's lines (5 %). uvloop was tried in the client and measured no better (14–15 µs against
+  agent's lines (5 %). The client now frames its texts itself where wsproto would make the
+  same bytes (`client/api/socket.py`, `runtime/ws_frames.py`, as the master already did):
+  9.5–10.8 µs against 6.0–6.5 µs in two runs, 1.46× and 1.79× at load average 10–14 — met in
+  the quieter run, not in the busier; the next cost is the payload's schema check. uvloop was tried in the client and measured no better (14–15 µs against
   16–19 µs in two interleaved pairs of runs), so it is not used."""
 
 

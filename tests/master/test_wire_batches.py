@@ -16,11 +16,14 @@ from hypothesis import strategies as st
 from quart import Quart, websocket
 from websockets.asyncio.client import connect
 from websockets.frames import Frame, Opcode
+from wsproto.connection import Connection, ConnectionType
+from wsproto.events import TextMessage
 
-from client.api.socket import QuartSocket
+from client.api.socket import QuartSocket, _frames_as_wsproto_would
 from client.server import serve_client
-from master.edge.api.wire_batch import BatchWriter, text_frame_header
+from master.edge.api.wire_batch import BatchWriter
 from master.server import serve_asgi
+from runtime.ws_frames import text_frame_header
 from tests.support import free_port
 
 TEXTS = [f'{{"n": {n}, "text": "{"x" * (n % 50)}"}}' for n in range(297)] + [
@@ -46,12 +49,16 @@ def app_with(make_writer) -> tuple[Quart, list[bool]]:
     return app, found
 
 
+OWN_FRAMING: list[bool] = []  # per client batch: framed by the client itself (runtime.ws_frames)
+
+
 class ClientWriter:
     def __init__(self) -> None:
         self.socket = QuartSocket(websocket)
         self.fast = self.socket.stream is not None
 
     async def send_many(self, texts):
+        OWN_FRAMING.append(_frames_as_wsproto_would(self.socket.stream.connection))
         await self.socket.send_many(texts)
 
 
@@ -97,9 +104,20 @@ async def test_queued_frames_take_the_fast_path_and_arrive_one_by_one(
         await asyncio.wait_for(server, 10)
     assert found == [True], "the batch writer did not find its server's internals"
     assert received == TEXTS
+    if make_writer is ClientWriter:  # without deflate the client frames the texts itself
+        assert set(OWN_FRAMING) == {compression is None}
+        OWN_FRAMING.clear()
 
 
 @given(st.text(max_size=300) | st.integers(0, 70_000).map(lambda n: "q" * n))
 def test_the_master_frames_a_text_as_websockets_does(text):
     data = text.encode()
     assert text_frame_header(len(data)) + data == Frame(Opcode.TEXT, data).serialize(mask=False)
+
+
+@given(st.text(max_size=300) | st.integers(0, 70_000).map(lambda n: "q" * n))
+def test_the_client_frames_a_text_as_wsproto_does(text):
+    connection = Connection(ConnectionType.SERVER)
+    assert _frames_as_wsproto_would(connection)
+    data = text.encode()
+    assert text_frame_header(len(data)) + data == connection.send(TextMessage(data=text))

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from runtime.ws_frames import text_frame_header
+
 try:  # uvicorn's internals, as of uvicorn 0.3x–0.5x; absent, frames go one by one
     from uvicorn.protocols.utils import ClientDisconnected
     from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -74,15 +76,6 @@ class BatchWriter:
             output = protocol.conn.data_to_send()
             if output:
                 protocol.transport.write(b"".join(output))
-
-
-def text_frame_header(size: int) -> bytes:
-    """RFC 6455 §5.2: FIN + text opcode, unmasked, the payload length in 7, 7+16 or 7+64 bits."""
-    if size < 126:
-        return bytes((0x81, size))
-    if size < 1 << 16:
-        return b"\x81\x7e" + size.to_bytes(2, "big")
-    return b"\x81\x7f" + size.to_bytes(8, "big")
 
 
 def _open(protocol: Any) -> bool:
