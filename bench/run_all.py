@@ -257,8 +257,9 @@ NOT_MEASURED = """\
   agent's lines (5 %). The client now frames its texts itself where wsproto would make the
   same bytes (`client/api/socket.py`, `runtime/ws_frames.py`, as the master already did):
   9.5–10.8 µs against 6.0–6.5 µs in two runs, 1.46× and 1.79× at load average 10–14 — met in
-  the quieter run, not in the busier; the next cost is the payload's schema check. uvloop was tried in the client and measured no better (14–15 µs against
-  16–19 µs in two interleaved pairs of runs), so it is not used."""
+  the quieter run, not in the busier; the next cost is the payload's schema check. uvloop
+  was tried in the client before that change and measured no better (14–15 µs without it,
+  16–19 µs with it, in two interleaved pairs of runs), so it is not used."""
 
 
 def curve_text(figures: dict) -> str:
