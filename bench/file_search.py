@@ -170,19 +170,18 @@ def in_memory_child(count: int) -> dict[str, float]:
     alone: what the index costs without the walk."""
     from client.files.search.index import ChangeLog, RootIndex
     from client.files.search.scope import Part
+    from client.files.search.table import PathTable
     from client.files.search.view import SearchView, ViewKey
-    from client.files.search.walk import pack
 
     # As a listing arrives (`git ls-files`, a walk): one text, split into fresh strings inside
-    # the measured span — the path strings are most of the index, and must be counted.
+    # the measured span — the strings are dropped once the table holds the paths.
     listing = "\n".join(monorepo.paths(count))
     gc.collect()
-    now = time.time_ns()
     rss_before, _ = memory_mb()
     began, began_cpu = time.perf_counter(), time.process_time()
     index = RootIndex("/monorepo", respect_gitignore=True, watch=False)
-    index.entries = {rel: pack(n % 5000, now - n) for n, rel in enumerate(listing.split("\n"))}
-    index.log = ChangeLog(epoch=1)
+    index.table = PathTable.from_paths(listing.split("\n"))
+    index.log = ChangeLog(epoch=1, table=index.table)
     view = SearchView(ViewKey("/monorepo", (Part("/monorepo", ""),), (), ()), [index])
     view.sync(lambda: False)
     seconds, cpu = time.perf_counter() - began, time.process_time() - began_cpu
