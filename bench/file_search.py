@@ -177,7 +177,7 @@ def in_memory_child(count: int) -> dict[str, float]:
     alone: what the index costs without the walk."""
     from client.files.search.index import ChangeLog, RootIndex
     from client.files.search.scope import Part
-    from client.files.search.table import PathTable
+    from client.files.search.table import from_paths
     from client.files.search.view import SearchView, ViewKey
 
     # As a listing arrives (`git ls-files`, a walk): one text, split into fresh strings inside
@@ -187,7 +187,7 @@ def in_memory_child(count: int) -> dict[str, float]:
     rss_before, _ = memory_mb()
     began, began_cpu = time.perf_counter(), time.process_time()
     index = RootIndex("/monorepo", respect_gitignore=True, watch=False)
-    index.table = PathTable.from_paths(listing.split("\n"))
+    index.table = from_paths(listing.split("\n"))
     index.log = ChangeLog(epoch=1, table=index.table)
     view = SearchView(ViewKey("/monorepo", (Part("/monorepo", ""),), (), ()), [index])
     view.sync(lambda: False)

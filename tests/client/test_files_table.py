@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from client.files.search.index import ChangeLog, RootIndex
 from client.files.search.scope import Part
-from client.files.search.table import PathTable, arrange, group
+from client.files.search.table import (
+    PathTable,
+    arrange,
+    compacted,
+    from_paths,
+    group,
+    pack,
+    unpack,
+)
 from client.files.search.view import SearchView, ViewKey
 
 # Components as a file system allows them: anything but "/" and NUL (non-ASCII included).
@@ -36,7 +44,7 @@ TREE = st.lists(PATH, max_size=40).map(_tree)
 @settings(max_examples=150, deadline=None)
 @given(TREE)
 def test_paths_round_trip(paths):
-    table = PathTable.from_paths(paths)
+    table = from_paths(paths)
     assert sorted(table.paths()) == sorted(paths)
     assert len(table) == len(paths)
     for rel in paths:
@@ -54,10 +62,10 @@ def test_paths_round_trip(paths):
 @given(TREE)
 def test_pack_round_trip(paths):
     """What crosses from the walk's child process comes out as the same table."""
-    table = PathTable.from_paths(paths)
+    table = from_paths(paths)
     if paths:
         table.remove(table.find_file(paths[0]))  # type: ignore[arg-type]
-    copy = PathTable.unpack(table.pack())
+    copy = unpack(pack(table))
     assert sorted(copy.paths()) == sorted(table.paths())
     assert copy.dir_paths() == table.dir_paths()
     assert [copy.alive(s) for s in range(len(copy.file_dir))] == [
@@ -68,7 +76,7 @@ def test_pack_round_trip(paths):
 @settings(max_examples=100, deadline=None)
 @given(TREE, TREE)
 def test_remove_add_and_compact(first, more):
-    table = PathTable.from_paths(first)
+    table = from_paths(first)
     gone = first[::2]
     for rel in gone:
         slot = table.find_file(rel)
@@ -84,9 +92,9 @@ def test_remove_add_and_compact(first, more):
         table.add_file(table.ensure_dir(directory), name)
         kept.append(rel)
     assert sorted(table.paths()) == sorted(kept)
-    compacted = table.compacted()
-    assert sorted(compacted.paths()) == sorted(kept)
-    assert compacted.dead == 0 and len(compacted.file_dir) == len(kept)
+    compact = compacted(table)
+    assert sorted(compact.paths()) == sorted(kept)
+    assert compact.dead == 0 and len(compact.file_dir) == len(kept)
 
 
 @settings(max_examples=150, deadline=None)
@@ -94,7 +102,7 @@ def test_remove_add_and_compact(first, more):
 def test_arrange_orders_shortest_first_and_groups_names(paths):
     """The child's layout: every live slot once, paths by length (ties by slot), and each
     name's positions exactly those showing it, in position order."""
-    table = PathTable.from_paths(paths)
+    table = from_paths(paths)
     by_length_bytes, held_bytes, from_bytes, keys = arrange(table)
     by_length, held, held_from = array("I"), array("I"), array("I")
     by_length.frombytes(by_length_bytes)
@@ -135,8 +143,8 @@ def _view(table: PathTable) -> SearchView:
 @given(TREE)
 def test_first_view_from_the_layout_equals_a_view_built_here(paths):
     """The view that takes the child's layout is the view the client would build itself."""
-    here = _view(PathTable.from_paths(paths))
-    laid_out = PathTable.from_paths(paths)
+    here = _view(from_paths(paths))
+    laid_out = from_paths(paths)
     laid_out.arranged = arrange(laid_out)
     taken = _view(laid_out)
     assert laid_out.arranged is None  # taken, and its memory with it

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from client.files.search.ignore import IgnoreRules
-from client.files.search.table import PathTable
+from client.files.search.table import PathTable, compacted, pack, unpack
 from client.files.search.walk import SKIPPED_DIRS, Stamp, stat_entry
 from client.files.search.watcher import TreeWatcher
 from rawp.clock import SYSTEM_CLOCK, Clock
@@ -178,7 +178,7 @@ class RootIndex:
     def _compact(self) -> None:
         """Rule 2: a table with many removed slots is rebuilt; views follow the new epoch."""
         if self.table.dead > max(1024, len(self.table) // 8):
-            self.table = self.table.compacted()
+            self.table = compacted(self.table)
             self._reset_log()
 
     def _receive(self, packed: tuple, dir_rel: str, ruled: list[str]) -> PathTable:
@@ -189,13 +189,13 @@ class RootIndex:
         for directory in ruled:
             if directory == dir_rel or directory.startswith(prefix):
                 self.rules.load_dir(directory)
-        return PathTable.unpack(packed) if packed else self.table
+        return unpack(packed) if packed else self.table
 
     async def _rewalk(self, dir_rel: str) -> None:
         """Walk `dir_rel` again (in a child process) and make the index below it agree."""
         async with self._maintenance:
             self._walked_at = self._clock.monotonic()
-            packed = await asyncio.to_thread(self.table.pack)
+            packed = await asyncio.to_thread(pack, self.table)
             request = ("rewalk", self.root, self.rules.enabled, dir_rel, packed)
             _, fresh, stale, ruled = await _in_child(request)
             await asyncio.to_thread(self._receive, (), dir_rel, ruled)

@@ -62,53 +62,6 @@ class PathTable:
         # `arrange`'s answer while the table is as the walk made it; the first view takes it
         self.arranged: tuple[bytes, bytes, bytes, list[int]] | None = None
 
-    @classmethod
-    def from_paths(cls, paths: Iterable[str]) -> PathTable:
-        """A table of these root-relative file paths (a listing such as `git ls-files`)."""
-        table = cls()
-        by_dir: dict[str, list[str]] = {}
-        for rel in paths:
-            dir_rel, _, name = rel.rpartition("/")
-            by_dir.setdefault(dir_rel, []).append(name)
-        ids = {"": ROOT}
-        for dir_rel, names in by_dir.items():
-            dir_id = ids.get(dir_rel)
-            if dir_id is None:
-                dir_id = ids[dir_rel] = table._dir_of(dir_rel, ids)
-            table.add_files(dir_id, names)
-        return table
-
-    def _dir_of(self, dir_rel: str, ids: dict[str, int]) -> int:
-        parent_rel, _, name = dir_rel.rpartition("/")
-        parent = ids.get(parent_rel)
-        if parent is None:
-            parent = ids[parent_rel] = self._dir_of(parent_rel, ids)
-        return self.add_dir(parent, name)
-
-    _COLUMNS = (
-        "dir_parent", "dir_name", "dir_child", "dir_sibling", "dir_first", "dir_count",
-        "file_dir", "file_name",
-    )  # fmt: skip
-
-    def pack(self) -> tuple[str, list[bytes], dict[int, list[int]], int]:
-        """The table as plain data, to cross a process boundary (walk_process.py). Names
-        cannot hold NUL on any file system, so one NUL-joined text carries them all."""
-        columns = [getattr(self, column).tobytes() for column in self._COLUMNS]
-        return "\0".join(self.names), columns, self._extra, self.dead
-
-    @classmethod
-    def unpack(cls, packed: tuple[str, list[bytes], dict[int, list[int]], int]) -> PathTable:
-        text, columns, extra, dead = packed
-        table = cls()
-        table.names = text.split("\0")
-        table._name_ids = dict(zip(table.names, range(len(table.names)), strict=True))
-        for column, data in zip(cls._COLUMNS, columns, strict=True):
-            values = array("I")
-            values.frombytes(data)
-            setattr(table, column, values)
-        table._extra, table.dead = extra, dead
-        return table
-
     # --- names and directories -------------------------------------------------------------
 
     def intern(self, name: str) -> int:
@@ -284,20 +237,6 @@ class PathTable:
         dirs, names = self.dir_paths(), self.names
         return [dirs[self.file_dir[s]] + names[self.file_name[s]] for s in self.live_slots()]
 
-    def compacted(self) -> PathTable:
-        """The same paths without the removed slots (new slot numbers: views rebuild)."""
-        fresh = PathTable()
-        remap = {ROOT: ROOT}
-        for dir_id in range(1, len(self.dir_parent)):
-            remap[dir_id] = fresh.add_dir(
-                remap[self.dir_parent[dir_id]], self.names[self.dir_name[dir_id]]
-            )
-        for dir_id in range(len(self.dir_parent)):
-            fresh.add_files(
-                remap[dir_id], [self.names[self.file_name[s]] for s in self.slots_in(dir_id)]
-            )
-        return fresh
-
 
 def group(keys: Sequence[int]) -> tuple[array, array, list[int]]:
     """Positions grouped by key: (`held`, `held_from`, `distinct`) where the positions of the
@@ -333,3 +272,68 @@ def arrange(table: PathTable) -> tuple[bytes, bytes, bytes, list[int]]:
     by_length = [slots[i] for i in sorted(range(len(lengths)), key=lengths.__getitem__)]
     held, held_from, distinct = group(list(map(file_name.__getitem__, by_length)))
     return array("I", by_length).tobytes(), held.tobytes(), held_from.tobytes(), distinct
+
+
+def from_paths(paths: Iterable[str]) -> PathTable:
+    """A table of these root-relative file paths (a listing such as `git ls-files`)."""
+    table = PathTable()
+    by_dir: dict[str, list[str]] = {}
+    for rel in paths:
+        dir_rel, _, name = rel.rpartition("/")
+        by_dir.setdefault(dir_rel, []).append(name)
+    ids = {"": ROOT}
+    for dir_rel, names in by_dir.items():
+        dir_id = ids.get(dir_rel)
+        if dir_id is None:
+            dir_id = ids[dir_rel] = _dir_of(table, dir_rel, ids)
+        table.add_files(dir_id, names)
+    return table
+
+
+def _dir_of(table: PathTable, dir_rel: str, ids: dict[str, int]) -> int:
+    parent_rel, _, name = dir_rel.rpartition("/")
+    parent = ids.get(parent_rel)
+    if parent is None:
+        parent = ids[parent_rel] = _dir_of(table, parent_rel, ids)
+    return table.add_dir(parent, name)
+
+
+_COLUMNS = (
+    "dir_parent", "dir_name", "dir_child", "dir_sibling", "dir_first", "dir_count",
+    "file_dir", "file_name",
+)  # fmt: skip
+
+
+def pack(table: PathTable) -> tuple[str, list[bytes], dict[int, list[int]], int]:
+    """The table as plain data, to cross a process boundary (walk_process.py). Names
+    cannot hold NUL on any file system, so one NUL-joined text carries them all."""
+    columns = [getattr(table, column).tobytes() for column in _COLUMNS]
+    return "\0".join(table.names), columns, table._extra, table.dead
+
+
+def unpack(packed: tuple[str, list[bytes], dict[int, list[int]], int]) -> PathTable:
+    text, columns, extra, dead = packed
+    table = PathTable()
+    table.names = text.split("\0")
+    table._name_ids = dict(zip(table.names, range(len(table.names)), strict=True))
+    for column, data in zip(_COLUMNS, columns, strict=True):
+        values = array("I")
+        values.frombytes(data)
+        setattr(table, column, values)
+    table._extra, table.dead = extra, dead
+    return table
+
+
+def compacted(table: PathTable) -> PathTable:
+    """The same paths without the removed slots (new slot numbers: views rebuild)."""
+    fresh = PathTable()
+    remap = {ROOT: ROOT}
+    for dir_id in range(1, len(table.dir_parent)):
+        remap[dir_id] = fresh.add_dir(
+            remap[table.dir_parent[dir_id]], table.names[table.dir_name[dir_id]]
+        )
+    for dir_id in range(len(table.dir_parent)):
+        fresh.add_files(
+            remap[dir_id], [table.names[table.file_name[s]] for s in table.slots_in(dir_id)]
+        )
+    return fresh

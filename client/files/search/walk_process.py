@@ -22,7 +22,7 @@ import pickle
 import sys
 
 from client.files.search.ignore import IgnoreRules
-from client.files.search.table import PathTable, arrange
+from client.files.search.table import PathTable, arrange, pack, unpack
 from client.files.search.walk import build, walk
 
 
@@ -31,8 +31,8 @@ def answer(request: tuple) -> tuple:
     rules = IgnoreRules(root, enabled=respect)
     if kind == "build":
         table = build(root, rules)
-        return ("table", table.pack(), rules.loaded(), arrange(table))
-    start, table = request[3], PathTable.unpack(request[4])
+        return ("table", pack(table), rules.loaded(), arrange(table))
+    start, table = request[3], unpack(request[4])
     parent = start
     while parent:  # the rules above `start` decide what is below it
         parent = parent.rpartition("/")[0]
