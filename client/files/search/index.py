@@ -113,6 +113,9 @@ class RootIndex:
             _, packed, ruled, arranged = answer
             self.table = await asyncio.to_thread(self._receive, packed, "", ruled)
             self.table.arranged = arranged
+            # timed from the walk's end: a walk longer than the re-walk interval must not
+            # start another before the watch (started next) has had its chance
+            self._walked_at = self._clock.monotonic()
             self._reset_log()
             self._built_ok = True
         if self._watch:  # in the background: the first search waits for the walk alone
