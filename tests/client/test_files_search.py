@@ -280,9 +280,9 @@ async def test_an_unwatched_tree_is_walked_again_only_when_the_clock_says_so(tmp
         (tmp_path / "new.py").write_text("y")
         clock.advance(REWALK_INTERVAL_S - 1)
         await index.settled()
-        assert sorted(index.entries) == ["old.py"]
+        assert sorted(index.paths()) == ["old.py"]
         clock.advance(2)
         await index.settled()
-        assert sorted(index.entries) == ["new.py", "old.py"]
+        assert sorted(index.paths()) == ["new.py", "old.py"]
     finally:
         await index.close()

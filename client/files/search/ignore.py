@@ -104,6 +104,10 @@ class IgnoreRules:
         """The directory has no `.gitignore` (any more)."""
         self._rules.pop(dir_rel, None)
 
+    def loaded(self) -> list[str]:
+        """The directories with rules of their own (what a walk in a child process found)."""
+        return list(self._rules)
+
     def has(self, dir_rel: str) -> bool:
         """Whether `dir_rel` has rules of its own (loaded by `load_dir`)."""
         return dir_rel in self._rules

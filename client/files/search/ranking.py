@@ -146,7 +146,7 @@ def rank(
     """The best `limit` files for `query` and how many files match in all (Rule 1) — None
     when the query is too broad to count in a large view (Rule 5)."""
     m = matcher(query)
-    displays, dead = view.displays, view.dead
+    dead = view.dead
     pool = POOL + len(dead)
     # The name pass runs beside the path pass: frizbee drops the GIL on a `Haystacks`.
     names_job = _NAME_THREAD.submit(matcher(query, max_items=pool).match_list, view.names)
@@ -155,7 +155,7 @@ def rank(
     finally:
         name_hits = names_job.result()
     if total is not None:
-        total -= sum(1 for i in dead if m.match_one(displays[i], i) is not None)
+        total -= sum(1 for i in dead if m.match_one(view.display(i), i) is not None)
         if total <= 0:
             return [], 0
     elif not path_pool and not name_hits:
@@ -164,12 +164,13 @@ def rank(
         raise Cancelled
 
     # Rule 3: only the two pools are scored in Python
-    scores = _score_pool(m, view, path_pool, name_hits[:pool])
-    order = sorted(scores, key=lambda p: (-sum(scores[p]), len(displays[p]), displays[p]))
+    shown: dict[int, str] = {}  # the pooled positions' paths, made once (view.py Rule 4)
+    scores = _score_pool(m, view, path_pool, name_hits[:pool], shown)
+    order = sorted(scores, key=lambda p: (-sum(scores[p]), len(shown[p]), shown[p]))
     chosen = [(p, *scores[p]) for p in order[:limit]]
     own = m.match_one(query, 0)
     perfect = 2 * own.score if own is not None and own.score > 0 else 1
-    return [_finish(view, m, query, perfect, *c) for c in chosen], total
+    return [_finish(view, m, query, perfect, shown[c[0]], *c) for c in chosen], total
 
 
 def _match(m: Matcher, haystack: Haystacks) -> list[Match]:
@@ -203,18 +204,23 @@ def _match_paths(
 
 
 def _score_pool(
-    m: Matcher, view: SearchView, path_pool: list[tuple[int, int]], name_pool: list[Match]
+    m: Matcher,
+    view: SearchView,
+    path_pool: list[tuple[int, int]],
+    name_pool: list[Match],
+    shown: dict[int, str],
 ) -> dict[int, list[int]]:
-    """Every pooled file's path score and name score (0: the name does not match)."""
+    """Every pooled file's path score and name score (0: the name does not match), and
+    into `shown` each pooled file's path."""
     scores: dict[int, list[int]] = {}  # position → [path score, name score]
-    members, displays = view.members, view.displays
+    alive = view.alive
     for score, position in path_pool:
-        if members[position] is not None:
+        if alive(position):
             scores.setdefault(position, [-1, -1])[0] = score
     room = POOL
     for hit in name_pool:  # hits are distinct names; each stands for the files holding it
         for position in view.holders(hit.index):
-            if members[position] is not None:
+            if alive(position):
                 scores.setdefault(position, [-1, -1])[1] = hit.score
                 room -= 1
                 if room == 0:
@@ -222,12 +228,12 @@ def _score_pool(
         if room == 0:
             break
     for position, pair in scores.items():
+        shown[position] = view.display(position)
         if pair[0] < 0:
-            found = m.match_one(displays[position], position)
+            found = m.match_one(shown[position], position)
             pair[0] = found.score if found is not None else 0
         if pair[1] < 0:
-            alive = members[position] is not None
-            found = m.match_one(view.name(position), position) if alive else None
+            found = m.match_one(view.name(position), position)
             pair[1] = found.score if found is not None else 0
     return scores
 
@@ -237,11 +243,11 @@ def _finish(
     m: Matcher,
     query: str,
     perfect: int,
+    path: str,
     position: int,
     path_score: int,
     name_score: int,
 ) -> Ranked:
-    path = view.displays[position]
     return Ranked(
         position,
         min(1.0, (path_score + name_score) / perfect),

@@ -178,9 +178,14 @@ def _run(
     else:
         ranked, total = rank(view, query, limit, cancel.is_set)
         found = [(r, r.position) for r in ranked]
-    # A file deleted after the last sync has no stamp any more: it is left out.
-    stamped = [(r, view.stamp(p), view.displays[p]) for r, p in found]
-    return [(r, stamp, path) for r, stamp, path in stamped if stamp is not None], total
+    # Sizes and mtimes are read now (the index keeps none). A file deleted since the last
+    # sync has no stamp: it is left out, and not counted either, so the answer agrees with
+    # itself before the watcher's news of the deletion arrives.
+    stamped = [(r, view.stamp(p), view.display(p)) for r, p in found]
+    kept = [(r, stamp, path) for r, stamp, path in stamped if stamp is not None]
+    if total is not None:
+        total = max(len(kept), total - (len(stamped) - len(kept)))
+    return kept, total
 
 
 def _mime_type(name: str) -> str | None:

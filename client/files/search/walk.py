@@ -12,35 +12,21 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from itertools import repeat
 from typing import NamedTuple
 
 from client.files.search.ignore import IgnoreRules
+from client.files.search.table import ROOT, PathTable
 
 SKIPPED_DIRS = frozenset({".git"})
 
 
 class Stamp(NamedTuple):
-    """A file's size and mtime, as the search answers them (the index keeps them packed).
-
-    The index holds no per-file objects the garbage collector tracks (as objects they made a
-    full collection a 100 ms pause at 100,000 files): a path string and an int (`pack`)."""
+    """A file's size and mtime, as the search answers them: read when the answer is made,
+    never kept per file (table.py)."""
 
     size: int
     mtime_ns: int
-
-
-_SIZE_BITS = 64
-_SIZE_MASK = (1 << _SIZE_BITS) - 1
-
-
-def pack(size: int, mtime_ns: int) -> int:
-    """A file's size and mtime as one int (what the index keeps per file): one 48-byte object
-    instead of a `Stamp` tuple and its two ints (120 bytes) — 70 MB less at a million files."""
-    return mtime_ns << _SIZE_BITS | size
-
-
-def unpack(packed: int) -> Stamp:
-    return Stamp(packed & _SIZE_MASK, packed >> _SIZE_BITS)
 
 
 class Cancelled(Exception):
@@ -74,8 +60,8 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def stat_entry(root: str, rel: str) -> int | str | None:
-    """What `rel` is now: a file's packed stamp (`pack`), `"dir"` for a real directory, or
+def stat_entry(root: str, rel: str) -> Stamp | str | None:
+    """What `rel` is now: a file's `Stamp`, `"dir"` for a real directory, or
     None (gone, special, a symlink that leaves the root, or a name that is not UTF-8)."""
     if not _utf8(rel):
         return None
@@ -88,10 +74,100 @@ def stat_entry(root: str, rel: str) -> int | str | None:
         return "dir"
     if stat.S_ISLNK(info.st_mode):
         target = _link_target(root, path)
-        return pack(target.st_size, target.st_mtime_ns) if target else None
+        return Stamp(target.st_size, target.st_mtime_ns) if target else None
     if stat.S_ISREG(info.st_mode):
-        return pack(info.st_size, info.st_mtime_ns)
+        return Stamp(info.st_size, info.st_mtime_ns)
     return None
+
+
+def _list_dir(
+    root: str, dir_rel: str, ruled: bool, rules: IgnoreRules
+) -> tuple[list[str], list[str], bool] | None:
+    """One directory: the names of its indexable files, of the subdirectories to descend, and
+    whether `.gitignore` rules apply below it; None when it cannot be read.
+
+    This runs once per directory and its loop once per entry (a million times in a large
+    monorepo), so it does the least it can: no `stat` (the index keeps no size or mtime:
+    a search stats the ≤ 50 files it answers), ASCII names skip the UTF-8 check, and the
+    `.gitignore` rules are asked only below a directory that has some (`ruled`)."""
+    try:
+        with os.scandir(root + "/" + dir_rel if dir_rel else root) as listing:
+            children = list(listing)
+    except OSError:
+        return None  # unreadable or vanished since we saw it: nothing to index there
+    try:  # comprehensions: the per-entry work stays in C (d_type answers is_dir/is_file)
+        files = [child.name for child in children if child.is_file(follow_symlinks=False)]
+        subdirs = [child.name for child in children if child.is_dir(follow_symlinks=False)]
+    except OSError:  # the file system has no d_type and an entry vanished: one by one
+        files, subdirs = _sort_entries(children)
+    if len(files) + len(subdirs) < len(children):  # symlinks and special files: rare
+        files += _linked_files(root, children)
+    # Only open a .gitignore that is there: 15,000 failed opens cost a quarter of a walk.
+    if not dir_rel or ".gitignore" in files:
+        rules.load_dir(dir_rel)
+        ruled = ruled or rules.has(dir_rel)
+    else:
+        rules.drop_dir(dir_rel)
+    if not "".join(files).isascii() or not "".join(subdirs).isascii():
+        files = [name for name in files if _utf8(name)]  # no JSON string can name the rest
+        subdirs = [name for name in subdirs if _utf8(name)]
+    if ".git" in subdirs or ".git" in files:  # a repository, or a worktree's link to one
+        subdirs = [name for name in subdirs if name not in SKIPPED_DIRS]
+        files = [name for name in files if name not in SKIPPED_DIRS]
+    if ruled:
+        prefix = dir_rel + "/" if dir_rel else ""
+        decide = rules.decide
+        subdirs = [name for name in subdirs if not decide(prefix + name, True)]
+        files = [name for name in files if not decide(prefix + name, False)]
+    return files, subdirs, ruled
+
+
+def _sort_entries(children: list[os.DirEntry]) -> tuple[list[str], list[str]]:
+    files: list[str] = []
+    subdirs: list[str] = []
+    for child in children:
+        try:
+            if child.is_file(follow_symlinks=False):
+                files.append(child.name)
+            elif child.is_dir(follow_symlinks=False):
+                subdirs.append(child.name)
+        except OSError:
+            continue
+    return files, subdirs
+
+
+def _linked_files(root: str, children: list[os.DirEntry]) -> list[str]:
+    """The symlinks among `children` that end at a regular file inside the root."""
+    found = []
+    for child in children:
+        try:
+            if child.is_symlink() and _link_target(root, child.path) is not None:
+                found.append(child.name)
+        except OSError:
+            continue
+    return found
+
+
+def build(root: str, rules: IgnoreRules, cancelled: Callable[[], bool] | None = None) -> PathTable:
+    """The first walk of a root, straight into a `PathTable` (each directory's files one
+    block, its parent's id carried down the walk: no path string is kept)."""
+    table = PathTable()
+    pending: list[tuple[str, int, bool]] = [("", ROOT, False)]
+    while pending:
+        if cancelled is not None and cancelled():
+            raise Cancelled
+        dir_rel, dir_id, ruled = pending.pop()
+        listed = _list_dir(root, dir_rel, ruled, rules)
+        if listed is None:
+            continue
+        files, subdirs, ruled = listed
+        table.add_files(dir_id, files)
+        prefix = dir_rel + "/" if dir_rel else ""
+        first = table.add_dirs(dir_id, subdirs)
+        pending.extend(
+            zip(map(prefix.__add__, subdirs), range(first, first + len(subdirs)), repeat(ruled))
+        )
+    return table
 
 
 def walk(
@@ -100,51 +176,20 @@ def walk(
     *,
     start: str = "",
     cancelled: Callable[[], bool] | None = None,
-) -> dict[str, int]:
-    """Every indexable file at or below `start` (a root-relative directory, `""` = the root),
-    as root-relative path → `pack(size, mtime_ns)`.
-
-    The loop body runs once per file (a million times in a large monorepo), so it does the
-    least it can: ASCII names skip the UTF-8 check, and the `.gitignore` rules are asked only
-    below a directory that has some (`ruled`), since `decide` climbs every parent."""
-    found: dict[str, int] = {}
+) -> dict[str, list[str]]:
+    """Every directory at or below `start` (a root-relative directory, `""` = the root) →
+    the names of its indexable files (a re-walk compares this with the table)."""
+    found: dict[str, list[str]] = {}
     pending = [(start, rules.any_above(start))]
-    decide = rules.decide
     while pending:
         if cancelled is not None and cancelled():
             raise Cancelled
         dir_rel, ruled = pending.pop()
+        listed = _list_dir(root, dir_rel, ruled, rules)
+        if listed is None:
+            continue
+        files, subdirs, ruled = listed
+        found[dir_rel] = files
         prefix = dir_rel + "/" if dir_rel else ""
-        try:
-            with os.scandir(root + "/" + dir_rel if dir_rel else root) as listing:
-                children = list(listing)
-        except OSError:
-            continue  # unreadable or vanished since we saw it: nothing to index there
-        # Only open a .gitignore that is there: 15,000 failed opens cost a quarter of a walk.
-        if not dir_rel or any(child.name == ".gitignore" for child in children):
-            rules.load_dir(dir_rel)
-            ruled = ruled or rules.has(dir_rel)
-        else:
-            rules.drop_dir(dir_rel)
-        for child in children:
-            name = child.name
-            if not name.isascii() and not _utf8(name):
-                continue  # not valid UTF-8 on disk: no JSON string can name it
-            rel = prefix + name
-            try:
-                if child.is_dir(follow_symlinks=False):
-                    if name not in SKIPPED_DIRS and not (ruled and decide(rel, True)):
-                        pending.append((rel, ruled))
-                    continue
-                if name in SKIPPED_DIRS or (ruled and decide(rel, False)):
-                    continue
-                if child.is_file(follow_symlinks=False):
-                    info = child.stat(follow_symlinks=False)
-                    found[rel] = info.st_mtime_ns << _SIZE_BITS | info.st_size  # pack()
-                elif child.is_symlink():
-                    target = _link_target(root, child.path)
-                    if target is not None:
-                        found[rel] = pack(target.st_size, target.st_mtime_ns)
-            except OSError:
-                continue
+        pending.extend((prefix + name, ruled) for name in subdirs)
     return found
