@@ -19,6 +19,7 @@ Rule 4: without a working watcher (it failed, or the platform has none) the inde
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import pickle
@@ -271,7 +272,8 @@ async def _in_child(request: tuple) -> tuple:
         out, err = await process.communicate(pickle.dumps(request))
     except asyncio.CancelledError:
         if process.returncode is None:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile: reaped already
+                process.kill()
             await process.wait()
         raise
     if process.returncode != 0:

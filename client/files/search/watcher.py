@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
@@ -86,7 +87,8 @@ class TreeWatcher:
             try:
                 await asyncio.wait_for(process.wait(), STOP_GRACE_S)
             except TimeoutError:
-                process.kill()
+                with contextlib.suppress(ProcessLookupError):  # it ended meanwhile: reaped
+                    process.kill()
                 await process.wait()
         await self._tasks.close()  # the reader, at EOF now or cancelled
         self.stopped.set()
