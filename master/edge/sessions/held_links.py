@@ -292,7 +292,12 @@ class HeldLinks:
             sweeper.cancel()
             await asyncio.wait({sweeper})
         lives = list(self.live.values())
-        await asyncio.gather(*(self._close_link(live) for live in lives))
+        closed = await asyncio.gather(
+            *(self._close_link(live) for live in lives), return_exceptions=True
+        )
+        for live, outcome in zip(lives, closed, strict=True):
+            if isinstance(outcome, Exception):  # the others close, and every session detaches
+                log.error("session %s: closing its link failed", live.id, exc_info=outcome)
         try:  # RUNNING → DETACHED only: an INIT or TERMINATED row is left as it is
             await self._config.move_sessions([live.id for live in lives], SessionEvent.DETACH)
         except Exception:
