@@ -96,13 +96,16 @@ class ModeLine:
     def seen(self, caps: ev.Capabilities) -> str | None:
         """The line to post for these capabilities, or None."""
         current = caps.current_mode
+        return f"Mode: {chat_name(current, caps.modes)}" if self._changed(current) else None
+
+    def _changed(self, current: str | None) -> bool:
+        """`current` is news to show: a change, not the agent's starting choice (unless it
+        is the one asked for from chat). Remembers it as shown."""
         if current is None or current == self.shown:
-            return None
+            return False
         first = self.shown is None
         self.shown = current
-        if first and current != self.wanted:
-            return None  # the agent's starting mode
-        return f"Mode: {chat_name(current, caps.modes)}"
+        return not first or current == self.wanted
 
 
 class ModelLine(ModeLine):
@@ -116,13 +119,7 @@ class ModelLine(ModeLine):
 
     def seen(self, caps: ev.Capabilities) -> str | None:
         current = caps.current_model
-        if current is None or current == self.shown:
-            return None
-        first = self.shown is None
-        self.shown = current
-        if first and current != self.wanted:
-            return None  # the agent's starting model
-        return f"Model: {current}"
+        return f"Model: {current}" if self._changed(current) else None
 
 
 class RenderCore:
