@@ -14,14 +14,28 @@ from tests.agents.conftest import node_agents  # noqa: F401 - the fixture the st
 from tests.agents.fake_anthropic import Turn, text
 from tests.fakes.discord_payloads import DiscordWorld, command_option
 from tests.fakes.discord_server import FakeDiscord
-from tests.gateway.chat_stack import content, discord_ready, discord_start, start_discord_gateway
+from tests.gateway.chat_stack import (
+    content,
+    discord_ready,
+    discord_start,
+    start_discord_gateway,
+    sub,
+)
 from tests.gateway.modes_support import claude_stack_fixture, plan_mode_reached
-from tests.gateway.test_resume_discord import command
 
 WORLD = DiscordWorld()
 OWNER = f"discord:{WORLD.alice['id']}"
 
 stack_and_model = claude_stack_fixture(OWNER)
+
+
+async def command(fake: FakeDiscord, where: str, name: str, *options) -> str:
+    """`/rawp <name> …` from Alice of this module's WORLD: the private reply's text."""
+    sent = await fake.inject_slash_command(
+        "rawp", sub(name, *options), channel_id=where, user_payload=WORLD.alice
+    )
+    webhook = f"/webhooks/{WORLD.application_id}/{sent['token']}"
+    return content(await fake.wait_for_call("POST", webhook, timeout=60))
 
 
 async def test_mode_and_model_go_on_after_a_client_restart_and_resume(
