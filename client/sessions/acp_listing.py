@@ -74,8 +74,10 @@ async def acp_sessions(spec: AgentSpec, cwd: Path) -> list[dict[str, Any]]:
         log.warning("agent %s: session/list failed: %s", spec.name, exc or type(exc).__name__)
         return []
     finally:
-        with contextlib.suppress(Exception):  # the agent is ended below all the same
+        try:
             await asyncio.wait_for(conn.close(), GRACE_S)
+        except Exception as exc:  # the agent is ended below all the same; said once
+            log.info("agent %s: closing its listing connection: %r", spec.name, exc)
         process.stdin.close()
         await _end(process)
 
