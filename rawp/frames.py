@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticSerializationError
 
 from rawp.clock import SYSTEM_CLOCK, Clock, iso, new_id, parse_iso
 from rawp.errors import FrameError
@@ -152,10 +153,11 @@ def encode_frame(
             payload=payload,
         )
         return orjson.dumps(frame.to_dict())
-    if not isinstance(payload, spec.model):
+    model = spec.model
+    if not isinstance(payload, model):
         data = payload.model_dump() if isinstance(payload, BaseModel) else payload
-        try:
-            payload = spec.model.model_validate(data)
+        try:  # what `model_validate` does, without its Python wrapper
+            payload = model.__pydantic_validator__.validate_python(data)
         except ValidationError as exc:
             raise FrameError(_describe(exc, prefix="payload")) from None
     out: dict[str, Any] = {
@@ -171,8 +173,14 @@ def encode_frame(
         out["turn_id"] = turn_id
     if parent_id is not None:
         out["parent_id"] = parent_id
-    out["payload"] = payload.model_dump(mode="json", exclude_none=True)
-    return orjson.dumps(out)
+    try:
+        # pydantic writes the payload's JSON itself (what `model_dump(mode="json")` and orjson
+        # would, in one pass and no dict between), and it closes the envelope (issue 35).
+        body = model.__pydantic_serializer__.to_json(payload, exclude_none=True)
+    except PydanticSerializationError:  # what orjson refuses too (a lone surrogate): its error
+        out["payload"] = payload.model_dump(mode="json", exclude_none=True)
+        return orjson.dumps(out)
+    return b"".join((orjson.dumps(out)[:-1], b',"payload":', body, b"}"))
 
 
 def dump_frame(frame: Frame) -> str:

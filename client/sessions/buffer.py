@@ -26,7 +26,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
@@ -60,7 +60,10 @@ class FrameBuffer:
         self.dropped = 0  # unsent frames lost since the last attach (rule 3)
         self.dropping = False
         self.last_seq = 0  # rule 5: the sequence number of the newest frame emitted
-        self._places: OrderedDict[str, int] = OrderedDict()  # message_id → place (rule 5)
+        # (message_id, place) of the last REMEMBERED frames no longer held (rule 5). A bounded
+        # deque, not a dict: a full buffer evicts a frame for every frame added, and only an
+        # attach ever looks a place up (issue 35).
+        self._places: deque[tuple[str, int]] = deque(maxlen=REMEMBERED)
 
     def add(
         self, message_id: str, text: str, *, size: int | None = None, live: bool = False
@@ -74,53 +77,57 @@ class FrameBuffer:
         """
         if size is None:
             size = len(text.encode())
-        self.last_seq += 1
-        self._evict_sent(size)
+        seq = self.last_seq = self.last_seq + 1
+        if (self.dropping or self.bytes + size > self.max_bytes) and not self._room(
+            message_id, size, live
+        ):
+            return None
+        entry = BufferedFrame(message_id, text, size, seq)
+        self.frames.append(entry)
+        self.bytes += size
+        return entry
+
+    def _room(self, message_id: str, size: int, live: bool) -> bool:
+        """Make room for a frame of `size` bytes (rules 2 and 3); False when it is not kept."""
+        frames = self.frames
+        while frames and frames[0].sent and self.bytes + size > self.max_bytes:
+            self._pop_oldest()
         # Once DROP discards, it discards until the next attach: the edge sees one gap at the
         # end, never a hole in the middle of what it is given.
         full = self.dropping or self.bytes + size > self.max_bytes
         if self.policy == "DROP" and not live and full:
             self.dropping = True
             self.dropped += 1
-            self._remember(message_id, self.last_seq)
-            return None
-        while self.bytes + size > self.max_bytes and self.frames:
+            self._places.append((message_id, self.last_seq))
+            return False
+        while self.bytes + size > self.max_bytes and frames:
             oldest = self._pop_oldest()
             self.dropped += 0 if oldest.sent or live else 1
         if size > self.max_bytes:  # cannot happen with max_frame_size <= max_buffer_size
             self.dropped += 0 if live else 1
-            self._remember(message_id, self.last_seq)
-            return None
-        entry = BufferedFrame(message_id, text, size, self.last_seq)
-        self.frames.append(entry)
-        self.bytes += size
-        return entry
-
-    def _evict_sent(self, needed: int) -> None:
-        while self.frames and self.frames[0].sent and self.bytes + needed > self.max_bytes:
-            self._pop_oldest()
+            self._places.append((message_id, self.last_seq))
+            return False
+        return True
 
     def _pop_oldest(self) -> BufferedFrame:
         oldest = self.frames.popleft()
         self.bytes -= oldest.size
-        self._remember(oldest.message_id, oldest.seq)
+        self._places.append((oldest.message_id, oldest.seq))
         return oldest
-
-    def _remember(self, message_id: str, place: int) -> None:
-        self._places[message_id] = place
-        while len(self._places) > REMEMBERED:
-            self._places.popitem(last=False)  # bounded memory: the oldest places go first
 
     def mark_between(self, message_id: str) -> None:
         """A frame sent outside the buffer (a greeting) sits after the newest frame (rule 5)."""
-        self._remember(message_id, self.last_seq)
+        self._places.append((message_id, self.last_seq))
 
     def place(self, message_id: str) -> int | None:
         """Rule 5: the sequence number a cursor stands at; None when it is not known."""
         for entry in reversed(self.frames):  # a live cursor is usually near the end
             if entry.message_id == message_id:
                 return entry.seq
-        return self._places.get(message_id)
+        for remembered, place in reversed(self._places):  # only on an attach: a scan will do
+            if remembered == message_id:
+                return place
+        return None
 
     def replay_after(self, last_message_id: str | None) -> list[BufferedFrame]:
         place = self.place(last_message_id) if last_message_id is not None else None

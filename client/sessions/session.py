@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from client.metrics import ClientMetrics
 from client.sessions.buffer import BufferedFrame, FrameBuffer
 from client.sessions.chunking import SHORTENABLE, SPLITTABLE, shorten, split_text
 from client.sessions.env_secrets import secret_fingerprints
+from client.sessions.outbox import CLOSE, Outbox
 from rawp.clock import Clock, new_id
 from rawp.config import PinnedConfig
 from rawp.events import EVENTS, Capabilities, Direction, Payload
@@ -51,33 +51,8 @@ from runtime.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
-CLOSE = object()  # outbox sentinel: close the socket
 Piece = tuple[str, str, int]  # one frame to send: message_id, its text, its size in bytes
 CONTROL_MEMORY = 4096  # control message_ids remembered per session (rule 6)
-
-
-@dataclass
-class Outbox:
-    """The frames waiting for one attached socket, and how many bytes they hold."""
-
-    queue: asyncio.Queue
-    pending_bytes: int = 0
-    # Set when the socket stopped draining: the socket is let go (rule 5).
-    abandoned: asyncio.Event = field(default_factory=asyncio.Event)
-    end_session: bool = False  # letting it go ended the session (reattach_window 0)
-
-    def put(self, item: Any) -> None:
-        self.pending_bytes += item_size(item)
-        self.queue.put_nowait(item)
-
-    def sent(self, item: Any) -> None:
-        self.pending_bytes -= item_size(item)
-
-
-def item_size(item: Any) -> int:
-    if isinstance(item, BufferedFrame):
-        return item.size
-    return len(item.encode()) if isinstance(item, str) else 0
 
 
 def capabilities_payload() -> Capabilities:
@@ -312,7 +287,7 @@ class Session:
         reattach = self.state == SessionState.DETACHED or self.reattaching
         self.state = next_state(self.state, SessionEvent.ATTACH)
         self.detach_deadline = None
-        outbox = Outbox(asyncio.Queue())
+        outbox = Outbox()
         for message_id, text in self.greeting():
             # Not buffered, but an edge's cursor may point at it: its place is kept (buffer
             # rule 5), so a replay after it starts with the frames emitted after it.

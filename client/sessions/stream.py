@@ -29,8 +29,9 @@ from typing import Any, Protocol
 
 from client.agents.modes import ModeRefused
 from client.files.paths import PathGuard
+from client.sessions.outbox import Outbox
 from client.sessions.prompts import PromptRefused, build_prompt
-from client.sessions.session import CLOSE, Outbox, Session, item_size
+from client.sessions.session import Session
 from rawp.errors import FrameError
 from rawp.events import (
     ConfigSet,
@@ -99,18 +100,10 @@ class StreamHandler:
         """Send the outbox in order until CLOSE. Every frame already queued is taken at once
         and, when the socket can, written together: a flooding agent queues many frames
         between two turns of this loop, and a write per frame cost more than the frame."""
-        queue = outbox.queue
         send_many = getattr(self.socket, "send_many", None)
         sent_metric = self.session.metrics.frames_sent
         while True:
-            batch = [await queue.get()]
-            size = item_size(batch[0])
-            while size < SEND_BATCH_BYTES and batch[-1] is not CLOSE and not queue.empty():
-                batch.append(queue.get_nowait())
-                size += item_size(batch[-1])
-            closing = batch[-1] is CLOSE
-            if closing:
-                batch.pop()
+            batch, closing = await outbox.take(SEND_BATCH_BYTES)
             texts = [item if isinstance(item, str) else item.text for item in batch]
             if send_many is not None:
                 await send_many(texts)

@@ -106,3 +106,22 @@ async def test_a_control_frame_sent_twice_acts_once(tmp_path):
             orjson.loads(again)["message_id"]
         ], "the repeated prompt ran a second turn"
         assert first_id != orjson.loads(again)["message_id"]
+
+
+def test_only_the_last_remembered_places_are_kept(monkeypatch):
+    """Rule 5's memory is bounded: past REMEMBERED evictions the oldest places are forgotten
+    (the cursor is then unknown), and every newer one still says exactly where it stands."""
+    import client.sessions.buffer as buffer_module
+
+    monkeypatch.setattr(buffer_module, "REMEMBERED", 8)
+    buffer = FrameBuffer(3, "RING")  # room for three one-byte frames
+    ids = [f"m{n}" for n in range(20)]
+    for message_id in ids:
+        buffer.add(message_id, "x", live=True).sent = True
+    # 17 evicted, 8 of them remembered: m9 … m16; m17 … m19 are held.
+    assert not buffer.after("m8").found
+    for n in range(9, 20):
+        resume = buffer.after(f"m{n}")
+        assert resume.found
+        assert [entry.message_id for entry in resume.frames] == ids[max(n + 1, 17) :]
+        assert resume.dropped == max(0, 17 - (n + 1))  # the evicted ones after the cursor

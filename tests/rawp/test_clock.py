@@ -16,6 +16,37 @@ def test_new_id_is_a_canonical_uuid4_and_does_not_repeat():
         assert parsed.variant == uuid.RFC_4122 and str(parsed) == value
 
 
+def test_threads_never_share_an_id():
+    """Ids come from batches (issue 35): two threads drawing at once must never get the same."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rawp.clock import ID_BATCH
+
+    with ThreadPoolExecutor(4) as pool:
+        drawn = list(pool.map(lambda _: [new_id() for _ in range(5 * ID_BATCH)], range(8)))
+    every = [value for ids in drawn for value in ids]
+    assert len(set(every)) == len(every) == 40 * ID_BATCH
+
+
+def test_a_forked_child_does_not_repeat_its_parents_ids():
+    """A child forked with a batch half used must not hand out the parent's next ids."""
+    import os
+
+    new_id()  # a batch is made and under way
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, to the parent
+        os.close(read)
+        os.write(write, ",".join(new_id() for _ in range(64)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = set(pipe.read().split(","))
+    os.waitpid(pid, 0)
+    parent = {new_id() for _ in range(64)}
+    assert len(child) == 64 and not child & parent
+
+
 def test_timestamp_is_iso_of_now_to_the_millisecond():
     clock = Clock()
     for _ in range(200):

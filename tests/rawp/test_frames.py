@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rawp.clock import FakeClock, iso
@@ -268,3 +268,49 @@ def test_encode_frame_refuses_a_bad_payload_as_make_frame_does():
         encode_frame("agent.text.delta", bad, message_id=ID, timestamp=STAMP)
     assert str(encoded.value) == str(made.value)
     assert "payload.text" in str(encoded.value)
+
+
+def _both_ways(event_type: str, payload: dict) -> tuple[object, object]:
+    """encode_frame's bytes and dump_frame(make_frame(…))'s, or the class of what each raised."""
+    clock = FakeClock()
+
+    def old() -> object:
+        frame = make_frame(event_type, payload, message_id=ID, session_id="s", clock=clock)
+        return dump_frame(frame).encode()
+
+    def new() -> object:
+        return encode_frame(
+            event_type, payload, message_id=ID, timestamp=clock.timestamp(), session_id="s"
+        )
+
+    results = []
+    for way in (old, new):
+        try:
+            results.append(way())
+        except (FrameError, TypeError) as exc:
+            results.append(FrameError if isinstance(exc, FrameError) else TypeError)
+    return results[0], results[1]
+
+
+@given(
+    text=st.text(alphabet=st.characters(exclude_categories=()), max_size=60),  # surrogates too
+    index=st.integers(min_value=-2, max_value=2**63),
+)
+@example(text="a\ud800b", index=0)
+@example(text='</script>\u2028\x00"', index=2**63)
+def test_encode_frame_writes_any_text_delta_as_dump_frame_does(text, index):
+    # pydantic writes the payload's JSON on this path (issue 35): the bytes on the wire, and
+    # what is refused (a lone surrogate: orjson's TypeError), must stay as they were.
+    old, new = _both_ways("agent.text.delta", {"content_index": index, "text": text})
+    assert new == old
+
+
+@given(
+    cost=st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False, min_value=0)),
+    tokens=st.integers(min_value=0, max_value=2**53),
+    estimated=st.booleans(),
+)
+def test_encode_frame_writes_any_usage_as_dump_frame_does(cost, tokens, estimated):
+    payload = {"input_tokens": tokens, "output_tokens": 1, "cost_usd": cost, "estimated": estimated}
+    old, new = _both_ways("session.usage", payload)
+    assert new == old
