@@ -49,8 +49,9 @@ class Outbox:
             if not waiter.done():
                 waiter.set_result(None)
 
-    def sent(self, item: Any) -> None:
-        self.pending_bytes -= item_size(item)
+    def sent(self, items: list[Any]) -> None:
+        """These items were written: they no longer count as pending."""
+        self.pending_bytes -= sum(map(item_size, items))
 
     async def take(self, max_bytes: int) -> tuple[list[Any], bool]:
         """Wait for at least one item, then take every queued item up to `max_bytes` (one

@@ -144,6 +144,30 @@ class Session:
     def _fit(
         self, type: str, payload: dict[str, Any], turn_id: str | None, parent_id: str | None
     ) -> list[Piece]:
+        message_id = new_id()
+        data = encode_frame(
+            type,
+            payload,
+            message_id=message_id,
+            timestamp=self.clock.timestamp(),
+            session_id=self.id,
+            turn_id=turn_id,
+            parent_id=parent_id,
+        )
+        if len(data) <= self.limits.max_frame_size:  # the bytes on the wire (§4.1.5)
+            return [(message_id, data.decode(), len(data))]
+        return self._split(type, payload, turn_id, parent_id, len(data))
+
+    def _split(
+        self,
+        type: str,
+        payload: dict[str, Any],
+        turn_id: str | None,
+        parent_id: str | None,
+        size: int,
+    ) -> list[Piece]:
+        """A frame over `max_frame_size`: split, shortened, cut or refused (rule 1)."""
+
         def build(p: dict[str, Any]) -> tuple[str, bytes]:
             message_id = new_id()
             data = encode_frame(
@@ -157,20 +181,17 @@ class Session:
             )
             return message_id, data
 
-        message_id, data = build(payload)
         limit = self.limits.max_frame_size
-        if len(data) <= limit:  # the bytes on the wire, the unit of max_frame_size (§4.1.5)
-            return [(message_id, data.decode(), len(data))]
         if type == "session.file.candidates":
             return self._fewer_candidates(payload, build, limit, turn_id)
         field = SPLITTABLE.get(type) or SHORTENABLE.get(type)
         value = payload.get(field) if field else None
         if not isinstance(value, str):
-            return self._too_large(type, len(data), turn_id)
+            return self._too_large(type, size, turn_id)
         overhead = len(build({**payload, field: ""})[1])
         budget = limit - overhead
         if budget < 6:
-            return self._too_large(type, len(data), turn_id)
+            return self._too_large(type, size, turn_id)
         if type in SPLITTABLE:
             pieces = [build({**payload, field: part}) for part in split_text(value, budget)]
         else:
@@ -331,9 +352,11 @@ class Session:
         return False
 
     @staticmethod
-    def mark_sent(item: BufferedFrame | str) -> None:
-        if isinstance(item, BufferedFrame):
-            item.sent = True
+    def mark_sent(items: list[Any]) -> None:
+        """These items were written to the socket: their buffered frames are history now."""
+        for item in items:
+            if isinstance(item, BufferedFrame):
+                item.sent = True
 
     # --- turns -------------------------------------------------------------------------------
 

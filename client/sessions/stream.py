@@ -111,9 +111,8 @@ class StreamHandler:
                 for text in texts:
                     await self.socket.send(text)
             sent_metric.inc(len(batch))
-            for item in batch:
-                outbox.sent(item)
-                Session.mark_sent(item)
+            outbox.sent(batch)
+            Session.mark_sent(batch)
             if closing:
                 return
 

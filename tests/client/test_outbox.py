@@ -23,8 +23,7 @@ async def test_take_waits_for_a_frame_then_takes_what_is_queued_in_order():
     assert [getattr(item, "message_id", item) for item in batch] == ["m1", "greeting"]
     assert not closing
     assert outbox.pending_bytes == 10 + len("greeting")  # until the write says they went
-    for item in batch:
-        outbox.sent(item)
+    outbox.sent(batch)
     assert outbox.pending_bytes == 0
 
 
