@@ -9,6 +9,8 @@ import asyncio
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from master.edge.relay.edge_socket import INTERNAL_ERROR, NORMAL, EdgeSocket
 
@@ -118,3 +120,93 @@ async def test_cancelling_serve_passes_through_and_ends_the_loops():
         await serving
     assert wire.receive_cancelled.is_set()
     assert not edge.open  # a socket whose serve ended takes no more frames
+
+
+class DirectWire(Wire):
+    """A wire that can also write at once (`write_now`), unless its flow control holds —
+    and whose batched send yields, as a socket write that waits does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = False
+        self.direct = 0
+
+    def write_now(self, text: str) -> bool:
+        if self.holding:
+            return False
+        self.sent.append(text)
+        self.direct += 1
+        return True
+
+    async def send_many(self, texts: list[str]) -> None:
+        await asyncio.sleep(0)
+        self.sent.extend(texts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["frame", "frames", "yield", "hold", "release"]), max_size=40))
+def test_frames_written_at_once_or_queued_reach_the_edge_in_order(steps):
+    """Rule 6: an idle sender's frame is written by `offer` itself; a frame offered while
+    others wait or are being written queues behind them. The edge sees every frame once, in
+    the order offered, whatever the interleaving."""
+
+    async def scenario() -> tuple[list[str], list[str], int]:
+        wire = DirectWire()
+        edge = _edge(wire)
+        serving = asyncio.ensure_future(edge.serve(_ignore))
+        await _sender_idle(edge)
+        offered: list[str] = []
+        for step in steps:
+            if step in ("frame", "frames"):
+                for _ in range(1 if step == "frame" else 3):
+                    offered.append(f"f{len(offered)}")
+                    assert edge.offer(offered[-1])
+            elif step == "yield":
+                await asyncio.sleep(0)
+            else:
+                wire.holding = step == "hold"
+        wire.holding = False
+        for _ in range(50):
+            if len(wire.sent) == len(offered):
+                break
+            await asyncio.sleep(0)
+        edge.kick(NORMAL, "done")
+        await asyncio.wait_for(serving, 5)
+        return offered, wire.sent, wire.direct
+
+    offered, sent, direct = asyncio.run(scenario())
+    assert sent == offered
+    if steps and steps[0] in ("frame", "frames"):
+        assert direct >= 1  # the first frame found the sender idle
+
+
+async def test_an_idle_edge_gets_its_frame_without_waking_the_sender():
+    wire = DirectWire()
+    edge = _edge(wire)
+    serving = asyncio.ensure_future(edge.serve(_ignore))
+    try:
+        await _sender_idle(edge)  # the sender waits on an empty queue
+        assert edge.offer("one")
+        assert wire.sent == ["one"] and wire.direct == 1 and edge.backlog == 0  # written already
+        wire.holding = True  # the wire cannot write now: the frame queues for the sender
+        assert edge.offer("two") and wire.sent == ["one"]
+        wire.holding = False
+        assert edge.offer("three") and wire.direct == 1  # "two" is ahead of it: queued too
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert wire.sent == ["one", "two", "three"] and edge.backlog == 0
+    finally:
+        edge.kick(NORMAL, "done")
+        await asyncio.wait_for(serving, 5)
+
+
+async def _ignore(data) -> None:
+    return None
+
+
+async def _sender_idle(edge: EdgeSocket) -> None:
+    for _ in range(100):
+        if edge._waiter is not None:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the sender never waited on its queue")

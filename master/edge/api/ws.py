@@ -88,6 +88,9 @@ class _QuartWire:
     async def send_many(self, texts: list[str]) -> None:
         await self._batch.send_many(texts)
 
+    def write_now(self, text: str) -> bool:
+        return self._batch.write_now(text)
+
     async def receive(self) -> str | bytes:
         return await websocket.receive()
 
