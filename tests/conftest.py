@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import prefork
+from tests.hang_watch import HangWatch
 from tests.support import Processes
 
 
@@ -74,6 +75,23 @@ def pytest_configure(config):
     root = Path(__file__).resolve().parent.parent
     for package in PACKAGES:
         compileall.compile_dir(root / package, quiet=1, workers=os.cpu_count() or 1)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test whose setup, call and teardown pass HANG_SECONDS is dumped and cancelled
+    (tests/hang_watch.py), instead of stalling the whole run."""
+    with HangWatch(item.nodeid) as watch:
+        item.hang_watch = watch
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    watch = getattr(item, "hang_watch", None)
+    if watch is not None and watch.report is not None:
+        outcome.get_result().sections.append(("hang", f"stacks of the hang: {watch.report}"))
 
 
 def pytest_sessionfinish(session, exitstatus):
