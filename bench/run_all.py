@@ -240,26 +240,54 @@ NOT_MEASURED = """\
 - Nothing from issue 7's list; but every figure here is one run on a shared two-core machine.
 - The collector policy's long pause every ten minutes (`master/gc_pauses.py`) falls outside
   the scale benchmark's 10 s window; a run of an hour would show it in the p99.9.
-- **Issue 35, this round (measured by hand, not yet by `run_all`):** bookkeeping is written in
-  rounds (`master/edge/usage/bookkeeping.py`; tests/edge/test_bookkeeping.py counts 1,000
-  sessions' activity plus 300 usage frames in at most 4 transactions, where each was one);
-  the replay is bounded by bytes per session and for the master (`replay_ring.py`, 256 KiB
-  and 128 MiB, 304 B of bookkeeping a frame measured with tracemalloc); a stop closes every
-  link at once and detaches every session in one transaction. `bench/scale.py` now times
-  SIGTERM → exit with every session live: 1.9 s at 1,000 sessions (was 3.6 s), all 1,000
-  edges closed with 1001/1012, at load average 10. The 10,000-session shapes of issue 35 were
-  not run this round: the machine was never quiet enough for their latency figures.
-- **Client CPU per frame against a bare `websockets` sender** (`bench/relay.py` prints both
-  now): 14.0 µs against 6.0 µs, 2.33× (target ≤ 1.5×; load average 6.5–13.7). Sampled with
-  py-spy during a flood, the client's time per frame went to encoding the frame (17 %, of which
-  the payload's schema check and orjson), writing it through wsproto (14 %), the message id
-  (12 %: `os.urandom` plus formatting, ~1 µs), queueing and buffering (12 %), and reading the
-  agent's lines (5 %). The client now frames its texts itself where wsproto would make the
-  same bytes (`client/api/socket.py`, `runtime/ws_frames.py`, as the master already did):
-  9.5–10.8 µs against 6.0–6.5 µs in two runs, 1.46× and 1.79× at load average 10–14 — met in
-  the quieter run, not in the busier; the next cost is the payload's schema check. uvloop
-  was tried in the client before that change and measured no better (14–15 µs without it,
-  16–19 µs with it, in two interleaved pairs of runs), so it is not used."""
+- **Issue 35 (measured by hand, not yet by `run_all`).** Earlier this round: bookkeeping
+  is written in rounds (`master/edge/usage/bookkeeping.py`; tests/edge/test_bookkeeping.py
+  counts 1,000 sessions' activity plus 300 usage frames in at most 4 transactions, where each
+  was one); the replay is bounded by bytes per session and for the master (`replay_ring.py`,
+  256 KiB and 128 MiB, 304 B of bookkeeping a frame measured with tracemalloc); a stop closes
+  every link at once and detaches every session in one transaction.
+- **Issue 35 on a quiet machine, 2026-12-05 09:29–09:39 UTC** (commit e6dcf05, load average
+  1.8–3.6, nothing else running; `bench/relay.py`, `bench/scale.py --sessions 10000` in both
+  shapes, `bench/file_search.py --files 1000000`):
+  - *Client CPU per relayed frame:* 6.6 µs against the bare `websockets` sender's 4.7 µs in the
+    same run, **1.40×** (target ≤ 1.5×: met; it was 2.12× at 9.1 µs for `main` before this
+    round's changes, measured side by side under the same load). Direct is 100 % of the wire,
+    the master path 82 % of direct, p99 added at 1,000 frames/s +0.71 ms: all still met. What
+    went: a `getrandom` call per `message_id` (ids now come 256 to one call), pydantic's
+    Python-level wrappers and a dict for orjson (pydantic writes the payload's JSON into the
+    envelope), an `asyncio.Queue` per outbox (a deque with one waiter), an `OrderedDict`
+    insert and pop per evicted buffer frame (a bounded deque), a closure per frame. The flood
+    is now 100,000 frames a turn: the kernel counts CPU in 10 ms ticks, 0.5 µs a frame at
+    20,000. uvloop was measured earlier this round and not adopted (the client was no faster
+    with it: 16–19 µs against 14–15 µs in interleaved runs).
+  - *10,000 sessions, 10 % at 20 frames/s:* p50 / p99 920 / 1,485 ms (target ≤ 50 ms:
+    **missed**), 0 lost of 400,000, 19,144 of 20,000 frames/s delivered in the window, 9,800
+    edge sockets (the descriptor limit is 20,000: two per session in the master), RSS 864 MB
+    open and 1,000 MB at the streaming peak, SIGTERM → exit **6.2 s** with every session live
+    (target ≤ 10 s: met), all 9,800 edges closed with 1001/1012. Master CPU 61 % of a core;
+    the load generator 54 % (fake client) + 74 % (edges): 189 % of the two cores. The queue is
+    on the cores, not in the master: the generator alone takes more than one core.
+  - *10,000 sessions, every one at 1 frame/s:* p50 / p99 613 / 2,122 ms (**missed**), 0 lost
+    of 196,000, 9,276 of 9,800 frames/s, RSS 885 MB open and 1,007 MB at the peak, stop 5.9 s
+    (met). Master CPU 64 % of a core for 9,276 frames/s: **69 µs a frame**, against 9.7 µs in
+    the flood of the same commit (target within 2×: **missed**). At a frame a second per session
+    every frame is its own socket read, wake-up and write; this round an idle edge's frame is
+    written by `offer` itself without waking the socket's sender task (rule 6 of
+    `edge_socket.py`; 16 % → 14 % of a core at 2,000 sessions under load). The next costs, from
+    py-spy at 2,000 sessions: the write syscall per frame (20 %), websockets' reader handing
+    each link frame through its `Assembler` queue to the pump task (15 %), and the link pings.
+  - *RSS after each session relayed more than its budget:* not run; at 10,000 sessions that is
+    over 2.5 GB of frames through the master (256 KiB each) and would take the generator
+    ~20 minutes. The bound itself is enforced and tested (`tests/edge/test_replay_budget.py`);
+    idle sessions cost 78–80 KB each, so 10,000 of them plus the 128 MiB master budget come to
+    about 1.0 GB.
+  - *File search, 1,000,000 files:* query p50 / p99 **7.6 / 36.5 ms** (targets 20 / 60 ms: both
+    met; CPU p99 59 ms on two threads), 49× ahead of fzf, under one busy loop p50 9.4 ms, the
+    real walk 143 B of RSS a file (met). The first index took **1.85×** `find -type f` (6.14 s
+    against 3.32 s; **missed**): on this warm, quiet tree `find` is CPU-bound in C and our walk
+    in the child is Python's `scandir` loop; on the earlier, I/O-bound run it was 1.18×. Next:
+    walk the root's subtrees in two child processes and merge their tables. Built in memory
+    from a path list (the benchmark's own row, not a product path) it costs 252 B a file."""
 
 
 def curve_text(figures: dict) -> str:
