@@ -144,6 +144,15 @@ class Session:
     def _fit(
         self, type: str, payload: dict[str, Any], turn_id: str | None, parent_id: str | None
     ) -> list[Piece]:
+        message_id, data = self._encode(type, payload, turn_id, parent_id)
+        if len(data) <= self.limits.max_frame_size:  # the bytes on the wire (§4.1.5)
+            return [(message_id, data.decode(), len(data))]
+        return self._split(type, payload, turn_id, parent_id, len(data))
+
+    def _encode(
+        self, type: str, payload: dict[str, Any], turn_id: str | None, parent_id: str | None
+    ) -> tuple[str, bytes]:
+        """One frame with a fresh `message_id` and the time now: (its id, its bytes)."""
         message_id = new_id()
         data = encode_frame(
             type,
@@ -154,9 +163,7 @@ class Session:
             turn_id=turn_id,
             parent_id=parent_id,
         )
-        if len(data) <= self.limits.max_frame_size:  # the bytes on the wire (§4.1.5)
-            return [(message_id, data.decode(), len(data))]
-        return self._split(type, payload, turn_id, parent_id, len(data))
+        return message_id, data
 
     def _split(
         self,
@@ -169,17 +176,7 @@ class Session:
         """A frame over `max_frame_size`: split, shortened, cut or refused (rule 1)."""
 
         def build(p: dict[str, Any]) -> tuple[str, bytes]:
-            message_id = new_id()
-            data = encode_frame(
-                type,
-                p,
-                message_id=message_id,
-                timestamp=self.clock.timestamp(),
-                session_id=self.id,
-                turn_id=turn_id,
-                parent_id=parent_id,
-            )
-            return message_id, data
+            return self._encode(type, p, turn_id, parent_id)
 
         limit = self.limits.max_frame_size
         if type == "session.file.candidates":
