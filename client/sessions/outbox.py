@@ -71,5 +71,5 @@ class Outbox:
             if item is CLOSE:
                 return batch, True
             batch.append(item)
-            size += item.size if isinstance(item, BufferedFrame) else item_size(item)
+            size += item_size(item)
         return batch, False

@@ -154,24 +154,26 @@ def test_frames_written_at_once_or_queued_reach_the_edge_in_order(steps):
         wire = DirectWire()
         edge = _edge(wire)
         serving = asyncio.ensure_future(edge.serve(_ignore))
-        await _sender_idle(edge)
         offered: list[str] = []
-        for step in steps:
-            if step in ("frame", "frames"):
-                for _ in range(1 if step == "frame" else 3):
-                    offered.append(f"f{len(offered)}")
-                    assert edge.offer(offered[-1])
-            elif step == "yield":
+        try:
+            await _sender_idle(edge)
+            for step in steps:
+                if step in ("frame", "frames"):
+                    for _ in range(1 if step == "frame" else 3):
+                        offered.append(f"f{len(offered)}")
+                        assert edge.offer(offered[-1])
+                elif step == "yield":
+                    await asyncio.sleep(0)
+                else:
+                    wire.holding = step == "hold"
+            wire.holding = False
+            for _ in range(50):
+                if len(wire.sent) == len(offered):
+                    break
                 await asyncio.sleep(0)
-            else:
-                wire.holding = step == "hold"
-        wire.holding = False
-        for _ in range(50):
-            if len(wire.sent) == len(offered):
-                break
-            await asyncio.sleep(0)
-        edge.kick(NORMAL, "done")
-        await asyncio.wait_for(serving, 5)
+        finally:
+            edge.kick(NORMAL, "done")
+            await asyncio.wait_for(serving, 5)
         return offered, wire.sent, wire.direct
 
     offered, sent, direct = asyncio.run(scenario())

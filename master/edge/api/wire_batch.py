@@ -54,16 +54,7 @@ class BatchWriter:
         protocol = self.protocol
         if protocol is None or not _writes_now(protocol):
             return False
-        conn = protocol.conn
-        if conn.extensions:  # permessage-deflate: websockets frames it (it cannot fail OPEN)
-            conn.send_text(text.encode())
-            protocol.transport.write(b"".join(conn.data_to_send()))
-            return True
-        data = text.encode()
-        output = conn.data_to_send()  # what websockets queued before it, first
-        output.append(text_frame_header(len(data)))
-        output.append(data)
-        protocol.transport.write(b"".join(output))
+        _write(protocol, (text,))
         return True
 
     async def send_many(self, texts: Sequence[str]) -> None:
@@ -78,24 +69,29 @@ class BatchWriter:
                 else:
                     await self.asgi_send({"type": "websocket.send", "bytes": None, "text": text})
             return
-        conn = protocol.conn
-        if not conn.extensions and conn.state is State.OPEN and not conn.expect_continuation_frame:
-            output = conn.data_to_send()  # what websockets queued before these, first
-            for text in texts:
-                data = text.encode()
-                output.append(text_frame_header(len(data)))
-                output.append(data)
+        _write(protocol, texts)
+
+
+def _write(protocol: Any, texts: Sequence[str]) -> None:
+    """Frame `texts` on an open connection and write them to its transport in one write."""
+    conn = protocol.conn
+    if not conn.extensions and conn.state is State.OPEN and not conn.expect_continuation_frame:
+        output = conn.data_to_send()  # what websockets queued before these, first
+        for text in texts:
+            data = text.encode()
+            output.append(text_frame_header(len(data)))
+            output.append(data)
+        protocol.transport.write(b"".join(output))
+        return
+    try:
+        for text in texts:
+            conn.send_text(text.encode())
+    except InvalidState:
+        raise ClientDisconnected() from None
+    finally:  # what was framed before a failure is written, as frame-by-frame sends would
+        output = conn.data_to_send()
+        if output:
             protocol.transport.write(b"".join(output))
-            return
-        try:
-            for text in texts:
-                conn.send_text(text.encode())
-        except InvalidState:
-            raise ClientDisconnected() from None
-        finally:  # what was framed before a failure is written, as frame-by-frame sends would
-            output = protocol.conn.data_to_send()
-            if output:
-                protocol.transport.write(b"".join(output))
 
 
 def _writes_now(protocol: Any) -> bool:
