@@ -64,7 +64,8 @@ class SecurityPolicy:
 
 def slash_command(prompt: PromptRequest) -> str | None:
     """The command name as typed (`/review main` → `review`), whatever the `input_type`, or
-    None when no agent would read the prompt as a command."""
+    None when no agent would read the prompt as a command. Read wide, as a deny list should:
+    slashes and then whitespace still name the next word (`// deploy` → `deploy`)."""
     for text in _readings(prompt):
         heads = _command_heads(text)
         if heads:
