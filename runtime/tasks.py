@@ -14,7 +14,13 @@ cannot do without dies (rules 3–4, issue 29 §4):
    which Quart runs in one lifespan task). `spawn()` starts a child in its group. A child is
    an independent unit: its failure is logged once, with its traceback, under the owner's
    name, and ends that child only — never its siblings or the owner. `close()` cancels what
-   is left and waits for it, so nothing outlives the owner.
+   is left and waits for it, so nothing outlives the owner. A child still running
+   `RECANCEL_AFTER` seconds after its cancellation is cancelled again (and again, each such
+   interval), with a warning naming it and where it waits: a cancellation can be lost on the
+   way — Python 3.11's `asyncio.wait_for` returns the inner result when it completes in the
+   same turn as the cancel, and a library may catch `CancelledError` — and one lost
+   cancellation in a loop would otherwise hold `close()` forever (issue 32: a relay's close
+   hung a test run 25 minutes).
 3. A *critical* child (`spawn_critical(start, name=…)`) is one without which the process cannot
    do its job (a master relay's Redis reader, writer and lease loop; a gateway replica's lease
    renewals, heartbeat and bus reader): it must run until its owner closes. Its death — an
@@ -22,7 +28,8 @@ cannot do without dies (rules 3–4, issue 29 §4):
    anew: state kept on its object, such as a writer's queue, is not lost), at most `restarts`
    times within `RESTART_WINDOW` seconds. One death more ends the process: one CRITICAL line,
    then `end_process`, never a process that lingers without the child. Cancelling is not a
-   death: it is how an owner stops its children.
+   death: it is how an owner stops its children, and neither is a child that ends while
+   its owner closes (a cancellation the child swallowed): it is not started again.
 4. `end_process` sends the process SIGTERM, which every long-running RAWP program answers
    with its clean shutdown (leases released, queues flushed as far as they go), and marks
    the process as failed so its entry point exits with `EXIT_FATAL` (non-zero: a supervisor
@@ -50,6 +57,7 @@ T = TypeVar("T")
 RESTARTS = 3  # rule 3: a critical child is started again at most this many times …
 RESTART_WINDOW = 60.0  # … within this many seconds
 RESTART_PAUSE = 0.2  # seconds before a restart (times the deaths in the window): no hot loop
+RECANCEL_AFTER = 5.0  # rule 2: seconds a cancelled child may take before it is cancelled again
 EXIT_FATAL = 70  # rule 4 (EX_SOFTWARE): the process ended because a critical task died
 
 _failed: list[str] = []  # what ended the process (rule 4), for its entry point's exit status
@@ -113,6 +121,25 @@ async def race(*coroutines: Coroutine[Any, Any, Any]) -> None:
         raise _single(group_error) from None
 
 
+_ASYNCIO_DIR = os.path.dirname(asyncio.__file__)
+_AWAIT_CHAIN = (("cr_frame", "cr_await"), ("gi_frame", "gi_yieldfrom"), ("ag_frame", "ag_await"))
+
+
+def _where(task: asyncio.Task) -> str:
+    """A task's name and the innermost place it waits outside asyncio itself, following its
+    chain of awaits (a task's own stack shows only its outermost frame)."""
+    awaited, place = task.get_coro(), ""
+    while awaited is not None:
+        link = next((pair for pair in _AWAIT_CHAIN if hasattr(awaited, pair[0])), None)
+        if link is None:
+            break  # a future or another awaitable: the chain ends here
+        frame = getattr(awaited, link[0])
+        if frame is not None and not frame.f_code.co_filename.startswith(_ASYNCIO_DIR):
+            place = f" at {frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
+        awaited = getattr(awaited, link[1])
+    return task.get_name() + place
+
+
 def _single(group_error: BaseExceptionGroup) -> BaseException:
     """The one failure of a group, as itself; several stay grouped (rare: two at once)."""
     errors = group_error.exceptions
@@ -128,6 +155,7 @@ class TaskOwner:
         self._group: asyncio.TaskGroup | None = None
         self._children: set[asyncio.Task] = set()
         self._closed = False
+        self._again: asyncio.TimerHandle | None = None  # rule 2's next cancellation, closing
 
     async def start(self) -> TaskOwner:
         if self._group is not None:
@@ -144,7 +172,29 @@ class TaskOwner:
             return
         for task in list(self._children):
             task.cancel()
-        await group.__aexit__(None, None, None)
+        self._cancel_again_later(1)
+        try:
+            await group.__aexit__(None, None, None)
+        finally:
+            if self._again is not None:
+                self._again.cancel()
+
+    def _cancel_again_later(self, round: int) -> None:
+        loop = asyncio.get_running_loop()
+        self._again = loop.call_later(RECANCEL_AFTER, self._cancel_again, round)
+
+    def _cancel_again(self, round: int) -> None:
+        """Rule 2: cancel once more the children a cancellation has not ended yet."""
+        stuck = [task for task in self._children if not task.done()]
+        if not stuck:
+            return
+        self._log.warning(
+            "%s: %d task(s) still running %g s after being cancelled; cancelling again: %s",
+            self.name, len(stuck), RECANCEL_AFTER * round, "; ".join(map(_where, stuck)),
+        )  # fmt: skip
+        for task in stuck:
+            task.cancel()
+        self._cancel_again_later(round + 1)
 
     async def __aenter__(self) -> TaskOwner:
         return await self.start()
@@ -201,6 +251,8 @@ class TaskOwner:
         while True:
             try:
                 await start()
+                if self._closed:
+                    return  # rule 3: it swallowed its owner's cancellation and returned
                 self._log.error(
                     "%s: %s returned, but must run until its owner closes", self.name, label
                 )
@@ -208,6 +260,8 @@ class TaskOwner:
                 raise
             except Exception:
                 self._log.exception("%s: %s failed", self.name, label)
+            if self._closed:
+                return  # rule 3: its owner is closing; nothing is started again
             now = loop.time()
             deaths = [at for at in deaths if now - at < RESTART_WINDOW] + [now]
             if len(deaths) > restarts:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import subprocess
 import sys
@@ -112,6 +113,58 @@ async def test_owner_close_cancels_and_awaits_every_child():
     assert stopped.is_set() and len(owner) == 0 and not owner.running
 
 
+async def test_close_cancels_again_a_child_that_lost_its_cancellation(caplog, monkeypatch):
+    """Rule 2: a loop whose cancellation is swallowed once (as Python 3.11's wait_for does when
+    its inner future finishes in the same turn) would hold close() forever without a second
+    cancellation; the warning names the child and the function it waits in."""
+    monkeypatch.setattr(tasks, "RECANCEL_AFTER", 0.2)
+    caplog.set_level(logging.WARNING, logger="rawp.tasks")
+    swallowed, started = [], asyncio.Event()
+
+    async def wait_for_a_message():
+        await asyncio.Event().wait()
+
+    async def reader():
+        started.set()
+        while True:
+            try:
+                await wait_for_a_message()
+            except asyncio.CancelledError:
+                if swallowed:
+                    raise
+                swallowed.append(1)  # lost on the way, as the reader's loop goes on
+
+    owner = await TaskOwner("relay").start()
+    owner.spawn(reader(), name="reader")
+    await started.wait()
+    await asyncio.wait_for(owner.close(), 10)
+    assert swallowed == [1] and len(owner) == 0
+    warnings = [r.getMessage() for r in caplog.records if "cancelling again" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "reader at " in warnings[0] and "(wait_for_a_message)" in warnings[0]
+
+
+async def test_a_child_that_ends_when_cancelled_gets_no_second_cancellation(caplog, monkeypatch):
+    monkeypatch.setattr(tasks, "RECANCEL_AFTER", 0.05)
+    caplog.set_level(logging.WARNING, logger="rawp.tasks")
+    cleaned = asyncio.Event()
+
+    async def slow_to_clean_up():
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.sleep(0.01)  # well within RECANCEL_AFTER
+            cleaned.set()
+
+    owner = await TaskOwner("server").start()
+    owner.spawn(slow_to_clean_up(), name="edge")
+    await asyncio.sleep(0)
+    await owner.close()
+    await asyncio.sleep(0.1)  # past RECANCEL_AFTER: the timer must be gone with the close
+    assert cleaned.is_set()
+    assert not [r for r in caplog.records if "cancelling again" in r.getMessage()]
+
+
 async def test_owner_refuses_to_spawn_when_not_running():
     owner = TaskOwner("closed")
 
@@ -198,6 +251,28 @@ async def test_a_critical_child_returning_is_a_death_and_cancelling_is_not(
         owner.spawn_critical(stopped.run, name="leases")
         await asyncio.wait_for(stopped.serving.wait(), 10)
     assert stopped.runs == 1 and critical_tasks_end_the_test == []  # closed: no restart
+
+
+async def test_a_critical_child_that_swallows_its_owners_cancellation_is_not_restarted(
+    caplog, critical_tasks_end_the_test
+):
+    """Rule 3: a loop that ends because it swallowed the close's cancellation is not a death:
+    not logged as one, not started again (a restart would run on after the close)."""
+    caplog.set_level(logging.WARNING, logger="rawp.tasks")
+    runs, serving = [], asyncio.Event()
+
+    async def swallows():
+        runs.append(1)
+        serving.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+
+    owner = await TaskOwner("relay").start()
+    owner.spawn_critical(swallows, name="reader")
+    await serving.wait()
+    await asyncio.wait_for(owner.close(), 10)
+    assert runs == [1] and critical_tasks_end_the_test == []
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 ENDS_ITSELF = """
