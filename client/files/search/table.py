@@ -156,6 +156,43 @@ class PathTable:
             paths.append(paths[parents[dir_id]] + names[own[dir_id]] + "/")
         return paths
 
+    def graft(self, sub: PathTable, places: dict[int, int]) -> None:
+        """Take in a table another process walked (walk_parallel.py rule 3): each directory of
+        `sub` named in `places` — its ROOT's children — *is* the directory of this table it
+        maps to, which had not been listed yet; everything below those is new here. `sub` is
+        as a first walk made it: no slot added or removed since."""
+        count = len(sub.dir_parent)
+        new_id = [NONE] * count
+        fresh: list[int] = []
+        next_id = len(self.dir_parent)
+        for dir_id in range(1, count):
+            here = places.get(dir_id)
+            if here is None:
+                fresh.append(dir_id)
+                here, next_id = next_id, next_id + 1
+            new_id[dir_id] = here
+
+        def linked(column: array, dirs: Iterable[int]) -> list[int]:
+            return [NONE if (to := column[d]) == NONE else new_id[to] for d in dirs]
+
+        names = self._ids(sub.names)
+        file_base = len(self.file_dir)
+        for dir_id, here in places.items():
+            assert self.dir_child[here] == NONE and not self.dir_count[here], "listed twice"
+            self.dir_child[here] = linked(sub.dir_child, (dir_id,))[0]
+            if sub.dir_count[dir_id]:
+                self.dir_first[here] = sub.dir_first[dir_id] + file_base
+                self.dir_count[here] = sub.dir_count[dir_id]
+        self.dir_parent.extend([new_id[sub.dir_parent[d]] for d in fresh])
+        self.dir_name.extend([names[sub.dir_name[d]] for d in fresh])
+        self.dir_child.extend(linked(sub.dir_child, fresh))
+        self.dir_sibling.extend(linked(sub.dir_sibling, fresh))
+        firsts, counts = sub.dir_first, sub.dir_count
+        self.dir_first.extend([firsts[d] + file_base if counts[d] else 0 for d in fresh])
+        self.dir_count.extend([counts[d] for d in fresh])
+        self.file_dir.extend(array("I", map(new_id.__getitem__, sub.file_dir)))
+        self.file_name.extend(array("I", map(names.__getitem__, sub.file_name)))
+
     # --- files -----------------------------------------------------------------------------
 
     def add_files(self, dir_id: int, names: list[str]) -> None:

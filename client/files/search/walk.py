@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import NamedTuple
 
@@ -148,26 +148,45 @@ def _linked_files(root: str, children: list[os.DirEntry]) -> list[str]:
     return found
 
 
+Pending = list[tuple[str, int, bool]]  # directories still to list: (path, table id, ruled)
+
+
 def build(root: str, rules: IgnoreRules, cancelled: Callable[[], bool] | None = None) -> PathTable:
     """The first walk of a root, straight into a `PathTable` (each directory's files one
     block, its parent's id carried down the walk: no path string is kept)."""
     table = PathTable()
-    pending: list[tuple[str, int, bool]] = [("", ROOT, False)]
+    extend(table, root, rules, [("", ROOT, False)], cancelled)
+    return table
+
+
+def extend(
+    table: PathTable,
+    root: str,
+    rules: IgnoreRules,
+    pending: Pending,
+    cancelled: Callable[[], bool] | None = None,
+) -> None:
+    """Walk the directories in `pending` (already in `table`, not listed yet) and all below
+    them into `table`, depth first."""
     while pending:
         if cancelled is not None and cancelled():
             raise Cancelled
-        dir_rel, dir_id, ruled = pending.pop()
-        listed = _list_dir(root, dir_rel, ruled, rules)
-        if listed is None:
-            continue
-        files, subdirs, ruled = listed
-        table.add_files(dir_id, files)
-        prefix = dir_rel + "/" if dir_rel else ""
-        first = table.add_dirs(dir_id, subdirs)
-        pending.extend(
-            zip(map(prefix.__add__, subdirs), range(first, first + len(subdirs)), repeat(ruled))
-        )
-    return table
+        pending.extend(list_into(table, root, rules, *pending.pop()))
+
+
+def list_into(
+    table: PathTable, root: str, rules: IgnoreRules, dir_rel: str, dir_id: int, ruled: bool
+) -> Iterable[tuple[str, int, bool]]:
+    """One directory's files into `table`, its subdirectories added; those are returned, to
+    be listed in turn (nothing when it cannot be read)."""
+    listed = _list_dir(root, dir_rel, ruled, rules)
+    if listed is None:
+        return ()
+    files, subdirs, ruled = listed
+    table.add_files(dir_id, files)
+    prefix = dir_rel + "/" if dir_rel else ""
+    first = table.add_dirs(dir_id, subdirs)
+    return zip(map(prefix.__add__, subdirs), range(first, first + len(subdirs)), repeat(ruled))
 
 
 def walk(

@@ -5,7 +5,8 @@ the client's own heap what is kept (the table's names) ends up scattered among t
 pages, which the allocator then cannot give back — a 1,000,000-file walk in a thread left
 ~220 bytes of RSS a file behind it, the table itself being ~14. In a child, the garbage goes
 away with the process, and the client receives the compact table (table.py) as a few byte
-strings. The walk's CPU is the child's, not the client's event loop's.
+strings. The walk's CPU is the child's, not the client's event loop's; a first walk of a large
+tree is shared with forked helpers of the child (walk_parallel.py).
 
 Protocol: stdin is one pickled request, stdout one pickled answer (both ends are this code).
   request ("build", ROOT, RESPECT_GITIGNORE)
@@ -23,15 +24,16 @@ import sys
 
 from client.files.search.ignore import IgnoreRules
 from client.files.search.table import PathTable, arrange, pack, unpack
-from client.files.search.walk import build, walk
+from client.files.search.walk import walk
+from client.files.search.walk_parallel import build_shared
 
 
 def answer(request: tuple) -> tuple:
     kind, root, respect = request[0], request[1], request[2]
     rules = IgnoreRules(root, enabled=respect)
     if kind == "build":
-        table = build(root, rules)
-        return ("table", pack(table), rules.loaded(), arrange(table))
+        table, ruled = build_shared(root, rules)
+        return ("table", pack(table), ruled, arrange(table))
     start, table = request[3], unpack(request[4])
     parent = start
     while parent:  # the rules above `start` decide what is below it
