@@ -10,7 +10,7 @@ import textwrap
 
 from tests.support import ROOT
 
-STUCK = '''
+STUCK = """
 import asyncio
 import pytest
 
@@ -31,7 +31,7 @@ async def test_stuck_in_teardown(never_closes):
 
 def test_the_next_one_runs():
     assert True
-'''
+"""
 
 
 def test_a_hung_teardown_is_dumped_cancelled_and_the_run_goes_on(tmp_path):
