@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import itertools
 import os
 import random
@@ -245,3 +246,29 @@ def self_signed_certificate(directory: Path, name: str | None = None) -> tuple[P
     )
     os.chmod(key_path, 0o600)
     return cert_path, key_path
+
+
+APT_LOCK = Path("/tmp/rawp-apt.lock")
+
+
+def apt_install(*packages: str) -> str | None:
+    """Install Debian packages the tests need on a fresh machine (Chromium, docker.io,
+    debootstrap, docker-compose); None when done, else why not. One lock for every install of
+    the suite, whichever worker or checkout asks, and the dpkg lock waited for rather than
+    refused: on a new machine the browser tests and the Docker tests installed at once, and
+    the loser's apt-get failed at once on dpkg's lock (a loaded run, issue 32)."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "-o", "DPkg::Lock::Timeout=600", *packages]
+    with APT_LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:  # a stale package list names versions gone from the mirror
+                subprocess.run(["apt-get", "update", "-q", "-o", "DPkg::Lock::Timeout=600"],
+                               env=env, capture_output=True, timeout=600)  # fmt: skip
+                done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"cannot run apt-get install {' '.join(packages)}: {exc}"
+    if done.returncode != 0:
+        return f"apt-get install {' '.join(packages)} failed: {done.stderr[-500:]}"
+    return None

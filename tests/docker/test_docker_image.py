@@ -16,7 +16,6 @@ the containers started side by side; about 20 s warm on two cores (docs/operatio
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
 import re
@@ -33,12 +32,11 @@ import pytest
 from tests.docker.engine import build_image, docker, ensure_base_image, get_engine
 from tests.fakes.discord_payloads import DiscordWorld
 from tests.fakes.discord_server import FakeDiscord
-from tests.support import ROOT, free_port, wait_for_http
+from tests.support import ROOT, apt_install, free_port, wait_for_http
 
 IMAGE = "rawp-test"  # kept between runs: its layers are the next build's cache
 PUBLIC_URL = "https://rawp.example.com"
 EDGE_SECRET = secrets.token_hex(32)
-COMPOSE_INSTALL_LOCK = Path("/tmp/rawp-compose-install.lock")
 
 
 @pytest.fixture(scope="module")
@@ -251,24 +249,15 @@ def compose_tool() -> list[str] | None:
     """Debian's docker-compose (1.29), else the compose plugin; installed with apt-get where
     neither is here (as the engine tool installs docker.io), so a fresh machine runs the compose
     tests too. None, and the reason printed, where that fails."""
-    with COMPOSE_INSTALL_LOCK.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel workers must not race dpkg
-        if shutil.which("docker-compose"):
-            return ["docker-compose"]
-        plugin = subprocess.run(["docker", "compose", "version"], capture_output=True)
-        if plugin.returncode == 0:
-            return ["docker", "compose"]
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        try:
-            done = subprocess.run(["apt-get", "install", "-y", "docker-compose"], env=env,
-                                  capture_output=True, text=True, timeout=600)  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            print(f"\ncompose: cannot run apt-get install docker-compose: {exc}")
-            return None
-        if done.returncode != 0 or not shutil.which("docker-compose"):
-            print(f"\ncompose: apt-get install docker-compose failed: {done.stderr[-500:]}")
-            return None
+    if shutil.which("docker-compose"):
         return ["docker-compose"]
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    why = apt_install("docker-compose")  # tests.support's one lock for every install
+    if why is not None or not shutil.which("docker-compose"):
+        print(f"\ncompose: {why or 'apt-get installed no docker-compose'}")
+        return None
+    return ["docker-compose"]
 
 
 def compose_steps(image: str, tmp_path: Path) -> None:

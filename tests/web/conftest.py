@@ -4,44 +4,26 @@ screenshot in tests/web/artifacts/."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import sync_playwright
 
+from tests.support import apt_install
 from tests.web.spa_server import SESSION_ID, SpaServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-INSTALL_LOCK = Path("/tmp/rawp-chromium-install.lock")
+OPEN_MS = 120_000  # the session page's first load (session_page)
 
 
 def ensure_chromium() -> str | None:
-    """The browser's path, installing Debian's package first if needed; None and the reason
-    printed when it cannot be had. A lock keeps parallel test workers from racing dpkg."""
-    if CHROMIUM.exists():
-        return str(CHROMIUM)
-    with INSTALL_LOCK.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if CHROMIUM.exists():
-            return str(CHROMIUM)
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        try:
-            done = subprocess.run(
-                ["apt-get", "install", "-y", "chromium"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            print(f"browser tests: cannot run apt-get install chromium: {exc}")
-            return None
-        if done.returncode != 0 or not CHROMIUM.exists():
-            print(f"browser tests: apt-get install chromium failed: {done.stderr[-500:]}")
+    """The browser's path, installing Debian's package first if needed (tests.support's one
+    lock for every install); None and the reason printed when it cannot be had."""
+    if not CHROMIUM.exists():
+        why = apt_install("chromium")
+        if why is not None or not CHROMIUM.exists():
+            print(f"browser tests: {why or 'apt-get installed no /usr/bin/chromium'}")
             return None
     return str(CHROMIUM)
 
@@ -102,7 +84,10 @@ def page(browser, spa_server, request):
 @pytest.fixture
 def session_page(page, spa_server):
     """The SPA with the test session open and its WebSocket connected."""
-    page.goto(f"{spa_server.url}/#/session/{SESSION_ID}")
-    page.wait_for_selector(f"#session[data-session-id='{SESSION_ID}']")
+    # Opening the page gets longer than the 30 s of each step after it: the first page a
+    # worker opens starts Chromium's caches cold, and on a new machine two busy loops, apt
+    # and the Docker tests' image build run beside it (a loaded run took over 30 s).
+    page.goto(f"{spa_server.url}/#/session/{SESSION_ID}", timeout=OPEN_MS)
+    page.wait_for_selector(f"#session[data-session-id='{SESSION_ID}']", timeout=OPEN_MS)
     spa_server.wait_connects(1)
     return page
