@@ -123,3 +123,14 @@ def test_the_index_of_a_tree_wider_than_the_frontier_is_whole(tmp_path):
 
     expected = [p for p in paths if not p.endswith(".log")]
     assert asyncio.run(index_paths()) == sorted([*expected, ".gitignore"])
+
+
+def test_more_waiting_directories_than_the_pipe_holds_are_all_walked(tmp_path):
+    """17,000 directories wait after the root's listing: one number each would be 68 KB, more
+    than a pipe holds before anyone reads it (the write would block forever); they go as
+    blocks of numbers."""
+    paths = [f"d{n:05}/f" for n in range(17_000)]
+    make_tree(tmp_path, paths, {})
+    table, _ = walked(tmp_path, True, processes=2, frontier=512)
+    assert sorted(table.paths()) == paths
+    assert_sound(table)

@@ -38,6 +38,7 @@ from client.files.search.walk import Pending, extend, list_into
 
 FRONTIER = 512  # rule 1: directories waiting before the walk is shared
 MAX_PROCESSES = 4  # past this the listings contend in the kernel more than they gain
+MAX_TOKENS = 8192  # rule 2: numbers in the pipe at most (4 bytes each: well within its 64 KiB)
 _NUMBER = struct.Struct("=I")
 
 
@@ -61,11 +62,20 @@ def build_shared(
     if not waiting:
         return table, sorted(rules.loaded())
     shared = list(waiting)
+    # One number per directory, or per run of `block` directories when there are more than
+    # the pipe holds (one listing can add thousands): all written before a helper starts,
+    # so a read of b"" means everything is taken.
+    block = -(-len(shared) // MAX_TOKENS)
     work_out, work_in = os.pipe()
-    os.write(work_in, b"".join(_NUMBER.pack(number) for number in range(len(shared))))
-    os.close(work_in)  # written before any helper starts: a read of b"" means all are taken
-    helpers = [_fork_helper(root, rules, shared, work_out) for _ in range(processes - 1)]
-    for number in _taken(work_out):  # rule 2: this process's share
+    os.write(work_in, b"".join(map(_NUMBER.pack, range(0, len(shared), block))))
+    os.close(work_in)
+    helpers = []
+    for _ in range(processes - 1):
+        try:
+            helpers.append(_fork_helper(root, rules, shared, work_out, block))
+        except OSError:  # no process to be had (a limit): this one takes the rest
+            break
+    for number in _taken(work_out, block, len(shared)):  # rule 2: this process's share
         extend(table, root, rules, [shared[number]])
     os.close(work_out)
     ruled = set(rules.loaded())
@@ -76,16 +86,24 @@ def build_shared(
     return table, sorted(ruled)
 
 
-def _taken(work: int) -> Iterator[int]:
-    """Rule 2: the numbers of the shared directories this process takes, one at a time,
+def _taken(work: int, block: int, count: int) -> Iterator[int]:
+    """Rule 2: the numbers of the shared directories this process takes, a block at a time,
     until none is left."""
     while taken := os.read(work, _NUMBER.size):
-        yield _NUMBER.unpack(taken)[0]
+        first = _NUMBER.unpack(taken)[0]
+        yield from range(first, min(first + block, count))
 
 
-def _fork_helper(root: str, rules: IgnoreRules, shared: Pending, work: int) -> tuple[int, int]:
+def _fork_helper(
+    root: str, rules: IgnoreRules, shared: Pending, work: int, block: int
+) -> tuple[int, int]:
     results_out, results_in = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(results_out)
+        os.close(results_in)
+        raise
     if pid:
         os.close(results_in)
         return pid, results_out
@@ -94,7 +112,7 @@ def _fork_helper(root: str, rules: IgnoreRules, shared: Pending, work: int) -> t
         os.close(results_out)
         own = PathTable()
         places: dict[int, int] = {}  # placeholder → number of the shared directory
-        for number in _taken(work):
+        for number in _taken(work, block, len(shared)):
             dir_rel, _, ruled = shared[number]
             place = own.add_dir(ROOT, "")
             places[place] = number
