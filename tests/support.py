@@ -252,15 +252,21 @@ APT_LOCK = Path("/tmp/rawp-apt.lock")
 
 
 def apt_install(*packages: str) -> str | None:
-    """Install Debian packages the tests need on a fresh machine (Chromium, docker.io,
-    debootstrap, docker-compose); None when done, else why not. One lock for every install of
-    the suite, whichever worker or checkout asks, and the dpkg lock waited for rather than
-    refused: on a new machine the browser tests and the Docker tests installed at once, and
-    the loser's apt-get failed at once on dpkg's lock (a loaded run, issue 32)."""
+    """Make sure Debian packages the tests need on a fresh machine (Chromium, docker.io,
+    debootstrap, docker-compose) are installed; None when they are, else why not. Callers ask
+    every time, not only when a file is missing: under the one lock every install of the suite
+    takes, whichever worker or checkout asks, a package another worker is still unpacking is
+    waited for — its program appears on disk before its libraries do, and a Chromium started
+    then showed blank pages. dpkg's own lock is waited for rather than refused: on a new
+    machine the browser and Docker tests installed at once, and the loser's apt-get failed
+    at once (a loaded run, issue 32)."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "-o", "DPkg::Lock::Timeout=600", *packages]
     with APT_LOCK.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        missing = [name for name in packages if not _installed(name)]
+        if not missing:
+            return None
+        install = ["apt-get", "install", "-y", "-q", "-o", "DPkg::Lock::Timeout=600", *missing]
         try:
             done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
             if done.returncode != 0:  # a stale package list names versions gone from the mirror
@@ -268,7 +274,17 @@ def apt_install(*packages: str) -> str | None:
                                env=env, capture_output=True, timeout=600)  # fmt: skip
                 done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"cannot run apt-get install {' '.join(packages)}: {exc}"
+            return f"cannot run apt-get install {' '.join(missing)}: {exc}"
     if done.returncode != 0:
-        return f"apt-get install {' '.join(packages)} failed: {done.stderr[-500:]}"
+        return f"apt-get install {' '.join(missing)} failed: {done.stderr[-500:]}"
     return None
+
+
+def _installed(package: str) -> bool:
+    """dpkg's word that `package` is unpacked *and* configured."""
+    try:
+        status = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return status.stdout.strip() == "install ok installed"

@@ -92,8 +92,7 @@ def get_engine() -> tuple[Engine | None, str]:
             # The tool installs docker.io with an apt-get that fails at once if another
             # holds dpkg's lock (the browser tests' Chromium, on a new machine): installed
             # here first, under the suite's one install lock.
-            if shutil.which("dockerd") is None:
-                apt_install("docker.io", "iptables")
+            apt_install("docker.io", "iptables")
             result = subprocess.run([str(tool), "up"], capture_output=True, text=True, timeout=600)
             said = (result.stdout + result.stderr).strip()
             if result.returncode != 0 or not answers():
@@ -121,8 +120,7 @@ def ensure_base_image(engine: Engine, image: str = BASE_IMAGE) -> None:
     with _locked("base"):
         if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode:
             assert engine.tool is not None, f"{image} is missing and no tool can make it"
-            if shutil.which("debootstrap") is None:  # as docker.io above: the tool's apt-get
-                apt_install("debootstrap")  # would fail beside another install
+            apt_install("debootstrap")  # as docker.io above: the tool's apt-get would fail
             result = subprocess.run(
                 [str(engine.tool), "base", image], capture_output=True, text=True, timeout=1200
             )

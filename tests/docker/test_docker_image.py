@@ -249,11 +249,9 @@ def compose_tool() -> list[str] | None:
     """Debian's docker-compose (1.29), else the compose plugin; installed with apt-get where
     neither is here (as the engine tool installs docker.io), so a fresh machine runs the compose
     tests too. None, and the reason printed, where that fails."""
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
     if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
         return ["docker", "compose"]
-    why = apt_install("docker-compose")  # tests.support's one lock for every install
+    why = apt_install("docker-compose")  # waits for one another worker is installing
     if why is not None or not shutil.which("docker-compose"):
         print(f"\ncompose: {why or 'apt-get installed no docker-compose'}")
         return None

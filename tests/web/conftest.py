@@ -10,21 +10,21 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.support import apt_install
+from tests.web.page_log import PAGE_LOGS, PageLog, open_page
 from tests.web.spa_server import SESSION_ID, SpaServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-OPEN_MS = 120_000  # the session page's first load (session_page)
 
 
 def ensure_chromium() -> str | None:
-    """The browser's path, installing Debian's package first if needed (tests.support's one
-    lock for every install); None and the reason printed when it cannot be had."""
-    if not CHROMIUM.exists():
-        why = apt_install("chromium")
-        if why is not None or not CHROMIUM.exists():
-            print(f"browser tests: {why or 'apt-get installed no /usr/bin/chromium'}")
-            return None
+    """The browser's path, once Debian's package is installed — asked every time, so a
+    package another worker is still installing is waited for (tests.support.apt_install);
+    None and the reason printed when it cannot be had."""
+    why = apt_install("chromium")
+    if why is not None or not CHROMIUM.exists():
+        print(f"browser tests: {why or 'apt-get installed no /usr/bin/chromium'}")
+        return None
     return str(CHROMIUM)
 
 
@@ -71,7 +71,9 @@ def page(browser, spa_server, request):
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    PAGE_LOGS[id(page)] = PageLog(page)
     yield page
+    PAGE_LOGS.pop(id(page), None)
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
         ARTIFACTS.mkdir(exist_ok=True)
@@ -84,10 +86,10 @@ def page(browser, spa_server, request):
 @pytest.fixture
 def session_page(page, spa_server):
     """The SPA with the test session open and its WebSocket connected."""
-    # Opening the page gets longer than the 30 s of each step after it: the first page a
-    # worker opens starts Chromium's caches cold, and on a new machine two busy loops, apt
-    # and the Docker tests' image build run beside it (a loaded run took over 30 s).
-    page.goto(f"{spa_server.url}/#/session/{SESSION_ID}", timeout=OPEN_MS)
-    page.wait_for_selector(f"#session[data-session-id='{SESSION_ID}']", timeout=OPEN_MS)
+    open_page(
+        page,
+        f"{spa_server.url}/#/session/{SESSION_ID}",
+        f"#session[data-session-id='{SESSION_ID}']",
+    )
     spa_server.wait_connects(1)
     return page

@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 
+from tests.web.page_log import open_page
 from tests.web.spa_server import NODE_ID, SESSION_ID, TODAY, USAGE, dps
 
 T = "turn-1"
@@ -86,3 +87,13 @@ def test_new_session_form_posts_and_opens_the_session(page, spa_server):
     page.click("#end-session")
     page.wait_for_selector("#session", state="hidden")
     assert spa_server.deleted == [SESSION_ID]
+
+
+def test_a_page_that_does_not_open_says_what_it_waited_for(page, spa_server):
+    """tests/web/page_log.py: the app's script held back (a route that never answers), the
+    failure names it as still awaited."""
+    page.route("**/static/app.js", lambda route: None)  # never continued nor fulfilled
+    with pytest.raises(AssertionError) as failure:
+        open_page(page, f"{spa_server.url}/#/session/{SESSION_ID}", "#session", timeout_ms=3000)
+    told = str(failure.value)
+    assert "still waited for 1 request(s)" in told and "/static/app.js (asked at" in told

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import sync_playwright
 
+from tests.web.page_log import open_page
 from tests.web.spa_server import NEW_SESSION_ID, NODE_ID, SESSION_ID, dps
 
 FAKE_MEDIA = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"]
@@ -24,10 +25,11 @@ def browser(chromium_path):
 
 
 def open_session(page, spa_server) -> None:
-    page.goto(f"{spa_server.url}/#/session/{SESSION_ID}")
-    # Twice Playwright's 30 s: once, on a machine busy with other suites, the first page of a
-    # worker stayed blank (its modules and /api calls unanswered) for longer than 30 s.
-    page.wait_for_selector(f"#session[data-session-id='{SESSION_ID}']", timeout=60_000)
+    open_page(
+        page,
+        f"{spa_server.url}/#/session/{SESSION_ID}",
+        f"#session[data-session-id='{SESSION_ID}']",
+    )
     spa_server.wait_connects(1, timeout=30)  # a loaded machine opens pages slowly
 
 
