@@ -284,10 +284,15 @@ NOT_MEASURED = """\
   - *File search, 1,000,000 files:* query p50 / p99 **7.6 / 36.5 ms** (targets 20 / 60 ms: both
     met; CPU p99 59 ms on two threads), 49× ahead of fzf, under one busy loop p50 9.4 ms, the
     real walk 143 B of RSS a file (met). The first index took **1.85×** `find -type f` (6.14 s
-    against 3.32 s; **missed**): on this warm, quiet tree `find` is CPU-bound in C and our walk
-    in the child is Python's `scandir` loop; on the earlier, I/O-bound run it was 1.18×. Next:
-    walk the root's subtrees in two child processes and merge their tables. Built in memory
-    from a path list (the benchmark's own row, not a product path) it costs 252 B a file."""
+    against 3.32 s; missed then): on this warm, quiet tree `find` is CPU-bound in C and our
+    walk was Python's `scandir` loop on one core. Built in memory from a path list (the
+    benchmark's own row, not a product path) it costs 252 B a file.
+  - *File search, first index, 2026-12-05 12:00–12:10 UTC* (commit 899ba76, quiet): the first
+    walk of a large tree is now shared among forked helpers of the walk child, one per core
+    (`client/files/search/walk_parallel.py`): **1.04×** `find -type f` (3.93 s against 3.77 s)
+    and, in `run_all --file-search-only` right after, **1.11×** (4.05 / 3.64 s; target ≤ 1.5×:
+    met), 148 and 131 B of RSS a file, query p50 / p99 7.7 / 36.1 and 7.6 / 36.4 ms, 47–51×
+    ahead of fzf. The file-search section above is that second run."""
 
 
 def curve_text(figures: dict) -> str:
