@@ -401,6 +401,7 @@ def scale_args(no_deflate: bool, sessions: int = scale.SESSIONS) -> argparse.Nam
         parallel=scale.PARALLEL,
         trace_memory=None,
         trace_wait=0.0,
+        aligned=False,
     )
 
 

@@ -31,8 +31,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import itertools
 import os
+import random
 import resource
 import signal
 import sys
@@ -65,6 +67,9 @@ PARALLEL = 8  # sessions opened at once
 STOP_LIMIT = 30.0  # seconds the master is given to exit after SIGTERM before it counts as hung
 SUBJECT = "bench:scale"
 FD_RESERVE = 200  # the master's descriptors besides its sockets: listener, database, pipes
+# `--latency-trace`: (sent, arrived) of every frame, for the slowest seconds of the run
+LATENCY_TRACE: list[tuple[int, int]] | None = None
+PHASES = {False: "at random phases", True: "in step (--aligned)"}
 SAMPLES = 20  # RSS samples while opening (the RSS-vs-sessions curve)
 
 
@@ -114,7 +119,7 @@ def serve_client(port: int) -> None:
             await ws.close()
         return web.Response(status=204)
 
-    async def stream(rate: int, count: int, sid: str, ws) -> None:
+    async def stream(rate: int, count: int, sid: str, ws, aligned: int) -> None:
         # The frame's text is filled into a template made once: building each frame through
         # the models took the generator more CPU than the master spent relaying it, and the
         # generator shares the master's two cores. Each id is a distinct UUID (the master
@@ -124,7 +129,10 @@ def serve_client(port: int) -> None:
         middle, rest = rest.split(made.timestamp)
         tail_start, tail_end = rest.split('"TEXT"')
         number = next(stream_numbers)
-        start = time.monotonic()
+        # Independent sessions are not in step: each starts at a random point of its period.
+        # `--aligned` starts them all at once (the prompts go out within a fraction of a
+        # second), so every period begins with a burst of one frame from each session.
+        start = time.monotonic() + (0 if aligned else random.random() / rate)
         for i in range(count):
             delay = start + i / rate - time.monotonic()
             if delay > 0:
@@ -151,8 +159,10 @@ def serve_client(port: int) -> None:
             if message.type == WSMsgType.TEXT:
                 data = orjson.loads(message.data)
                 if data["type"] == "control.prompt.request":
-                    rate, count = (int(x) for x in data["payload"]["prompt_text"].split())
-                    task = asyncio.create_task(stream(rate, count, sid, ws))
+                    if gc.isenabled():  # the first prompt: the sessions are open
+                        quiet_collector()  # as in the edges' process
+                    rate, count, aligned = (int(x) for x in data["payload"]["prompt_text"].split())
+                    task = asyncio.create_task(stream(rate, count, sid, ws, aligned))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
         return ws
@@ -289,7 +299,10 @@ async def read_stream(ws, count: int, deadline: float, latencies: list[float]) -
                 arrived = time.monotonic_ns()
                 data = orjson.loads(raw)
                 if data["type"] == "agent.text.delta":
-                    latencies.append((arrived - int(data["payload"]["text"].split()[1])) / 1e9)
+                    sent = int(data["payload"]["text"].split()[1])
+                    latencies.append((arrived - sent) / 1e9)
+                    if LATENCY_TRACE is not None:
+                        LATENCY_TRACE.append((sent, arrived))
                     got += 1
     return got
 
@@ -333,6 +346,31 @@ async def open_session(http, master: str, node_id: str, token: dict, edge: bool,
     return made["session_id"], ws
 
 
+def quiet_collector() -> None:
+    """The load generator's processes (the edges, the fake client) hold 10,000 sockets and
+    their frames: a full collection there paused them for up to 635 ms (measured with a
+    collector callback), which read as the master's latency. Once the sessions are open,
+    what they made is frozen and the collector is off for the streaming; these processes
+    are short-lived measuring tools, not the system measured (the master keeps its own
+    policy, master/gc_pauses.py)."""
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+
+
+def worst_seconds(trace: list[tuple[int, int]], shown: int = 8) -> list[str]:
+    """The seconds (from the first frame sent) whose frames arrived latest, by their max."""
+    first = min(sent for sent, _ in trace)
+    by_second: dict[int, list[float]] = {}
+    for sent, arrived in trace:
+        by_second.setdefault((sent - first) // 10**9, []).append((arrived - sent) / 1e6)
+    rows = sorted(by_second.items(), key=lambda item: -max(item[1]))[:shown]
+    return [
+        f"  {second:3d} s: {len(ms):,} frames, p99 {percentile(ms, 0.99):.0f}, max {max(ms):.0f}"
+        for second, ms in sorted(rows)
+    ]
+
+
 def cpu_seconds(proc: psutil.Process) -> float:
     times = proc.cpu_times()
     return times.user + times.system
@@ -373,6 +411,7 @@ async def measure(
             await asyncio.gather(*(opener() for _ in range(args.parallel)))
             figures["open_s"] = time.monotonic() - began
             await asyncio.sleep(2)
+            quiet_collector()  # the edges' own pauses would be counted as the master's latency
             figures["rss_open_mb"] = rss_mb(master_proc)
             curve.append((len(sockets), figures["rss_open_mb"]))
             if args.trace_memory:
@@ -390,7 +429,7 @@ async def measure(
             for sid, ws in streaming:
                 prompt = make_frame(
                     "control.prompt.request",
-                    {"prompt_text": f"{args.rate} {count}"},
+                    {"prompt_text": f"{args.rate} {count} {int(args.aligned)}"},
                     session_id=sid,
                 )
                 await ws.send(dump_frame(prompt))
@@ -424,6 +463,8 @@ async def measure(
                 p50_ms=percentile(latencies, 0.5) * 1000 if latencies else float("nan"),
                 p99_ms=percentile(latencies, 0.99) * 1000 if latencies else float("nan"),
             )
+            if LATENCY_TRACE is not None:
+                figures["worst_seconds"] = worst_seconds(LATENCY_TRACE)
             # Issue 35: SIGTERM with every session live; the master must be gone within the
             # 10 s Docker and systemd give it, each edge closed with a code it resumes from.
             figures.update(await stop_master(master_proc, sockets))
@@ -434,6 +475,7 @@ async def measure(
                         await ws.close()
     figures["sessions"] = len(sockets)
     figures["parallel"] = args.parallel
+    figures["aligned"] = args.aligned
     figures["fd_limit"] = args.fd_limit
     figures["edges"] = sum(1 for _, ws in sockets if ws is not None)
     figures["rss_curve"] = curve
@@ -540,6 +582,9 @@ def report(f: dict) -> str:
             f"| frames/s delivered while streaming (offered: {f['offered_per_s']:,.0f}) "
             f"| {f['delivered_per_s']:,.0f} | |",
             f"| master CPU while streaming (100 % = one core) | {f['master_cpu']:.0%} | |",
+            f"| master CPU per delivered frame | "
+            f"{f['master_cpu'] / max(1.0, f['delivered_per_s']) * 1e6:.0f} µs | |",
+            f"| the sessions' frames | {PHASES[bool(f.get('aligned'))]} | |",
             f"| SIGTERM → master exited, every session live | {f.get('stop_s', NAN):.1f} s "
             "| ≤ 10 s |",
             f"| edge sockets closed with a code they reconnect after (1001/1012) "
@@ -560,6 +605,16 @@ def main() -> int:
         "--trace-wait", type=float, default=30.0, help="seconds the memory dump is given"
     )
     parser.add_argument("--parallel", type=int, default=PARALLEL, help="sessions opened at once")
+    parser.add_argument(
+        "--aligned",
+        action="store_true",
+        help="every session's frames in step (a burst each period), not at random phases",
+    )
+    parser.add_argument(
+        "--latency-trace",
+        action="store_true",
+        help="print the streaming's slowest seconds (when the late frames were sent)",
+    )
     parser.add_argument("--play-client", type=int, help=argparse.SUPPRESS)
     parser.add_argument(
         "--no-deflate", action="store_true", help="edges do not offer permessage-deflate"
@@ -571,8 +626,13 @@ def main() -> int:
     if args.play_client:
         serve_client(args.play_client)
         return 0
+    global LATENCY_TRACE
+    LATENCY_TRACE = [] if args.latency_trace else None
     figures = run(args)
     print(report(figures))
+    if "worst_seconds" in figures:
+        print("\nslowest seconds of the streaming (second sent: frames, p99, max ms):")
+        print("\n".join(figures["worst_seconds"]))
     print("\nRSS while opening (sessions: MB): ", end="")
     print(", ".join(f"{n:,}: {mb:.0f}" for n, mb in figures["rss_curve"]))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
