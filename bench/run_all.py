@@ -292,7 +292,27 @@ NOT_MEASURED = """\
     (`client/files/search/walk_parallel.py`): **1.04×** `find -type f` (3.93 s against 3.77 s)
     and, in `run_all --file-search-only` right after, **1.11×** (4.05 / 3.64 s; target ≤ 1.5×:
     met), 148 and 131 B of RSS a file, query p50 / p99 7.7 / 36.1 and 7.6 / 36.4 ms, 47–51×
-    ahead of fzf. The file-search section above is that second run."""
+    ahead of fzf. The file-search section above is that second run.
+  - *10,000 sessions again, 2026-12-05 12:10–12:55 UTC* (quiet machine; `bench/scale.py` with
+    a lighter load generator: frames filled into a template, one read deadline per edge, its
+    collector frozen and off once the sessions are open — a gc callback had shown the
+    generator's own full collections pausing it for up to 635 ms — and sessions at random
+    phases; `--aligned` keeps the old in-step shape). *10 % at 20 frames/s:* p50 / p99
+    **48 / 110 ms** (was 920 / 1,485; target 50 ms: **missed**), 0 lost of 400,000, RSS peak
+    997 MB, stop 6.1 s, 9,800 edges all closed 1001/1012; the generator now 41 % + 49 % of a
+    core, the master **93 %** of one for 19,565 frames/s (47 µs a frame): the master is the
+    bottleneck now, not the cores. *Every session at 1 frame/s:* p50 / p99 **1.3 / 446 ms**
+    (was 613 / 2,122; **missed**), 0 lost of 196,000, RSS peak 987 MB, stop 5.4 s, the master
+    75 % of a core for 9,382 frames/s (**80 µs a frame** against the flood's 9.7: **missed**).
+    In step (`--aligned`, before the collector change) the same shape had p99 768 ms: each
+    period began with 9,800 frames at once, ~0.7 s of the master's work. What the slowest
+    seconds (`--latency-trace`) and a gc callback in the master show: the first 3 s, while
+    every stream starts, p99 ~500 ms; after that 130–180 ms spikes, with the master's full
+    collections taking ~100 ms every ~3 s and its young collections 25–40 ms every ~0.4 s
+    (wall time, on two shared cores). The link pings went in slices of 500 each second,
+    ~70 ms of relay held up (py-spy: 6.8 % of the master's CPU); now 50 each 0.1 s. Next:
+    the master's collector during streaming (what each frame leaves tracked), a Ping without
+    a task of its own, and the per-frame wake-ups listed above."""
 
 
 def curve_text(figures: dict) -> str:
