@@ -5,6 +5,7 @@ gap (dps-profile §8: `dropped > 0`), never given a silent hole."""
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import orjson
 from hypothesis import given, settings
@@ -75,6 +76,19 @@ def test_every_ring_keeps_a_suffix_of_what_it_was_given_within_both_budgets(
             assert ring.bytes == sum(_cost(t) for _, t, _ in ring) <= max(session_bytes, 0)
             kept_bytes += ring.bytes
         assert budget.bytes == kept_bytes <= total_bytes
+
+
+def test_kept_frames_leave_nothing_for_the_collector_to_walk():
+    """Rule 5: after a collection, no entry a kept frame left (in its ring, in the master's
+    order) is tracked, so full collections do not grow with what is kept."""
+    budget = ReplayBudget(frames=100, session_bytes=10**6, total_bytes=10**6)
+    rings = [Ring() for _ in range(3)]
+    for order in range(300):
+        budget.keep(rings[order % 3], f"m{order}", "z" * 40, order)
+    gc.collect()
+    kept = [entry for ring in rings for entry in ring] + list(budget._order)
+    assert len(kept) == 600
+    assert not [entry for entry in kept if gc.is_tracked(entry)]
 
 
 def _frame(message_id: str) -> str:
