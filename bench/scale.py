@@ -40,6 +40,7 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -52,6 +53,7 @@ import psutil
 from aiohttp import WSMsgType, web
 from relay import EDGE_SECRET, percentile
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from rawp.clock import SYSTEM_CLOCK, iso
 from rawp.frames import dump_frame, make_frame
@@ -165,6 +167,7 @@ def serve_client(port: int) -> None:
                     task = asyncio.create_task(stream(rate, count, sid, ws, aligned))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                    task.add_done_callback(said_failure)  # to client.log, once
         return ws
 
     app = web.Application()
@@ -292,7 +295,7 @@ async def read_stream(ws, count: int, deadline: float, latencies: list[float]) -
     # One deadline for the whole read (the loop's clock is time.monotonic): a wait_for per
     # frame made a task per frame, in the process that shares the master's cores.
     got = 0
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(TimeoutError, ConnectionClosed):  # the rest count as lost
         async with asyncio.timeout_at(deadline):
             while got < count:
                 raw = await ws.recv()
@@ -344,6 +347,12 @@ async def open_session(http, master: str, node_id: str, token: dict, edge: bool,
         ping_interval=None,
     )
     return made["session_id"], ws
+
+
+def said_failure(task: asyncio.Task) -> None:
+    """A fake client's stream that failed: its frames count as lost, and here is why."""
+    if not task.cancelled() and task.exception() is not None:
+        traceback.print_exception(task.exception(), file=sys.stdout)
 
 
 def quiet_collector() -> None:

@@ -179,22 +179,22 @@ class TaskOwner:
             if self._again is not None:
                 self._again.cancel()
 
-    def _cancel_again_later(self, round: int) -> None:
+    def _cancel_again_later(self, times: int) -> None:
         loop = asyncio.get_running_loop()
-        self._again = loop.call_later(RECANCEL_AFTER, self._cancel_again, round)
+        self._again = loop.call_later(RECANCEL_AFTER, self._cancel_again, times)
 
-    def _cancel_again(self, round: int) -> None:
+    def _cancel_again(self, times: int) -> None:
         """Rule 2: cancel once more the children a cancellation has not ended yet."""
         stuck = [task for task in self._children if not task.done()]
         if not stuck:
             return
         self._log.warning(
             "%s: %d task(s) still running %g s after being cancelled; cancelling again: %s",
-            self.name, len(stuck), RECANCEL_AFTER * round, "; ".join(map(_where, stuck)),
+            self.name, len(stuck), RECANCEL_AFTER * times, "; ".join(map(_where, stuck)),
         )  # fmt: skip
         for task in stuck:
             task.cancel()
-        self._cancel_again_later(round + 1)
+        self._cancel_again_later(times + 1)
 
     async def __aenter__(self) -> TaskOwner:
         return await self.start()
@@ -251,17 +251,16 @@ class TaskOwner:
         while True:
             try:
                 await start()
-                if self._closed:
-                    return  # rule 3: it swallowed its owner's cancellation and returned
-                self._log.error(
-                    "%s: %s returned, but must run until its owner closes", self.name, label
-                )
+                if not self._closed:  # else it swallowed its owner's cancellation (rule 3)
+                    self._log.error(
+                        "%s: %s returned, but must run until its owner closes", self.name, label
+                    )
             except asyncio.CancelledError:
                 raise
             except Exception:
                 self._log.exception("%s: %s failed", self.name, label)
             if self._closed:
-                return  # rule 3: its owner is closing; nothing is started again
+                return  # rule 3: its owner is closing (or closed it): nothing is started again
             now = loop.time()
             deaths = [at for at in deaths if now - at < RESTART_WINDOW] + [now]
             if len(deaths) > restarts:
