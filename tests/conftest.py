@@ -90,8 +90,27 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     watch = getattr(item, "hang_watch", None)
+    report = outcome.get_result()
     if watch is not None and watch.report is not None:
-        outcome.get_result().sections.append(("hang", f"stacks of the hang: {watch.report}"))
+        report.sections.append(("hang", f"stacks of the hang: {watch.report}"))
+    if report.failed:
+        report.sections.extend(process_logs(getattr(item, "funcargs", {})))
+
+
+LOG_TAIL = 16_000  # characters of each process log a failed test's report shows
+
+
+def process_logs(funcargs: dict) -> list[tuple[str, str]]:
+    """The end of the master's and the client's logs of a failed test's `stack` (tests/edge/
+    stack.py), so a failure on a busy CI machine says what the processes did meanwhile."""
+    stack = funcargs.get("stack")
+    sections = []
+    for name in ("master_log", "client_log"):
+        log = getattr(stack, name, None)
+        if isinstance(log, Path) and log.exists():
+            text = log.read_text(errors="replace")[-LOG_TAIL:]
+            sections.append((name.replace("_", " "), f"{log}:\n{text}"))
+    return sections
 
 
 def pytest_sessionfinish(session, exitstatus):

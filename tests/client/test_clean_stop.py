@@ -28,7 +28,7 @@ async def test_sigterm_with_a_live_session_is_a_clean_stop(stack):
 
         stack.client_proc.terminate()
         assert stack.client_proc.wait(timeout=30) == 0
-        said = stack.client_proc.stdout.read().decode()
+        said = stack.client_output()
     assert "ERROR" not in said and "Traceback" not in said, said
     assert "CancelledError" not in said, said
     assert said.count("rawp client stopped") == 1, said

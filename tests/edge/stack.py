@@ -23,6 +23,10 @@ SUBPROTOCOLS = ["rawp-dps-1.0", "rawp-1.0"]
 
 
 def read_until(proc, needle: str, limit: float = 60.0) -> str:
+    """The lines `proc` printed on its stdout pipe up to the first holding `needle`. The pipe
+    must be read on afterwards, or the process closed: a child whose pipe nobody drains blocks
+    in its next write once the pipe's 64 KiB are full (a long-lived process logs to a file:
+    `Stack.client_log`, `follow_until`)."""
     seen = []
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
@@ -33,6 +37,20 @@ def read_until(proc, needle: str, limit: float = 60.0) -> str:
         if needle in line:
             return "".join(seen)
     raise AssertionError(f"{needle!r} never appeared in:\n{''.join(seen)}")
+
+
+def follow_until(log: Path, offset: int, proc, needle: str, limit: float = 60.0) -> str:
+    """What `proc` wrote to `log` from byte `offset` up to the first line holding `needle`."""
+    deadline = time.monotonic() + limit
+    while True:
+        with log.open("rb") as file:
+            file.seek(offset)
+            said = file.read().decode(errors="replace")
+        if needle in said:
+            return said[: said.index(needle)] + said[said.index(needle) :].split("\n", 1)[0]
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{needle!r} never appeared in:\n{said}")
+        time.sleep(0.05)
 
 
 @dataclass
@@ -46,14 +64,31 @@ class Stack:
     proxy: CuttableProxy
     client_state: Path
     master_log: Path
+    client_log: Path  # every client run's output, one after the other
     client_proc: Any = None
     node_id: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # for the master and the client
-    client_start_log: str = ""  # what the client printed up to its config sync
+    client_start_log: str = ""  # what the last client run printed up to its config sync
+    client_log_start: int = 0  # where the last client run's output begins in client_log
 
     def start_client(self, *extra: str) -> None:
-        self.client_proc = self.processes.rawp(*self.client_args, *extra, env=self.env)
-        self.client_start_log = read_until(self.client_proc, "config synced with the master")
+        # To a file, as the master's: a pipe read only up to the config sync filled up later
+        # in a long module and held the client in a logging write (issue 32).
+        self.client_log_start = self.client_log.stat().st_size if self.client_log.exists() else 0
+        with self.client_log.open("ab") as output:  # the child has its own descriptor
+            self.client_proc = self.processes.rawp(
+                *self.client_args, *extra, env=self.env, stdout=output
+            )
+        synced = "config synced with the master"
+        self.client_start_log = follow_until(
+            self.client_log, self.client_log_start, self.client_proc, synced
+        )
+
+    def client_output(self) -> str:
+        """Everything the last client run wrote so far."""
+        with self.client_log.open("rb") as file:
+            file.seek(self.client_log_start)
+            return file.read().decode(errors="replace")
 
     def stop_client(self) -> None:
         self.client_proc.terminate()
@@ -145,7 +180,11 @@ async def recv(ws: ClientConnection, wait: float = 30) -> dict:
 async def recv_until(ws: ClientConnection, type: str, wait: float = 30) -> list[dict]:
     seen = []
     while True:
-        seen.append(await recv(ws, wait))
+        try:
+            seen.append(await recv(ws, wait))
+        except TimeoutError:
+            kinds = [f["type"] for f in seen]
+            raise AssertionError(f"no {type} within {wait} s; before it came: {kinds}") from None
         if seen[-1]["type"] == type:
             return seen
 
@@ -203,6 +242,7 @@ def start_stack(
         proxy=proxy,
         client_state=client_state,
         master_log=master_log,
+        client_log=tmp / "client.log",
         env=dict(env or {}),
     )
 

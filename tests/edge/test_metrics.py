@@ -80,7 +80,7 @@ async def test_a_relayed_turn_moves_the_counters_and_leaks_no_secret(json_stack)
             user_token = edge.token
         stack.stop_client()
         # The client's whole log: its start, then the rest (a clean stop adds one plain line).
-        client_log = stack.client_start_log + stack.client_proc.stdout.read().decode()
+        client_log = stack.client_output()
     master_log = stack.master_log.read_text()
 
     m = samples(master_text)
