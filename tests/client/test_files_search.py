@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -286,3 +287,35 @@ async def test_an_unwatched_tree_is_walked_again_only_when_the_clock_says_so(tmp
         assert sorted(index.paths()) == ["new.py", "old.py"]
     finally:
         await index.close()
+
+
+async def test_a_build_whose_walk_child_was_killed_is_built_again_by_the_next_search(
+    service, workspace
+):
+    """A first build whose walk child dies (killed here, as an OOM killer or a refused fork
+    would end it) fails the search that waited for it, and the next search builds again —
+    before, the failed build was kept and every later search of the root failed too."""
+    import asyncio
+
+    import psutil
+
+    make_tree(workspace, {"src/auth.py": "x\n", "README.md": "# hi\n"})
+    me = psutil.Process()
+
+    async def kill_the_walk() -> int:
+        while True:
+            for child in me.children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if "client.files.search.walk_process" in child.cmdline():
+                        child.kill()
+                        return child.pid
+            await asyncio.sleep(0.002)
+
+    killer = asyncio.create_task(kill_the_walk())
+    try:
+        with pytest.raises(RuntimeError, match="could not be built"):
+            await paths(service, workspace, "auth")
+        assert killer.done() and killer.result() > 0  # the failure was the kill, not chance
+    finally:
+        killer.cancel()
+    assert await paths(service, workspace, "auth") == ["src/auth.py"]

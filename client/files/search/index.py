@@ -76,9 +76,13 @@ class RootIndex:
     # --- life cycle -----------------------------------------------------------------------
 
     async def ready(self) -> None:
-        """Build the index on first use; every caller waits for the same build."""
-        if self._built is None:
-            await self._tasks.start()
+        """Build the index on first use; every caller waits for the same build. A build that
+        failed (its walk child killed, a fork refused on a busy machine) fails the searches
+        that waited for it, and the next search builds again: one bad moment must not leave
+        the root without a search until the client restarts."""
+        if self._built is None or (self._built.done() and not self._built_ok):
+            if not self._tasks.running:
+                await self._tasks.start()
             self._built = self._tasks.spawn(self._build(), name="build")
         # shield: a cancelled search must not cancel the build the next search needs
         await asyncio.shield(self._built)
