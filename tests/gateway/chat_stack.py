@@ -206,3 +206,19 @@ def slack_button_click(world: SlackWorld, question, thread_ts: str, label: str) 
     return world.block_actions(
         button["action_id"], button["value"], message=message, block_id=block_id
     )
+
+
+def renderer_states(service: ConversationService) -> str:
+    """What each live session's renderer holds now, for a test whose wait for a decoration
+    (✅ on the prompt) ran out: whether the turn ended, and whether it knew its prompt's
+    chat message (without it no reaction is made)."""
+    lines = []
+    for session_id, live in service.live.items():
+        core = live.renderer.core
+        turn = core.turn
+        current = "none" if turn is None else f"{turn.turn_id} (message {turn.user_message})"
+        lines.append(
+            f"session {session_id}: current turn {current}; ended {list(core._ended)}; "
+            f"prompts not started {list(core.origins)}; link ended {live.link.ended}"
+        )
+    return "\n".join(lines) or "no live session"

@@ -10,7 +10,7 @@ import pytest
 from tests.adapters.slack_support import running_app
 from tests.fakes.slack_payloads import SlackWorld
 from tests.fakes.slack_server import FakeSlack
-from tests.gateway.chat_stack import conversation_service, module_stack
+from tests.gateway.chat_stack import conversation_service, module_stack, renderer_states
 
 WORLD = SlackWorld()
 OWNER = f"slack:{WORLD.team_id}:{WORLD.alice['id']}"
@@ -47,16 +47,19 @@ async def said(slack: FakeSlack, channel: str, thread_ts: str, text: str):
     )
 
 
-async def checked(slack: FakeSlack, channel: str, ts: str) -> None:
-    await slack.wait_for_call(
-        "reactions.add",
-        where=lambda c: (
-            c.body.get("channel") == channel
-            and c.body.get("timestamp") == ts
-            and c.body.get("name") == "white_check_mark"
-        ),
-        timeout=30,
-    )
+async def checked(slack: FakeSlack, channel: str, ts: str, service) -> None:
+    try:
+        await slack.wait_for_call(
+            "reactions.add",
+            where=lambda c: (
+                c.body.get("channel") == channel
+                and c.body.get("timestamp") == ts
+                and c.body.get("name") == "white_check_mark"
+            ),
+            timeout=30,
+        )
+    except TimeoutError as exc:  # issue 32: say what the renderer knew, not only the calls
+        raise AssertionError(f"{exc}\n{renderer_states(service)}") from None
 
 
 async def test_a_top_level_mention_opens_the_session_in_its_thread(gateway):
@@ -68,7 +71,7 @@ async def test_a_top_level_mention_opens_the_session_in_its_thread(gateway):
     await said(slack, WORLD.channel_id, thread, "Every message in this thread is a prompt")
     answer = await said(slack, WORLD.channel_id, thread, 'You said: "fix the failing test"')
     assert WORLD.bot_user_id not in text_of(answer)  # the mention left the prompt
-    await checked(slack, WORLD.channel_id, mention["ts"])
+    await checked(slack, WORLD.channel_id, mention["ts"], service)
     # Nothing went to the channel itself, and no usage text any more.
     assert all(c.body.get("thread_ts") for c in slack.calls("chat.postMessage"))
     assert not slack.calls("chat.postEphemeral")
@@ -90,7 +93,7 @@ async def test_a_direct_message_is_a_session_in_its_dm_thread(gateway):
     thread = first["ts"]
     await said(slack, dm, thread, "Every message in this thread is a prompt")
     await said(slack, dm, thread, 'You said: "hello from a DM"')
-    await checked(slack, dm, first["ts"])
+    await checked(slack, dm, first["ts"], service)
 
     # A reply in that DM thread is a prompt for the same session.
     again = WORLD.message_event("and again", channel=dm, thread_ts=thread)
