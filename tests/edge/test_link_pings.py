@@ -10,6 +10,7 @@ from websockets.asyncio.server import serve
 from websockets.protocol import State
 
 from master.edge.links.link_pings import LinkPings
+from rawp.clock import FakeClock
 
 
 async def test_a_link_without_pongs_is_aborted_and_a_live_one_kept():
@@ -111,3 +112,40 @@ async def test_a_stopped_pinger_cancels_the_pings_it_is_still_writing():
         assert writing.cancelled()  # rule 5: nothing the pinger started outlives it
         stuck.resume_writing()
         await stuck.close()
+
+
+async def test_with_fewer_links_than_ticks_each_is_pinged_and_judged_once_an_interval():
+    """Issue 32: with fewer links than ticks a link comes round on every tick. It is pinged
+    once an interval, and aborted only when its Pong is an interval late — not on the next
+    tick, 0.1 s after its Ping, which on a busy machine cut the link of a session just
+    started."""
+    stalled: list = []
+
+    async def handler(ws):
+        if ws.request.path == "/stall":
+            ws.transport.pause_reading()  # reads no Ping, so answers none
+            stalled.append(ws)
+        await ws.wait_closed()
+
+    clock = FakeClock()
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        live = await connect(f"ws://127.0.0.1:{port}/live", ping_interval=None)
+        dead = await connect(f"ws://127.0.0.1:{port}/stall", ping_interval=None)
+        async with LinkPings(interval=1.0, ticks=10, monotonic=clock.monotonic) as pings:
+            pings.add(live)
+            pings.add(dead)
+            for _ in range(10):  # one interval, a tick each 0.1 s: each link comes round 5 times
+                await pings.tick()
+                await asyncio.sleep(0.01)  # the Pings go out; the live link's Pong comes back
+                clock.advance(0.1)
+            assert pings.sent == 2 and pings.aborted == 0  # one Ping each, nobody judged yet
+            for _ in range(2):  # an interval after each one's Ping: live again, the dead one out
+                await pings.tick()
+                await asyncio.sleep(0.01)
+                clock.advance(0.1)
+            await asyncio.wait_for(dead.wait_closed(), 5)
+            assert pings.sent == 3 and pings.aborted == 1
+            assert live.state is State.OPEN
+            await live.close()
+        stalled[0].transport.abort()

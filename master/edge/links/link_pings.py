@@ -5,12 +5,16 @@ websockets runs a keepalive task per connection (`ping_interval`): at 10,000 ses
 
 Rules:
 
-1. Each link registered with `add` gets a Ping every `interval` seconds. The links are pinged a
+1. Each link registered with `add` gets a Ping every `interval` seconds. The links are visited a
    slice per tick (`ticks` ticks per interval), so 10,000 Pings never go out in one turn of
-   the event loop, where they would hold up the frames being relayed.
-2. A link whose Pong has not come back by its next turn (`interval` seconds later; websockets'
-   own default waits as long) is aborted, as websockets' keepalive fails it: the link's pump
-   sees the socket close and reattaches (master.edge.links.client_link rule 2).
+   the event loop, where they would hold up the frames being relayed. A visit pings a link
+   only when `interval` has passed since its last Ping: with fewer links than ticks the same
+   link comes round every tick, and it must not be pinged — or judged — every 0.1 s.
+2. A link whose Pong has not come back `interval` seconds after its Ping (websockets' own
+   default waits as long) is aborted, as websockets' keepalive fails it: the link's pump
+   sees the socket close and reattaches (master.edge.links.client_link rule 2). Before
+   issue 32 a link was judged on its next visit, which for a master with one session was the
+   next tick: on a busy machine a Pong 0.1 s late cut the link of a session just started.
 3. A link that closed is forgotten on its turn; `discard` forgets one at once.
 4. A Ping waits for room in the link's send buffer (websockets drains after each write), so
    each goes out in a task of its own and the loop never waits on one stalled link; a link
@@ -26,6 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from itertools import islice
 
 from websockets.asyncio.client import ClientConnection
@@ -44,14 +50,22 @@ TICKS = 200
 
 
 class LinkPings:
-    def __init__(self, interval: float = INTERVAL, ticks: int = TICKS) -> None:
+    def __init__(
+        self,
+        interval: float = INTERVAL,
+        ticks: int = TICKS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.interval = interval
         self.ticks = ticks
+        self._monotonic = monotonic
         # link → its Ping being written (a task), then the Pong it waits for (a future); None
         # before its first Ping. A dict keeps the order.
         self._links: dict[ClientConnection, asyncio.Future | None] = {}
+        self._pinged_at: dict[ClientConnection, float] = {}  # when its last Ping was started
         self._cursor = 0  # where the next slice starts
         self.aborted = 0
+        self.sent = 0  # Pings started
         self._tasks = TaskOwner("link pings", log)  # rule 5
 
     def add(self, ws: ClientConnection) -> None:
@@ -59,6 +73,7 @@ class LinkPings:
 
     def discard(self, ws: ClientConnection) -> None:
         self._links.pop(ws, None)
+        self._pinged_at.pop(ws, None)
 
     def __len__(self) -> int:
         return len(self._links)
@@ -85,17 +100,22 @@ class LinkPings:
             self._cursor = 0
         links = list(islice(self._links.items(), self._cursor, self._cursor + size))
         self._cursor += size
+        now = self._monotonic()
         for ws, pending in links:
             if ws.state is State.CLOSED:
                 self._forget(ws)  # rule 3
             elif isinstance(pending, asyncio.Task) and not pending.done():
                 continue  # rule 4: its Ping is still being written
+            elif now - self._pinged_at.get(ws, -self.interval) < self.interval:
+                continue  # rule 1: pinged less than an interval ago
             elif pending is not None and not pending.done():
                 log.info("a client link answered no Ping within %.0f s; aborting it", self.interval)
                 self.aborted += 1
                 self._forget(ws)
                 ws.transport.abort()  # rule 2: the pump sees the close and reattaches
             else:
+                self._pinged_at[ws] = now
+                self.sent += 1
                 writing = self._links[ws] = self._tasks.spawn(_ping(ws), name="ping")
                 writing.add_done_callback(lambda task, ws=ws: self._pinged(ws, task))
 
@@ -113,6 +133,7 @@ class LinkPings:
 
     def _forget(self, ws: ClientConnection) -> None:
         self._links.pop(ws, None)
+        self._pinged_at.pop(ws, None)
         self._cursor = max(0, self._cursor - 1)  # the slice after it moved up by one
 
 
