@@ -53,6 +53,32 @@ async def test_client_link_cut_at_random_points_loses_and_repeats_nothing(master
         await cut_trials("client-link cut", edge, made.stack.proxy, url)
 
 
+async def test_client_link_cut_in_a_new_sessions_first_turn_loses_nothing(master_stack):
+    """Issue 32: a link cut before the master has read any frame after the greeting (a new
+    session's first turn; on a busy machine the link pings cut it there). The client had
+    written the turn's first frames into the dead socket, so they count as sent; the master
+    reattaches with no frame of its own to name, and the client must replay from its greeting,
+    sent frames included — before, it replayed only unsent ones and `session.turn.start` was
+    lost. Each trial is a new session, cut at the first byte after the prompt."""
+    made = master_stack
+    url = made.stack.master_url
+    proxy = made.stack.proxy
+
+    async def trial(number, rng):
+        async with session_edge(url, OWNER, made.stack.root) as edge:
+            await edge.connect(lambda: [url], 15.0)  # the greeting has come through the proxy
+            proxy.arm(1)  # the first byte of the turn: the master gets nothing after it
+            outcome = await turn_trial(
+                edge, number, lambda: [url], None, None, point="cut at the turn's first byte"
+            )
+            proxy.disarm()
+            if not proxy.fired.is_set():
+                outcome.notes.append("the cut did not happen during the turn")
+            return outcome
+
+    await trials.run("client-link cut in a first turn", trial, total=min(trials.trials(), 5))
+
+
 async def test_edge_link_cut_at_random_points_loses_and_repeats_nothing(master_stack):
     made = master_stack
     url = made.stack.master_url

@@ -11,9 +11,14 @@ Rules:
    relayed, then a new socket (backoff by tenacity). The client replays what followed that
    frame, so edges see a gap-free stream; they drop repeats by `message_id`.
 3. Greeting frames of a socket (`session.capabilities`, `tool.catalog.publish`, then
-   `session.history` on a reattach) are not in the client's replay buffer, so they never
-   become the cursor of rule 2; on a reattached socket the first two are not sent to edges
-   again.
+   `session.history` on a reattach) are not in the client's replay buffer, so they do not
+   move the cursor of rule 2; on a reattached socket the first two are not sent to edges
+   again. One exception: while the master has no cursor yet (a new session, or a resume that
+   knew none), the greeting becomes it. The client keeps a greeting's place (its buffer rule
+   5), so a link that drops before any other frame has come is replayed from there, the
+   frames the client had written into the dead socket included; with no cursor at all the
+   client could only replay what it had not written, and a new session's first
+   `session.turn.start` was lost that way (issue 32).
 4. If the client is not back within the pinned `reattach_window`, or says the session is gone
    (404), or the window is 0, the session is TERMINATED.
 5. `send` says True only once the frame is written to the client's socket (issue 14 §2: a
@@ -268,6 +273,8 @@ class ClientLink:
                     continue
                 kind, message_id = seen
                 if greeting and kind in GREETING:
+                    if self.cursor is None:  # rule 3: the place to replay from, if we drop
+                        self.cursor = message_id
                     continue
                 if greeting and kind == "session.history":
                     greeting = False
