@@ -316,7 +316,14 @@ NOT_MEASURED = """\
     One more, after the replay ring stopped leaving a tracked tuple per kept frame
     (`replay_ring.py` rule 5), same shape, one run: p50 / p99 0.9 / 366 ms (446 before, one
     run each: not told apart from noise), 78 µs a frame; the 115–150 ms spikes after the
-    first seconds remain."""
+    first seconds remain.
+  - *uvloop in the master, 2026-12-05 14:39–14:46 UTC* (commit 0f2eca8 for both; every session
+    at 1 frame/s, one run each, back to back, nothing else running; the master run on uvloop by
+    a local change that is not kept): asyncio p50 / p99 **81.6 / 760 ms**, 99 µs a frame, 91 %
+    of a core, stop 5.7 s; uvloop **24.2 / 631 ms**, 91 µs a frame, 84 %, stop 4.9 s; 0 lost of
+    196,000 in both. Not adopted: 8 % less CPU a frame is inside what this machine varies by
+    (the same asyncio master measured 78–80 µs in the runs above), and neither is near the
+    target; the cost is the master's own work per frame, not the loop's wake-ups."""
 
 
 def curve_text(figures: dict) -> str:
