@@ -4,6 +4,7 @@ loopback; a peer that stops reading never answers a Ping, a reading one always d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
@@ -13,7 +14,10 @@ from master.edge.links.link_pings import LinkPings
 from rawp.clock import FakeClock
 
 
-async def test_a_link_without_pongs_is_aborted_and_a_live_one_kept():
+@contextlib.asynccontextmanager
+async def live_and_stalled():
+    """Two client-side links to a real server: `live` answers every Ping, `dead` none (its
+    server end reads nothing)."""
     stalled: list = []
 
     async def handler(ws):
@@ -26,20 +30,27 @@ async def test_a_link_without_pongs_is_aborted_and_a_live_one_kept():
         port = server.sockets[0].getsockname()[1]
         live = await connect(f"ws://127.0.0.1:{port}/live", ping_interval=None)
         dead = await connect(f"ws://127.0.0.1:{port}/stall", ping_interval=None)
-        async with LinkPings(interval=0.2, ticks=2) as pings:
-            pings.add(live)
-            pings.add(dead)
-            for _ in range(6):  # three rounds: a Ping each, then the check of the next round
-                await pings.tick()
-                await asyncio.sleep(0.1)
-            await asyncio.wait_for(dead.wait_closed(), 5)
-            assert pings.aborted == 1
-            assert live.state is State.OPEN and len(pings) == 1
-            await live.close()
+        try:
+            yield live, dead
+        finally:
+            for ws in stalled:  # it reads nothing, so it would not see the close either
+                ws.transport.abort()
+
+
+async def test_a_link_without_pongs_is_aborted_and_a_live_one_kept():
+    async with live_and_stalled() as (live, dead), LinkPings(interval=0.2, ticks=2) as pings:
+        pings.add(live)
+        pings.add(dead)
+        for _ in range(6):  # three rounds: a Ping each, then the check of the next round
             await pings.tick()
-            await pings.tick()
-            assert len(pings) == 0  # a closed link is forgotten on its turn
-        stalled[0].transport.abort()  # it reads nothing, so it would not see the close either
+            await asyncio.sleep(0.1)
+        await asyncio.wait_for(dead.wait_closed(), 5)
+        assert pings.aborted == 1
+        assert live.state is State.OPEN and len(pings) == 1
+        await live.close()
+        await pings.tick()
+        await pings.tick()
+        assert len(pings) == 0  # a closed link is forgotten on its turn
 
 
 async def test_pings_go_out_a_slice_per_tick():
@@ -119,33 +130,21 @@ async def test_with_fewer_links_than_ticks_each_is_pinged_and_judged_once_an_int
     once an interval, and aborted only when its Pong is an interval late — not on the next
     tick, 0.1 s after its Ping, which on a busy machine cut the link of a session just
     started."""
-    stalled: list = []
-
-    async def handler(ws):
-        if ws.request.path == "/stall":
-            ws.transport.pause_reading()  # reads no Ping, so answers none
-            stalled.append(ws)
-        await ws.wait_closed()
-
     clock = FakeClock()
-    async with serve(handler, "127.0.0.1", 0) as server:
-        port = server.sockets[0].getsockname()[1]
-        live = await connect(f"ws://127.0.0.1:{port}/live", ping_interval=None)
-        dead = await connect(f"ws://127.0.0.1:{port}/stall", ping_interval=None)
-        async with LinkPings(interval=1.0, ticks=10, monotonic=clock.monotonic) as pings:
-            pings.add(live)
-            pings.add(dead)
-            for _ in range(10):  # one interval, a tick each 0.1 s: each link comes round 5 times
-                await pings.tick()
-                await asyncio.sleep(0.01)  # the Pings go out; the live link's Pong comes back
-                clock.advance(0.1)
-            assert pings.sent == 2 and pings.aborted == 0  # one Ping each, nobody judged yet
-            for _ in range(2):  # an interval after each one's Ping: live again, the dead one out
-                await pings.tick()
-                await asyncio.sleep(0.01)
-                clock.advance(0.1)
-            await asyncio.wait_for(dead.wait_closed(), 5)
-            assert pings.sent == 3 and pings.aborted == 1
-            assert live.state is State.OPEN
-            await live.close()
-        stalled[0].transport.abort()
+    pings = LinkPings(interval=1.0, ticks=10, monotonic=clock.monotonic)
+    async with live_and_stalled() as (live, dead), pings:
+        pings.add(live)
+        pings.add(dead)
+        for _ in range(10):  # one interval, a tick each 0.1 s: each link comes round 5 times
+            await pings.tick()
+            await asyncio.sleep(0.01)  # the Pings go out; the live link's Pong comes back
+            clock.advance(0.1)
+        assert pings.sent == 2 and pings.aborted == 0  # one Ping each, nobody judged yet
+        for _ in range(2):  # an interval after each one's Ping: live again, the dead one out
+            await pings.tick()
+            await asyncio.sleep(0.01)
+            clock.advance(0.1)
+        await asyncio.wait_for(dead.wait_closed(), 5)
+        assert pings.sent == 3 and pings.aborted == 1
+        assert live.state is State.OPEN
+        await live.close()
