@@ -311,11 +311,9 @@ async def test_a_build_whose_walk_child_was_killed_is_built_again_by_the_next_se
                         return child.pid
             await asyncio.sleep(0.002)
 
-    killer = asyncio.create_task(kill_the_walk())
-    try:
+    async with asyncio.TaskGroup() as group:  # a killer left running is cancelled with it
+        killer = group.create_task(kill_the_walk())
         with pytest.raises(RuntimeError, match="could not be built"):
             await paths(service, workspace, "auth")
         assert killer.done() and killer.result() > 0  # the failure was the kill, not chance
-    finally:
-        killer.cancel()
     assert await paths(service, workspace, "auth") == ["src/auth.py"]

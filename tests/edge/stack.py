@@ -39,15 +39,21 @@ def read_until(proc, needle: str, limit: float = 60.0) -> str:
     raise AssertionError(f"{needle!r} never appeared in:\n{''.join(seen)}")
 
 
+def read_from(log: Path, offset: int) -> str:
+    """What was written to `log` from byte `offset` on."""
+    with log.open("rb") as file:
+        file.seek(offset)
+        return file.read().decode(errors="replace")
+
+
 def follow_until(log: Path, offset: int, proc, needle: str, limit: float = 60.0) -> str:
     """What `proc` wrote to `log` from byte `offset` up to the first line holding `needle`."""
     deadline = time.monotonic() + limit
     while True:
-        with log.open("rb") as file:
-            file.seek(offset)
-            said = file.read().decode(errors="replace")
+        said = read_from(log, offset)
         if needle in said:
-            return said[: said.index(needle)] + said[said.index(needle) :].split("\n", 1)[0]
+            end = said.find("\n", said.index(needle))
+            return said if end < 0 else said[:end]
         if proc.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(f"{needle!r} never appeared in:\n{said}")
         time.sleep(0.05)
@@ -86,9 +92,7 @@ class Stack:
 
     def client_output(self) -> str:
         """Everything the last client run wrote so far."""
-        with self.client_log.open("rb") as file:
-            file.seek(self.client_log_start)
-            return file.read().decode(errors="replace")
+        return read_from(self.client_log, self.client_log_start)
 
     def stop_client(self) -> None:
         self.client_proc.terminate()

@@ -69,15 +69,20 @@ def open_page(page, url: str, selector: str, timeout_ms: float = OPEN_MS) -> Non
     log = PAGE_LOGS.get(id(page))
     deadline = time.monotonic() + timeout_ms / 1000
     reloads, seen = 0, len(log.failed) if log else 0
+
+    def load_again(load) -> None:
+        nonlocal reloads, seen
+        reloads, seen = reloads + 1, len(log.failed) if log else 0
+        print(f"open_page: {url} interrupted by a network change; loading it again")
+        load()
+
     try:
         try:
             page.goto(url, timeout=timeout_ms)
         except PlaywrightError as exc:
             if NETWORK_CHANGED not in exc.message:
                 raise
-            reloads, seen = 1, len(log.failed) if log else 0
-            print(f"open_page: {url} interrupted by a network change; loading it again")
-            page.goto(url, timeout=timeout_ms)
+            load_again(lambda: page.goto(url, timeout=timeout_ms))
         while True:
             left_ms = (deadline - time.monotonic()) * 1000
             try:
@@ -87,8 +92,6 @@ def open_page(page, url: str, selector: str, timeout_ms: float = OPEN_MS) -> Non
                 if left_ms <= POLL_MS:
                     raise
             if log is not None and log.network_changed_since(seen) and reloads < RELOADS:
-                reloads, seen = reloads + 1, len(log.failed)
-                print(f"open_page: {url} interrupted by a network change; loading it again")
-                page.reload(timeout=max(1.0, left_ms))
+                load_again(lambda left=left_ms: page.reload(timeout=max(1.0, left)))
     except PlaywrightTimeoutError as exc:
         raise AssertionError(f"{exc.message}\n{log or 'no page log'}") from None
