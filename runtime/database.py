@@ -9,9 +9,11 @@ Rules:
    `sqlite+aiosqlite:///…`). A string without `://` is a path. A URL without a driver
    (`postgresql://`, `sqlite:///`) gets the async one the project ships (asyncpg, aiosqlite).
 2. On SQLite a writer waits for another's write (`SQLITE_TIMEOUT_S`) instead of failing; the
-   file runs in WAL mode, with the program's own pragmas (`SQLite`). A private file is created
-   with mode 0600 before SQLite opens it with the umask's. An in-memory database lives as long
-   as its one connection: the pool keeps exactly one, and callers take turns with it.
+   file runs in WAL mode, with the program's own pragmas (`SQLite`), each run again for as long
+   when it finds the file locked (SQLite's own wait does not cover turning a file into WAL).
+   A private file is created with mode 0600 before SQLite opens it with the umask's. An
+   in-memory database lives as long as its one connection: the pool keeps exactly one, and
+   callers take turns with it.
 3. `SQLite.explicit_begin`: the driver's own transaction handling is off and this module
    begins each transaction (SQLAlchemy's documented recipe): a `write()` begins with
    `BEGIN IMMEDIATE`, taking the file's write lock before its first read, so a read-then-write
@@ -26,6 +28,7 @@ Rules:
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -36,6 +39,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
 SQLITE_TIMEOUT_S = 30  # rule 2: a writer waits this long for another's write to end
 ASYNC_DRIVERS = {
@@ -174,12 +178,32 @@ def _sqlite_connect(sqlite: SQLite):
     def on_connect(dbapi_connection, _record) -> None:
         if sqlite.explicit_begin:  # rule 3: `_sqlite_begin` decides, DDL runs inside too
             dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        for pragma in sqlite.pragmas:
-            cursor.execute(pragma)
-        cursor.close()
+        # On the driver's own connection (SQLAlchemy's documented way to await in a pool event),
+        # so a retry waits without holding up the event loop.
+        dbapi_connection.run_async(lambda driver: _run_pragmas(driver, sqlite.pragmas))
 
     return on_connect
+
+
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+async def _run_pragmas(driver, pragmas: tuple[str, ...]) -> None:
+    """Rule 2: a pragma that finds the file locked is run again until `SQLITE_TIMEOUT_S`.
+    Turning a new file into WAL needs the file to itself, and SQLite answers "database is
+    locked" at once, without its busy timeout, when another connection has just opened it (four
+    replicas starting on one new file)."""
+    for pragma in pragmas:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(_locked),
+            wait=wait_exponential(multiplier=0.005, max=0.25),
+            stop=stop_after_delay(SQLITE_TIMEOUT_S),
+            reraise=True,
+        ):
+            with attempt:
+                cursor = await driver.execute(pragma)
+                await cursor.close()
 
 
 def _sqlite_begin(conn) -> None:
