@@ -104,14 +104,22 @@ class DiscordGateway:
         self.log = log
         self.resume_url = resume_url  # callable → the URL put in READY.resume_gateway_url
         self.sessions: list[GatewaySession] = []
+        # Every open socket, identified or not: close_all must end them all. A client that had
+        # reconnected but not yet identified kept its handler open, and aiohttp's cleanup then
+        # waited its full shutdown timeout (60 s) for it: a minute per test under load.
+        self.sockets: set[web.WebSocketResponse] = set()
+        self.closing = False
         self.shard_of_session: dict[str, tuple[int, int]] = {}  # a RESUME keeps its shard
         # Set: injected events reach this session only (several gateway replicas, each with its
         # own connection, and a test that chooses which one an event arrives through).
         self.only: GatewaySession | None = None
 
-    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if self.closing:  # the fake is shutting down: a reconnecting client is turned away
+            return web.Response(status=503, text="the fake Discord is closing")
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
         await ws.prepare(request)
+        self.sockets.add(ws)
         compress = request.query.get("compress") == "zlib-stream"
         peer = request.transport.get_extra_info("peername") if request.transport else None
         session = GatewaySession(ws, compress=compress, peer=peer)
@@ -129,6 +137,7 @@ class DiscordGateway:
                     break
                 await self._receive(session, frame)
         finally:
+            self.sockets.discard(ws)
             if session in self.sessions:
                 self.sessions.remove(session)
         return ws
@@ -225,6 +234,7 @@ class DiscordGateway:
         return found[-1]
 
     async def close_all(self) -> None:
-        for session in list(self.sessions):
-            await session.ws.close()
+        self.closing = True
+        for ws in list(self.sockets):
+            await ws.close()
         self.sessions.clear()

@@ -29,8 +29,11 @@ class SlackSocketMode:
         self.tickets = tickets  # shared with the Web API, which issues them
         self.app_id = app_id
         self.connections: list[web.WebSocketResponse] = []
+        self.closing = False  # set by close_all: a client reconnecting meanwhile is turned away
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if self.closing:  # else its handler would hold the fake's cleanup for 60 s
+            return web.Response(status=503, text="the fake Slack is closing")
         ticket = request.query.get("ticket", "")
         if ticket not in self.tickets:
             self.log.record(Call("WS", "CONNECT", None, query=dict(request.query), status=401))
@@ -105,5 +108,6 @@ class SlackSocketMode:
             await asyncio.sleep(0.01)
 
     async def close_all(self) -> None:
+        self.closing = True
         for ws in list(self.connections):
             await ws.close()
