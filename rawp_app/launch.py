@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -66,6 +67,7 @@ log = logging.getLogger(__name__)
 
 PLATFORMS = ("discord", "slack", "console", "web")
 CONSOLE_WAIT_FOR_NODE_S = 30.0
+CONSOLE_SEARCH_TIMEOUT_S = 15.0  # `@name` at the console: how long the file list is waited for
 
 
 class LaunchError(Exception):
@@ -388,7 +390,9 @@ async def run_console(
         platform,
         lines,
         commands=lambda: live.renderer.commands,
-        file_search=live.search_files,
+        # No platform deadline here (Discord's autocomplete has 3 s): the person at the console
+        # waits for the list, and a workspace's first search also builds its index.
+        file_search=functools.partial(live.search_files, timeout_s=CONSOLE_SEARCH_TIMEOUT_S),
     )
     # The chat waits for input; a session that ends meanwhile (its pump stops) ends it too
     # (run_chat races the pump), and so does a stop signal.
