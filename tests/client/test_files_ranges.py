@@ -78,19 +78,25 @@ def tree(tmp_path_factory):
     return base
 
 
+@pytest.fixture(scope="module")
+def search_tree(tree):
+    """One service (one index, one event loop) for every example: the range rules are about
+    ranking, and building the index again per example (a walk child each time) took a minute
+    of the suite's time."""
+    with asyncio.Runner() as runner:
+        service = FileSearchService([tree], watch=False)
+        try:
+            yield lambda query: runner.run(search(service, tree, query, max_results=50))
+        finally:
+            runner.run(service.close())
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(query=st.text(alphabet="autsrcéñ設定😀./_ ", min_size=1, max_size=6))
-def test_every_candidate_satisfies_the_range_rules(tree, query):
-    async def run():
-        service = FileSearchService([tree], watch=False)
-        try:
-            return await search(service, tree, query, max_results=50)
-        finally:
-            await service.close()
-
-    result = asyncio.run(run())
+def test_every_candidate_satisfies_the_range_rules(search_tree, query):
+    result = search_tree(query)
     stripped = query.strip()
     for candidate in result.candidates:
         ranges = [(r.start, r.end) for r in candidate.match_ranges or []]
