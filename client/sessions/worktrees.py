@@ -18,6 +18,9 @@ Rules:
    is `git merge --abort`ed, so nothing is left half-merged, and answered `409
    MERGE_CONFLICT`; the worktree stays. A merged worktree is removed with its branch.
 5. `discard` removes the worktree (`--force`) and deletes the branch.
+   `diff`, `merge` and `discard` each look the record up and run under one lock: of two at
+   once (a double click) the second finds the worktree gone, `404 NO_WORKTREE`, not a git
+   failure on a removed directory.
 6. A session that resumes (not forks) an earlier one inherits its worktree: the record moves to
    the new session id (`inherit`), so the worktree command acts on it from the resumed thread;
    a resume that fails to start gives it back.
@@ -165,9 +168,10 @@ class Worktrees:
 
     async def diff(self, session_id: str) -> dict[str, object]:
         """Rule 3."""
-        record = self.get(session_id)
-        await _must(record.path, "add", "--all", "--intent-to-add")
-        text = await _must(record.path, "diff", "--no-color", record.base_commit)
+        async with self._lock:  # not while a merge or discard removes the worktree
+            record = self.get(session_id)
+            await _must(record.path, "add", "--all", "--intent-to-add")
+            text = await _must(record.path, "diff", "--no-color", record.base_commit)
         cut = len(text) > DIFF_LIMIT
         return {
             "branch": record.branch,
@@ -178,8 +182,8 @@ class Worktrees:
 
     async def merge(self, session_id: str) -> dict[str, object]:
         """Rule 4."""
-        record = self.get(session_id)
         async with self._lock:
+            record = self.get(session_id)  # under the lock: a merge just before removed it
             await self._commit_pending(record)
             current = await _must(record.repository, "rev-parse", "--abbrev-ref", "HEAD")
             if current != record.base_branch:
@@ -204,8 +208,8 @@ class Worktrees:
 
     async def discard(self, session_id: str) -> dict[str, object]:
         """Rule 5."""
-        record = self.get(session_id)
         async with self._lock:
+            record = self.get(session_id)
             await self._remove(record)
         return {"discarded": True, "branch": record.branch}
 

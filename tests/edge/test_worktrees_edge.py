@@ -89,3 +89,23 @@ async def test_the_worktree_outlives_a_client_restart(stack):
         status, merged = await edge.call("POST", path, {"action": "merge"})
         assert (status, merged["into"]) == (200, "main"), merged
         assert (repo / "kept.txt").read_text() == "kept across a restart\n"
+
+
+async def test_two_merges_at_once_merge_once_and_the_other_hears_why(stack):
+    """A double click on Merge: both calls find the session running and end it (rule 2); the one
+    that comes second must not find its session "not found" because the first ended it."""
+    repo = await asyncio.to_thread(make_repository, stack.root.parent / "repo-twice")
+    async with edge_for(stack.master_url, OWNER) as edge:
+        status, made = await _create(edge, repo, worktree=True)
+        assert status == 201, made
+        (_worktree(repo, made["session_id"]) / "once.txt").write_text("merged once\n")
+        path = f"/v1/edge/sessions/{made['session_id']}/worktree"
+        answers = await asyncio.gather(
+            edge.call("POST", path, {"action": "merge"}),
+            edge.call("POST", path, {"action": "merge"}),
+        )
+    merged = [body for status, body in answers if status == 200]
+    refused = [(status, body.get("error_code")) for status, body in answers if status != 200]
+    assert [body["into"] for body in merged] == ["main"], answers
+    assert refused == [(404, "NO_WORKTREE")], answers  # the worktree was merged and removed
+    assert (repo / "once.txt").read_text() == "merged once\n"

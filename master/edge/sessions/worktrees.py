@@ -6,7 +6,9 @@ Rules:
    session owner's only: another user's (or an unknown) id is `404 SESSION_NOT_FOUND`. An
    ended session is still the owner's, since its worktree outlives it.
 2. `merge` and `discard` end a session that is still running first, the way DELETE does, so
-   the edges hear it ended and no agent writes into a worktree being merged or removed.
+   the edges hear it ended and no agent writes into a worktree being merged or removed. A
+   session that ends meanwhile (another merge, its client restarted without it) is what this
+   wants, not a `SESSION_NOT_FOUND`.
 3. Then the client's `POST /v1/session/{id}/worktree`; its answer is the edge's, and a refusal
    (400/404/409: no worktree, a merge conflict) reaches the edge with the client's status,
    code and message.
@@ -14,6 +16,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -45,7 +48,8 @@ class EdgeWorktrees:
         if row is None:  # rule 1
             raise NotFound(f"no session {session_id} on your account", "SESSION_NOT_FOUND")
         if action != "diff" and row.status != SessionState.TERMINATED.value:
-            await self._sessions.terminate(user, session_id)  # rule 2
+            with contextlib.suppress(NotFound):  # it ended since `row` was read (rule 2)
+                await self._sessions.terminate(user, session_id)
         reply = await self._calls.call(
             row.node_id, "POST", f"/v1/session/{session_id}/worktree", json={"action": action}
         )
