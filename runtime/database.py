@@ -186,14 +186,14 @@ def _sqlite_connect(sqlite: SQLite):
 
 
 def _locked(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY  # "database is locked"
 
 
 async def _run_pragmas(driver, pragmas: tuple[str, ...]) -> None:
     """Rule 2: a pragma that finds the file locked is run again until `SQLITE_TIMEOUT_S`.
-    Turning a new file into WAL needs the file to itself, and SQLite answers "database is
-    locked" at once, without its busy timeout, when another connection has just opened it (four
-    replicas starting on one new file)."""
+    Turning a file into WAL needs the file to itself, and SQLite answers "database is locked" at
+    once, without its busy timeout, while another connection holds the write lock of a file not
+    yet in WAL mode (four replicas starting on one new file)."""
     for pragma in pragmas:
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(_locked),
