@@ -66,6 +66,7 @@ RATE = 20
 SECONDS = 10.0
 LIMIT = 120.0  # seconds any phase may take before the bench gives up
 PARALLEL = 8  # sessions opened at once
+IDLE_S = 10.0  # seconds the master's CPU is measured with every session open and silent
 STOP_LIMIT = 30.0  # seconds the master is given to exit after SIGTERM before it counts as hung
 SUBJECT = "bench:scale"
 FD_RESERVE = 200  # the master's descriptors besides its sockets: listener, database, pipes
@@ -421,6 +422,13 @@ async def measure(
             figures["open_s"] = time.monotonic() - began
             await asyncio.sleep(2)
             quiet_collector()  # the edges' own pauses would be counted as the master's latency
+            # What the open sessions cost with nothing relayed (keepalives, timers, bookkeeping):
+            # the part of the CPU per frame that does not come from the frames.
+            idle_from, cpu_before = time.monotonic(), cpu_seconds(master_proc)
+            await asyncio.sleep(IDLE_S)
+            figures["idle_cpu"] = (cpu_seconds(master_proc) - cpu_before) / (
+                time.monotonic() - idle_from
+            )
             figures["rss_open_mb"] = rss_mb(master_proc)
             curve.append((len(sockets), figures["rss_open_mb"]))
             if args.trace_memory:
@@ -590,6 +598,8 @@ def report(f: dict) -> str:
             f"| frames lost | {f['lost']:,.0f} of {f['sent']:,.0f} | 0 |",
             f"| frames/s delivered while streaming (offered: {f['offered_per_s']:,.0f}) "
             f"| {f['delivered_per_s']:,.0f} | |",
+            f"| master CPU with every session open and silent | {f['idle_cpu']:.1%} "
+            f"({f['idle_cpu'] / max(1, f['sessions']) * 1e6:.1f} µs a session a second) | |",
             f"| master CPU while streaming (100 % = one core) | {f['master_cpu']:.0%} | |",
             f"| master CPU per delivered frame | "
             f"{f['master_cpu'] / max(1.0, f['delivered_per_s']) * 1e6:.0f} µs | |",
