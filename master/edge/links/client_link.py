@@ -37,6 +37,13 @@ Rules:
 8. The link's loop is a child of its owner (a `runtime.tasks.TaskOwner` held by the session
    layer), which logs a failure with its traceback; `close()` cancels the loop and waits for it,
    and a cancellation of the caller passes through.
+9. A client frame is relayed by the socket's reader itself, in the same turn of the event loop
+   that read it (`DataPlane.from_client_now`, link_reader rule 7), whenever the loop is waiting
+   for a frame with nothing of its own under way; otherwise — a frame that needs a wait (a
+   `session.usage` and its database write, a shared relay without room), or any frame behind
+   one — it goes through the socket's queue to the loop, so frames are relayed in the order
+   they came. A failure there is the loop's: it ends the socket and is raised by the loop, as
+   one in the loop itself would be (rule 8).
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_ji
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from master.edge.links.dataplane import DataPlane
+from master.edge.links.dataplane import LATER, DataPlane
 from master.edge.links.link_pings import LinkPings
 from master.edge.links.link_reader import LinkConnection
 from master.edge.live import RelayedSession
@@ -136,6 +143,12 @@ class ClientLink:
         self._task: asyncio.Task | None = None
         self.cursor: str | None = None  # last relayed frame the client can replay after
         self.reattaches = 0
+        # Rule 9: True only while the loop waits for the socket's next frame, nothing under way.
+        self._waiting = False
+        self._greeting = True  # rule 3: the socket's first frames are still coming
+        self._repeat_greeting = False  # rule 3: this socket greets edges that were greeted
+        self._failure: Exception | None = None  # rule 9: raised in the reader, for the loop
+        self.taken_now = 0  # frames relayed by the reader itself (rule 9)
 
     @property
     def connected(self) -> bool:
@@ -262,27 +275,68 @@ class ClientLink:
     async def _pump(self, *, repeat_greeting: bool) -> None:
         ws = self._ws
         assert ws is not None
-        greeting = True  # rule 3: the socket's first frames
+        self._greeting, self._repeat_greeting = True, repeat_greeting
+        reader = ws if isinstance(ws, LinkConnection) else None
+        if reader is not None:
+            reader.take_now = self._take_now  # rule 9
         try:
-            async for message in ws:
+            while True:
+                self._waiting = True
+                try:
+                    message = await ws.recv()
+                finally:
+                    self._waiting = False
+                if self._failure is not None:
+                    break  # rule 9: nothing more is relayed after a failure
                 text = message if isinstance(message, str) else message.decode()
-                seen = await self._plane.from_client(
-                    self.live, text, repeat_greeting=repeat_greeting and greeting
+                self._relayed(
+                    await self._plane.from_client(
+                        self.live, text, repeat_greeting=self._repeat_greeting and self._greeting
+                    )
                 )
-                if seen is None:
-                    continue
-                kind, message_id = seen
-                if greeting and kind in GREETING:
-                    if self.cursor is None:  # rule 3: the place to replay from, if we drop
-                        self.cursor = message_id
-                    continue
-                if greeting and kind == "session.history":
-                    greeting = False
-                    continue
-                greeting = False
-                self.cursor = message_id
         except ConnectionClosed:
             pass
+        finally:
+            if reader is not None:
+                reader.take_now = None
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure  # rule 9: the reader's failure is the loop's
+
+    def _take_now(self, data: str | bytes) -> bool:
+        """Rule 9, called by the socket's reader: True once the frame is relayed."""
+        if not self._waiting or self._failure is not None:
+            return False
+        text = data if isinstance(data, str) else data.decode()
+        try:
+            seen = self._plane.from_client_now(
+                self.live, text, repeat_greeting=self._repeat_greeting and self._greeting
+            )
+        except Exception as exc:
+            self._failure = exc
+            if self._ws is not None:
+                self._ws.transport.abort()  # the loop sees the socket end, then raises it
+            return True
+        if seen is LATER:
+            return False
+        self.taken_now += 1
+        self._relayed(seen)
+        return True
+
+    def _relayed(self, seen: tuple[str, str] | None) -> None:
+        """Rule 3: what a relayed frame does to the cursor."""
+        if seen is None:
+            return
+        kind, message_id = seen
+        if self._greeting and kind in GREETING:
+            if self.cursor is None:  # rule 3: the place to replay from, if we drop
+                self.cursor = message_id
+            return
+        if self._greeting and kind == "session.history":
+            self._greeting = False
+            return
+        self._greeting = False
+        self.cursor = message_id
 
     async def _reattach(self) -> ClientConnection:
         """Rule 2 with rule 4's limits."""

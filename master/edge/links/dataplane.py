@@ -12,6 +12,10 @@ routing; the original text is what every edge receives, never a re-serialization
   edges that attach later (relay rule 4).
 * Everything else, `session.file.candidates` included, is forwarded untouched (E-WS-08).
 
+Most client frames need no wait at all; `from_client_now` does the same duties synchronously,
+for the link's socket reader to call in the turn of the event loop that read the frame
+(client_link rule 9), and answers `LATER` for a frame that does need one.
+
 Edge → client (`from_edge`):
 
 * the frame is read and checked like any DPS frame (dps-profile §1); a bad frame gets
@@ -53,6 +57,7 @@ log = logging.getLogger("rawp.master.edge.dataplane")
 FROM_EDGE = (Direction.EDGE_TO_AGENT, Direction.BOTH)
 UNAVAILABLE = "the local client is not reachable right now; try again shortly"
 ACTIVITY_WRITE_INTERVAL = 5.0  # seconds between `last_activity_at` writes per session
+LATER = object()  # `from_client_now`: this frame needs a wait; give it to `from_client`
 
 
 class NodeErrors:
@@ -102,11 +107,40 @@ class DataPlane:
         """
         arrived = FRAME_ARRIVED.set(time.perf_counter())  # relay latency (master.metrics)
         try:
-            return await self._from_client(live, text, repeat_greeting)
+            read = self._read(live, text)
+            if read is None:
+                return None
+            kind, message_id, envelope = read
+            if kind == "session.usage":  # retried, then logged and counted: never dropped silently
+                await self.usage.record_or_count(
+                    message_id=message_id,
+                    session_id=live.id,
+                    node_id=live.node_id,
+                    user_id=live.user_id,
+                    payload=envelope.get("payload"),
+                )
+            await self.relay.room()  # a shared relay's write queue is bounded: the pump waits
+            return self._forward(live, text, kind, message_id, envelope, repeat_greeting)
         finally:
             FRAME_ARRIVED.reset(arrived)
 
-    async def _from_client(self, live: RelayedSession, text: str, repeat_greeting: bool) -> Any:
+    def from_client_now(self, live: RelayedSession, text: str, *, repeat_greeting: bool) -> Any:
+        """`from_client` without a wait, for the link's reader (client_link rule 9): the same
+        duties and answer, or `LATER` when the frame needs one — a `session.usage` (its
+        database write) or a shared relay with no room — and must go through `from_client`."""
+        arrived = FRAME_ARRIVED.set(time.perf_counter())
+        try:
+            read = self._read(live, text)
+            if read is None:
+                return None
+            kind, message_id, envelope = read
+            if kind == "session.usage" or not self.relay.has_room():
+                return LATER
+            return self._forward(live, text, kind, message_id, envelope, repeat_greeting)
+        finally:
+            FRAME_ARRIVED.reset(arrived)
+
+    def _read(self, live: RelayedSession, text: str) -> tuple[str, str, dict] | None:
         try:
             envelope = orjson.loads(text)
             kind, message_id = envelope["type"], envelope["message_id"]
@@ -116,25 +150,27 @@ class DataPlane:
             log.warning("session %s: the client sent an unreadable frame; dropped", live.id)
             self.metrics.frames_dropped.labels("unreadable").inc()
             return None
-        if kind == "session.usage":  # retried, then logged and counted: never dropped silently
-            await self.usage.record_or_count(
-                message_id=message_id,
-                session_id=live.id,
-                node_id=live.node_id,
-                user_id=live.user_id,
-                payload=envelope.get("payload"),
-            )
-        elif kind == "agent.error":
+        return kind, message_id, envelope
+
+    def _forward(
+        self,
+        live: RelayedSession,
+        text: str,
+        kind: str,
+        message_id: str,
+        envelope: dict,
+        repeat_greeting: bool,
+    ) -> tuple[str, str]:
+        if kind == "agent.error":
             payload = envelope.get("payload")
             if isinstance(payload, dict) and payload.get("severity") == "fatal":
                 self.errors.note(live.node_id, str(payload.get("message", "")))
-        await self.relay.room()  # a shared relay's write queue is bounded: the pump waits
         if kind in GREETING_TYPES:
             self.relay.remember_greeting(live.id, kind, text)
             if repeat_greeting:
                 return kind, message_id
         self.relay.publish(live.id, message_id, text, kind)
-        await self._active(live)
+        self._active(live)
         return kind, message_id
 
     # --- edge → client -------------------------------------------------------------------------
@@ -193,7 +229,7 @@ class DataPlane:
             self._refuse(edge, live, "CLIENT_UNAVAILABLE", UNAVAILABLE, ref)
             return
         self.metrics.to_client.inc()
-        await self._active(live)
+        self._active(live)
 
     async def _release(self, live: RelayedSession, ref: str) -> None:
         """A claimed control frame that did not go through may come again with the same id."""
@@ -219,7 +255,7 @@ class DataPlane:
         )
         edge.offer(dump_frame(frame))
 
-    async def _active(self, live: RelayedSession) -> None:
+    def _active(self, live: RelayedSession) -> None:
         now = self._clock.monotonic()
         live.last_activity = now
         if now - live.activity_written >= ACTIVITY_WRITE_INTERVAL:

@@ -25,6 +25,13 @@ Rules:
    `max_size`, an oversized control frame. websockets then fails the connection exactly as it
    would have. A frame over `max_size` is never buffered here first.
 6. Once the state is no longer OPEN (after a Close, say), everything goes to websockets.
+7. A data frame of rule 3 may instead be taken at once by `take_now`, the link's own handler
+   (master.edge.links.client_link rule 9), when no frame waits in the queue before it: the
+   handler says True when it has dealt with the frame, False to leave it to the queue. A text
+   frame that is not valid UTF-8 is never offered: websockets' own path fails the link for it.
+   Taking a frame here spares the queue's hand-off to the reading task — a future, a wake-up
+   of that task, a chain of coroutines left waiting for the next frame — which at 10,000
+   sessions sending a frame a second each was most of what a relayed frame cost (issue 35).
 
 `tests/master/test_link_reader.py` checks these rules against websockets' own reader, on
 the same bytes over real sockets: same messages, same close codes.
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable
 
 from websockets.asyncio.client import ClientConnection
 from websockets.frames import Frame, Opcode
@@ -60,6 +68,7 @@ class LinkConnection(ClientConnection):
         self.mode = Mode.HANDSHAKE
         self._pending = bytearray()  # the start of a frame not yet whole
         self._head_tail = b""  # the handshake's last 3 bytes: its end may straddle two reads
+        self.take_now: Callable[[str | bytes], bool] | None = None  # rule 7
 
     def data_received(self, data: bytes) -> None:
         if self.mode is Mode.WEBSOCKETS:
@@ -122,8 +131,10 @@ class LinkConnection(ClientConnection):
             if end > size:
                 break  # the frame is not whole yet
             if opcode in DATA_OPCODES:  # rule 3
-                queue.put(Frame(DATA_OPCODES[opcode], bytes(buffer[position + head : end])))
+                data = bytes(buffer[position + head : end])
                 position = end
+                if self.take_now is None or len(queue.frames) or not self._taken(opcode, data):
+                    queue.put(Frame(DATA_OPCODES[opcode], data))
                 continue
             frame = bytes(buffer[position:end])  # rule 4
             position = end
@@ -137,6 +148,17 @@ class LinkConnection(ClientConnection):
             self._hand_over(rest)
         else:
             del buffer[:position]
+
+    def _taken(self, opcode: int, data: bytes) -> bool:
+        """Rule 7: offer one whole data frame to `take_now`."""
+        assert self.take_now is not None
+        if opcode == 0x2:
+            return self.take_now(data)
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            return False  # websockets' path fails the link with 1007, as it always did
+        return self.take_now(text)
 
     def _hand_over(self, rest: bytes) -> None:
         self.mode = Mode.WEBSOCKETS

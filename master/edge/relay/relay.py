@@ -121,6 +121,10 @@ class Relay(abc.ABC):
         """Wait until `publish` may be called (a shared relay's bounded write queue)."""
         return None  # one process: publishing only offers to sockets, which never waits
 
+    def has_room(self) -> bool:
+        """Whether `room()` would return at once."""
+        return True
+
     @abc.abstractmethod
     async def publish_node(self, node_id: str, text: str) -> int:
         """A master frame for every edge socket of the node; returns how many sockets got it

@@ -118,6 +118,7 @@ class RedisRelay(InProcessRelay):
             lease_ms=self._lease_ms,
             on_fenced=self.leases.lost,
         )
+        self.has_room = self.writer.has_room  # Relay.has_room: room in the writer's queue
         self.subscriptions = Subscriptions(self._redis, self.inbox.handle)
         await self.subscriptions.open(self.keys.bus, self.keys.replies(self.me))
         await self._tasks.start()

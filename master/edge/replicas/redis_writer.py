@@ -79,6 +79,9 @@ class OrderedWriter:
         """Rule 3: wait while the queue is at its bound."""
         await self._room.wait()
 
+    def has_room(self) -> bool:
+        return self._room.is_set()
+
     async def flush(self, within: float) -> bool:
         """Wait until every queued write has left; False if they had not `within` seconds."""
         try:
