@@ -228,7 +228,7 @@ class DataPlane:
                 await self._release(live, ref)
             self._refuse(edge, live, "CLIENT_UNAVAILABLE", UNAVAILABLE, ref)
             return
-        self.metrics.to_client.inc()
+        self.metrics.relay.to_client += 1
         self._active(live)
 
     async def _release(self, live: RelayedSession, ref: str) -> None:

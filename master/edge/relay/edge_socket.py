@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from master.metrics import FRAME_ARRIVED, MasterMetrics, observe_many
+from master.metrics import FRAME_ARRIVED, MasterMetrics
 from runtime.tasks import race
 
 log = logging.getLogger("rawp.master.edge.socket")
@@ -112,10 +112,11 @@ class EdgeSocket:
         # rule 6: the sender waits and nothing is ahead of this frame
         if idle and self._write_now is not None and self._write_now(text):
             if self.metrics is not None:
-                self.metrics.to_edge.inc()
+                tally = self.metrics.relay
+                tally.to_edge += 1
                 arrived = FRAME_ARRIVED.get()
                 if arrived is not None:
-                    self.metrics.relay_latency.observe(time.perf_counter() - arrived)
+                    tally.observe(time.perf_counter() - arrived)
             return True
         self.backlog += len(text)
         self._queue.append((text, FRAME_ARRIVED.get()))
@@ -181,10 +182,10 @@ class EdgeSocket:
                     await self.wire.send(text)
             self.backlog -= chars
             if self.metrics is not None:
-                self.metrics.to_edge.inc(len(batch))
+                self.metrics.relay.to_edge += len(batch)
                 now = time.perf_counter()
                 latencies = [now - arrived for _, arrived in batch if arrived is not None]
-                observe_many(self.metrics.relay_latency, latencies)
+                self.metrics.relay.observe_many(latencies)
 
     async def _receive_loop(self, on_frame: Callable[[str | bytes], Awaitable[None]]) -> None:
         while True:
