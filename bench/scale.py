@@ -55,6 +55,7 @@ from relay import EDGE_SECRET, percentile
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from master.edge.relay.replay_ring import SESSION_BYTES
 from rawp.clock import SYSTEM_CLOCK, iso
 from rawp.frames import dump_frame, make_frame
 from tests.support import Processes, free_port, wait_for_http
@@ -66,6 +67,7 @@ RATE = 20
 SECONDS = 10.0
 LIMIT = 120.0  # seconds any phase may take before the bench gives up
 PARALLEL = 8  # sessions opened at once
+FRAME_BYTES = 245  # about the size of an unpadded delta frame
 IDLE_S = 10.0  # seconds the master's CPU is measured with every session open and silent
 STOP_LIMIT = 30.0  # seconds the master is given to exit after SIGTERM before it counts as hung
 SUBJECT = "bench:scale"
@@ -73,6 +75,7 @@ FD_RESERVE = 200  # the master's descriptors besides its sockets: listener, data
 # `--latency-trace`: (sent, arrived) of every frame, for the slowest seconds of the run
 LATENCY_TRACE: list[tuple[int, int]] | None = None
 PHASES = {False: "at random phases", True: "in step (--aligned)"}
+PROMPTS = {False: "at random moments of the first period", True: "all at once"}
 SAMPLES = 20  # RSS samples while opening (the RSS-vs-sessions curve)
 
 
@@ -122,7 +125,7 @@ def serve_client(port: int) -> None:
             await ws.close()
         return web.Response(status=204)
 
-    async def stream(rate: int, count: int, sid: str, ws, aligned: int) -> None:
+    async def stream(rate: int, count: int, sid: str, ws, aligned: int, pad: int) -> None:
         # The frame's text is filled into a template made once: building each frame through
         # the models took the generator more CPU than the master spent relaying it, and the
         # generator shares the master's two cores. Each id is a distinct UUID (the master
@@ -131,6 +134,7 @@ def serve_client(port: int) -> None:
         head, rest = dump_frame(made).split(made.message_id)
         middle, rest = rest.split(made.timestamp)
         tail_start, tail_end = rest.split('"TEXT"')
+        padding = " " + "x" * pad if pad else ""  # `--frame-bytes`: a bigger frame
         number = next(stream_numbers)
         # Independent sessions are not in step: each starts at a random point of its period.
         # `--aligned` starts them all at once (the prompts go out within a fraction of a
@@ -142,7 +146,7 @@ def serve_client(port: int) -> None:
                 await asyncio.sleep(delay)
             await ws.send_str(
                 f"{head}{number:08x}-0000-4000-8000-{i:012x}{middle}{now_iso()}"
-                f'{tail_start}"{i} {time.monotonic_ns()}"{tail_end}'
+                f'{tail_start}"{i} {time.monotonic_ns()}{padding}"{tail_end}'
             )
 
     async def socket(request):
@@ -164,8 +168,10 @@ def serve_client(port: int) -> None:
                 if data["type"] == "control.prompt.request":
                     if gc.isenabled():  # the first prompt: the sessions are open
                         quiet_collector()  # as in the edges' process
-                    rate, count, aligned = (int(x) for x in data["payload"]["prompt_text"].split())
-                    task = asyncio.create_task(stream(rate, count, sid, ws, aligned))
+                    rate, count, aligned, pad = (
+                        int(x) for x in data["payload"]["prompt_text"].split()
+                    )
+                    task = asyncio.create_task(stream(rate, count, sid, ws, aligned, pad))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                     task.add_done_callback(said_failure)  # to client.log, once
@@ -292,7 +298,9 @@ def time_now():
     return SYSTEM_CLOCK.now()
 
 
-async def read_stream(ws, count: int, deadline: float, latencies: list[float]) -> int:
+async def read_stream(
+    ws, count: int, deadline: float, latencies: list[float], size: list[int]
+) -> int:
     # One deadline for the whole read (the loop's clock is time.monotonic): a wait_for per
     # frame made a task per frame, in the process that shares the master's cores.
     got = 0
@@ -303,6 +311,7 @@ async def read_stream(ws, count: int, deadline: float, latencies: list[float]) -
                 arrived = time.monotonic_ns()
                 data = orjson.loads(raw)
                 if data["type"] == "agent.text.delta":
+                    size[0] = max(size[0], len(raw))  # the largest frame's text, characters
                     sent = int(data["payload"]["text"].split()[1])
                     latencies.append((arrived - sent) / 1e9)
                     if LATENCY_TRACE is not None:
@@ -439,14 +448,30 @@ async def measure(
             count = int(args.rate * args.seconds)
             latencies: list[float] = []
             deadline = time.monotonic() + args.seconds + LIMIT
+            frame_size = [0]
             readers = [
-                asyncio.create_task(read_stream(ws, count, deadline, latencies))
+                asyncio.create_task(read_stream(ws, count, deadline, latencies, frame_size))
                 for _, ws in streaming
             ]
-            for sid, ws in streaming:
+            pad = max(0, args.frame_bytes - FRAME_BYTES)
+            # Independent users do not press enter in the same instant: each session's prompt
+            # goes out at a random moment of the first period, as its frames then do. All at
+            # once (`--prompts-at-once`, or `--aligned`) every prompt reaches the master
+            # within a fraction of a second, a burst the sessions' first frames queue behind.
+            at_once = args.prompts_at_once or args.aligned
+            began = time.monotonic()
+            offsets = sorted(
+                (0.0 if at_once else random.random() / args.rate, index)
+                for index in range(len(streaming))
+            )
+            for offset, index in offsets:
+                delay = began + offset - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                sid, ws = streaming[index]
                 prompt = make_frame(
                     "control.prompt.request",
-                    {"prompt_text": f"{args.rate} {count} {int(args.aligned)}"},
+                    {"prompt_text": f"{args.rate} {count} {int(args.aligned)} {pad}"},
                     session_id=sid,
                 )
                 await ws.send(dump_frame(prompt))
@@ -479,6 +504,9 @@ async def measure(
                 lost=count * len(streaming) - received,
                 p50_ms=percentile(latencies, 0.5) * 1000 if latencies else float("nan"),
                 p99_ms=percentile(latencies, 0.99) * 1000 if latencies else float("nan"),
+                frame_chars=frame_size[0],
+                relayed_kib=frame_size[0] * count / 1024,  # by each streaming session
+                prompts_at_once=at_once,
             )
             if LATENCY_TRACE is not None:
                 figures["worst_seconds"] = worst_seconds(LATENCY_TRACE)
@@ -504,7 +532,9 @@ async def measure(
         figures["rss_peak_mb"] <= figures["rss_target_mb"]
         and figures["p99_ms"] <= 50
         and figures["lost"] == 0
-        and figures["edges"] == figures["sessions"]
+        # Issue 35: as many edge sockets as the descriptor limit allows (two per session in
+        # the master: 9,800 of 10,000 with the limit of 20,000 here).
+        and figures["edges"] == edges_that_fit(figures["sessions"], args.fd_limit)
         and figures["stop_s"] <= 10
     )
     return figures
@@ -589,7 +619,8 @@ def report(f: dict) -> str:
             f"| master RSS before any session (baseline) | {f['rss_idle_mb']:.0f} MB | |",
             f"| master RSS with {f['sessions']:,.0f} sessions open | {f['rss_open_mb']:.0f} MB | |",
             f"| per idle session (open − baseline) / sessions | {f['kb_per_session']:.1f} KB | |",
-            f"| edge sockets attached | {f['edges']:,.0f} of {f['sessions']:,.0f} | all |",
+            f"| edge sockets attached | {f['edges']:,.0f} of {f['sessions']:,.0f} "
+            f"(descriptor limit {f['fd_limit']:,.0f}) | all that fit |",
             f"| master RSS peak while {f['streaming']:,.0f} stream | {f['rss_peak_mb']:.0f} MB "
             f"| ≤ {f['rss_target_mb']:,.0f} MB |",
             f"| opening the sessions (create + edge socket, {f['parallel']:.0f} at a time) "
@@ -604,6 +635,9 @@ def report(f: dict) -> str:
             f"| master CPU per delivered frame | "
             f"{f['master_cpu'] / max(1.0, f['delivered_per_s']) * 1e6:.0f} µs | |",
             f"| the sessions' frames | {PHASES[bool(f.get('aligned'))]} | |",
+            f"| the sessions' prompts | {PROMPTS[bool(f.get('prompts_at_once'))]} | |",
+            f"| each frame / relayed by each streaming session | {f['frame_chars']:,.0f} B / "
+            f"{f['relayed_kib']:,.0f} KiB (replay budget {SESSION_BYTES // 1024} KiB) | |",
             f"| SIGTERM → master exited, every session live | {f.get('stop_s', NAN):.1f} s "
             "| ≤ 10 s |",
             f"| edge sockets closed with a code they reconnect after (1001/1012) "
@@ -628,6 +662,17 @@ def main() -> int:
         "--aligned",
         action="store_true",
         help="every session's frames in step (a burst each period), not at random phases",
+    )
+    parser.add_argument(
+        "--prompts-at-once",
+        action="store_true",
+        help="every session's prompt sent at once, not at a random moment of the first period",
+    )
+    parser.add_argument(
+        "--frame-bytes",
+        type=int,
+        default=0,
+        help="pad each frame to about this many bytes (a run past the replay budget)",
     )
     parser.add_argument(
         "--latency-trace",
