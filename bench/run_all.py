@@ -244,8 +244,8 @@ NOT_MEASURED = """\
   is written in rounds (`master/edge/usage/bookkeeping.py`; tests/edge/test_bookkeeping.py
   counts 1,000 sessions' activity plus 300 usage frames in at most 4 transactions, where each
   was one); the replay is bounded by bytes per session and for the master (`replay_ring.py`,
-  256 KiB and 128 MiB, 304 B of bookkeeping a frame measured with tracemalloc); a stop closes
-  every link at once and detaches every session in one transaction.
+  256 KiB and 128 MiB then, 32 MiB now; 304 B of bookkeeping a frame measured with
+  tracemalloc); a stop closes every link at once and detaches every session in one transaction.
 - **Issue 35 on a quiet machine, 2026-12-05 09:29–09:39 UTC** (commit e6dcf05, load average
   1.8–3.6, nothing else running; `bench/relay.py`, `bench/scale.py --sessions 10000` in both
   shapes, `bench/file_search.py --files 1000000`):
@@ -279,8 +279,8 @@ NOT_MEASURED = """\
   - *RSS after each session relayed more than its budget:* not run; at 10,000 sessions that is
     over 2.5 GB of frames through the master (256 KiB each) and would take the generator
     ~20 minutes. The bound itself is enforced and tested (`tests/edge/test_replay_budget.py`);
-    idle sessions cost 78–80 KB each, so 10,000 of them plus the 128 MiB master budget come to
-    about 1.0 GB.
+    idle sessions cost 78–80 KB each, so 10,000 of them plus the 128 MiB master budget of then
+    come to about 1.0 GB (measured later this day: see below).
   - *File search, 1,000,000 files:* query p50 / p99 **7.6 / 36.5 ms** (targets 20 / 60 ms: both
     met; CPU p99 59 ms on two threads), 49× ahead of fzf, under one busy loop p50 9.4 ms, the
     real walk 143 B of RSS a file (met). The first index took **1.85×** `find -type f` (6.14 s
@@ -323,7 +323,54 @@ NOT_MEASURED = """\
     of a core, stop 5.7 s; uvloop **24.2 / 631 ms**, 91 µs a frame, 84 %, stop 4.9 s; 0 lost of
     196,000 in both. Not adopted: 8 % less CPU a frame is inside what this machine varies by
     (the same asyncio master measured 78–80 µs in the runs above), and neither is near the
-    target; the cost is the master's own work per frame, not the loop's wake-ups."""
+    target; the cost is the master's own work per frame, not the loop's wake-ups.
+- **Issue 35, 2026-12-05 20:00–22:00 UTC** (quiet machine, nothing else running; commits
+  from 'master: a client frame is relayed by the link's socket reader' on):
+  - *What changed.* A client frame is relayed by the link's socket reader in the turn of the
+    event loop that read it (`link_reader.py` rule 7, `client_link.py` rule 9), where it
+    went through websockets' queue, a future and a wake-up of the link's task, which then
+    left a new chain of coroutines waiting for the next frame. A census of the master's
+    generation 2 during streaming (a gc callback) showed those waiting chains — coroutines,
+    futures, FutureIters, contextvars' hamts, async_generator_asend, ~10 objects a session
+    renewed every frame — as most of what the full collections walked. The relay's counts
+    are plain numbers exported when scraped (`RelayTally`; prometheus_client's locked
+    `inc`, three a frame, was ~10 % of the master's py-spy samples). The bench measures the
+    master's CPU with every session open and silent (1.3–1.9 % of a core at 10,000: the
+    CPU per frame is the frames'), sends each session's prompt at a random moment of the
+    first period (`--prompts-at-once` keeps the old burst), and pads frames with
+    `--frame-bytes`.
+  - *10,000 sessions, 10 % at 20 frames/s:* p50 / p99 **0.5 / 1.9** and **0.5 / 5.4 ms**
+    (two runs; was 48 / 110; target ≤ 50 ms: **met**), 0 lost of 200,000, 19,553–19,563
+    of 20,000 frames/s, the master 42–43 % of a core, **22 µs a frame** (was 47), RSS peak
+    986–991 MB, SIGTERM → exit 3.0 s, 9,800 edge sockets (the descriptor limit of 20,000:
+    two per session in the master), all closed 1001/1012. Generator 24–26 % + 33–34 %.
+  - *10,000 sessions, every one at 1 frame/s:* with the prompts at random moments of the
+    first period p50 / p99 **0.3 / 37.7 ms** (target: **met**), 0 lost of 196,000, 34 µs a
+    frame, the master 34 % of a core, RSS peak 999 MB, stop 2.9 s. With every prompt at once
+    (the old shape) three runs gave 45.6, 81.9 and 120.9 ms (was 366–446): after the first
+    second each second's p99 is 5–24 ms, and the first second's 173–296 ms is the 9,800
+    prompts reaching the master within ~0.3 s (~43 µs each through uvicorn, Quart and the
+    data plane, uvicorn pausing and resuming the socket's reading for each message) with
+    the first frames queued behind them.
+  - *Master CPU per frame against the flood's:* `bench/relay.py` in the same hour: the
+    master's flood **5.5 µs** a frame (was 9.7; the reader relays there too), the relay
+    ratios met (direct 99 % of the wire, master 84 % of direct, p99 added +0.05 ms), client
+    1.40× the bare sender. Against 2× that (11 µs): 22 µs (10 % at 20 frames/s) and 34–40 µs
+    (every session at 1 frame/s): **missed**. The floor, measured by hand the same hour: a
+    bare asyncio forwarder (a Protocol whose `data_received` writes to its paired socket; no
+    WebSocket, no parsing) costs 7.7 µs a message with 1,000 sockets at 20 messages/s and
+    12.2 µs with 9,000 sockets at 1 message/s (38 µs with 2,000): with a frame a second per
+    session each frame is its own wake-up, read and write, so the every-session shape cannot
+    come within 2× of a flood in asyncio; the master is ~3× that floor in both shapes.
+  - *RSS after each session relayed more than its budget* (`--frame-bytes 8192 --seconds
+    40`: 320 KiB a session against the 256 KiB budget): 1,000 sessions peaked at 439 MB with
+    the master budget at 128 MiB — RSS grew by about twice what was kept (the allocator's
+    share of 8 KB frames kept and let go) — 313 MB at 64 MiB and **250 MB at 32 MiB**, now
+    the default (`RAWP_EDGE_REPLAY_TOTAL_BYTES`, docs/operations-master.md); 10,000
+    sessions (9,800 streaming, 392,000 frames, 0 lost) **952 MB** (≤ 1 GB: met). That run's
+    p99 was 86 ms: each 5 s the bookkeeping round writes every session's `last_activity_at`
+    in one executemany whose parameters are built on the event loop (10,000 rows: the
+    5-second spikes of 34–134 ms); next, that round in slices."""
 
 
 def curve_text(figures: dict) -> str:
