@@ -15,7 +15,7 @@ from master.edge.usage.bookkeeping import Bookkeeper
 from master.storage import nodes as node_store
 from master.storage import schema
 from master.storage import usage as usage_store
-from master.storage.db import Database
+from master.storage.db import Database, utc
 from master.storage.migrations import migrate
 from rawp.clock import FakeClock, new_id
 from tests.gateway.support import eventually
@@ -147,3 +147,26 @@ async def test_a_row_recorded_before_is_reported_so_and_kept_once(db):
         assert await _recorded(db) == 1
     finally:
         await book.close()
+
+
+async def test_each_session_keeps_its_own_mark_to_the_second(db):
+    """A round writes the marks grouped by second (master.storage.edge_sessions): each session
+    gets the second of its own latest mark, not the round's, and none is left out."""
+    clock = FakeClock(datetime(2026, 12, 5, 9, tzinfo=UTC))
+    _, ids = await _sessions(db, clock, 1_203)  # more than two statements' worth in a second
+    book = Bookkeeper(db, clock, interval=3600)
+    await book.start()
+    expected = {}
+    for n, sid in enumerate(ids):
+        if n % 400 == 0:
+            clock.advance(0.75)  # marks fall in several seconds, some in the same one
+        book.touch(sid)
+        expected[sid] = clock.now().replace(microsecond=0)
+    book.touch(ids[0])  # a later mark of the same session wins
+    expected[ids[0]] = clock.now().replace(microsecond=0)
+    await book.close()
+    async with db.connect() as conn:
+        query = select(schema.sessions.c.id, schema.sessions.c.last_activity_at)
+        stored = {sid: utc(at) for sid, at in await conn.execute(query)}
+    assert stored == expected
+    assert len(set(expected.values())) >= 3

@@ -9,7 +9,8 @@ on a pool of 15 connections, with nothing bounding how many waited.
 Rules:
 
 1. **Activity** is a mark in memory (`touch`: the latest time per session wins); the writer
-   writes every mark once per `interval` in one `UPDATE … WHERE id = ?` executemany. Memory is
+   writes every mark once per `interval`, to the second, in one transaction: an `UPDATE … WHERE
+   id IN (…)` for each second the marks fall in (master.storage.edge_sessions). Memory is
    one entry per session active in the interval. A round the database refuses keeps its marks
    (a newer mark wins) for the next round, with one warning line.
 2. **Usage** is a group commit: `usage(row)` waits until the round that holds the row has
