@@ -9,7 +9,12 @@ objects): the walk is spent on objects that are alive.
 
 The policy: after each full collection, `gc.freeze()` moves every survivor into the permanent
 generation, which later collections skip; a full collection then walks only what was created
-since, and its pause shrinks with it. Freezing does not stop reference counting — frozen
+since, and its pause shrinks with it. So does every collection of the middle generation (1):
+its survivors would otherwise pile up in the old generation until the next full collection
+walks them all at once. At 10,000 sessions a burst of prompts leaves ~10 waiting objects a
+session (each edge socket's next read), and the full collection that came after it stopped
+the relay for 111–123 ms (issue 35, bench/scale.py with a gc callback); frozen as they
+survive, no such walk comes. Freezing does not stop reference counting — frozen
 objects are freed as usual when their last reference goes — only a *cycle* that becomes
 garbage after freezing waits; so every `unfreeze_every` seconds the next full collection runs
 over everything once (one long pause, then the cycles are gone). A leak is therefore bounded
@@ -39,7 +44,11 @@ class FreezeAfterFullCollections:
         self.unfreezes = 0
 
     def __call__(self, phase: str, info: dict) -> None:
-        if phase != "stop" or info.get("generation") != 2:
+        if phase != "stop" or info.get("generation") not in (1, 2):
+            return
+        if info.get("generation") == 1:
+            gc.freeze()  # the survivors of a middle collection, before they reach a full one
+            self.freezes += 1
             return
         now = self._monotonic()
         if now - self._last_unfreeze >= self.unfreeze_every:

@@ -1,6 +1,6 @@
-"""master/gc_pauses.py: survivors of a full collection are frozen (later walks skip them), and a
-cycle that died frozen is freed after the periodic unfreeze. Run in a child interpreter: the
-policy changes the whole process, which must not be pytest's."""
+"""master/gc_pauses.py: survivors of a full or middle collection are frozen (later walks skip
+them), and a cycle that died frozen is freed after the periodic unfreeze. Run in a child
+interpreter: the policy changes the whole process, which must not be pytest's."""
 
 from __future__ import annotations
 
@@ -32,6 +32,18 @@ PROBE = textwrap.dedent(
     gc.collect()  # past the interval: this one unfreezes after it
     gc.collect()  # …and the next walks everything
     print("dead cycle freed after the unfreeze:", alive() is None, policy.unfreezes)
+
+    young = Node()
+    young.itself = young
+    frozen_before, freezes_before = gc.get_freeze_count(), policy.freezes
+    gc.collect(1)  # a collection of the middle generation freezes its survivors too
+    print(
+        "frozen after a middle collection:",
+        gc.get_freeze_count() > frozen_before,
+        policy.freezes - freezes_before,
+    )
+    gc.collect(0)  # a young one does not
+    print("a young collection freezes nothing:", policy.freezes - freezes_before)
     """
 )
 
@@ -44,4 +56,6 @@ def test_full_collections_freeze_survivors_and_the_periodic_unfreeze_frees_cycle
         "frozen after a full collection: True 1",
         "dead cycle kept while frozen: True",
         "dead cycle freed after the unfreeze: True 1",
+        "frozen after a middle collection: True 1",
+        "a young collection freezes nothing: 1",
     ], done.stderr
