@@ -84,11 +84,13 @@ async def serve_asgi(
 def _uvicorn_config(app, host: str, port: int, certfile: Path | None, keyfile: Path | None):
     import uvicorn
 
+    from master.edge.api.ws_protocol import EdgeWebSocketProtocol
+
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        ws="websockets-sansio",
+        ws=EdgeWebSocketProtocol,  # uvicorn's websockets-sansio, fewer pauses (its module)
         ws_per_message_deflate=False,
         ws_ping_interval=None,  # as under hypercorn: no server pings; a dead peer is seen by TCP
         lifespan="on",
