@@ -43,6 +43,7 @@ class Downstream(asyncio.Protocol):
         self.head += data
         if b"\n" in self.head:
             self.pairs[self.head.split(b"\n", 1)[0]] = self.transport
+            self.transport.write(b"+")  # paired: the sender may name it now
 
 
 class Upstream(asyncio.Protocol):
@@ -80,7 +81,13 @@ class Counting(asyncio.Protocol):
     expected = 0
     all_in: asyncio.Event
 
+    def __init__(self) -> None:
+        self.paired = asyncio.get_running_loop().create_future()
+
     def data_received(self, data: bytes) -> None:
+        if not self.paired.done():  # the forwarder's "+": this reader's pair is known
+            self.paired.set_result(None)
+            data = data[1:]
         Counting.received += data.count(b"\n")
         if Counting.received >= Counting.expected:
             Counting.all_in.set()
@@ -92,9 +99,9 @@ async def load(args, forwarder: psutil.Process, up_port: int, down_port: int) ->
     senders = []
     for number in range(args.sockets):
         key = b"%d\n" % number
-        reader, _ = await loop.create_connection(Counting, "127.0.0.1", down_port)
+        reader, counting = await loop.create_connection(Counting, "127.0.0.1", down_port)
         reader.write(key)
-        await asyncio.sleep(0.001)  # its pair is known before the sender names it
+        await counting.paired  # its pair is known before the sender names it
         sender, _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", up_port)
         sender.write(key)
         senders.append(sender)
