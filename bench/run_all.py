@@ -324,53 +324,55 @@ NOT_MEASURED = """\
     196,000 in both. Not adopted: 8 % less CPU a frame is inside what this machine varies by
     (the same asyncio master measured 78–80 µs in the runs above), and neither is near the
     target; the cost is the master's own work per frame, not the loop's wake-ups.
-- **Issue 35, 2026-12-05 20:00–22:00 UTC** (quiet machine, nothing else running; commits
-  from 'master: a client frame is relayed by the link's socket reader' on):
-  - *What changed.* A client frame is relayed by the link's socket reader in the turn of the
-    event loop that read it (`link_reader.py` rule 7, `client_link.py` rule 9), where it
-    went through websockets' queue, a future and a wake-up of the link's task, which then
-    left a new chain of coroutines waiting for the next frame. A census of the master's
-    generation 2 during streaming (a gc callback) showed those waiting chains — coroutines,
-    futures, FutureIters, contextvars' hamts, async_generator_asend, ~10 objects a session
-    renewed every frame — as most of what the full collections walked. The relay's counts
-    are plain numbers exported when scraped (`RelayTally`; prometheus_client's locked
-    `inc`, three a frame, was ~10 % of the master's py-spy samples). The bench measures the
-    master's CPU with every session open and silent (1.3–1.9 % of a core at 10,000: the
-    CPU per frame is the frames'), sends each session's prompt at a random moment of the
-    first period (`--prompts-at-once` keeps the old burst), and pads frames with
-    `--frame-bytes`.
-  - *10,000 sessions, 10 % at 20 frames/s:* p50 / p99 **0.5 / 1.9** and **0.5 / 5.4 ms**
-    (two runs; was 48 / 110; target ≤ 50 ms: **met**), 0 lost of 200,000, 19,553–19,563
-    of 20,000 frames/s, the master 42–43 % of a core, **22 µs a frame** (was 47), RSS peak
-    986–991 MB, SIGTERM → exit 3.0 s, 9,800 edge sockets (the descriptor limit of 20,000:
-    two per session in the master), all closed 1001/1012. Generator 24–26 % + 33–34 %.
-  - *10,000 sessions, every one at 1 frame/s:* with the prompts at random moments of the
-    first period p50 / p99 **0.3 / 37.7 ms** (target: **met**), 0 lost of 196,000, 34 µs a
-    frame, the master 34 % of a core, RSS peak 999 MB, stop 2.9 s. With every prompt at once
-    (the old shape) three runs gave 45.6, 81.9 and 120.9 ms (was 366–446): after the first
-    second each second's p99 is 5–24 ms, and the first second's 173–296 ms is the 9,800
-    prompts reaching the master within ~0.3 s (~43 µs each through uvicorn, Quart and the
-    data plane, uvicorn pausing and resuming the socket's reading for each message) with
-    the first frames queued behind them.
-  - *Master CPU per frame against the flood's:* `bench/relay.py` in the same hour: the
-    master's flood **5.5 µs** a frame (was 9.7; the reader relays there too), the relay
-    ratios met (direct 99 % of the wire, master 84 % of direct, p99 added +0.05 ms), client
-    1.40× the bare sender. Against 2× that (11 µs): 22 µs (10 % at 20 frames/s) and 34–40 µs
-    (every session at 1 frame/s): **missed**. The floor, measured by hand the same hour: a
-    bare asyncio forwarder (a Protocol whose `data_received` writes to its paired socket; no
-    WebSocket, no parsing) costs 7.7 µs a message with 1,000 sockets at 20 messages/s and
-    12.2 µs with 9,000 sockets at 1 message/s (38 µs with 2,000): with a frame a second per
-    session each frame is its own wake-up, read and write, so the every-session shape cannot
-    come within 2× of a flood in asyncio; the master is ~3× that floor in both shapes.
+- **Issue 35, 2026-12-05 20:00–22:00 UTC** (quiet machine, nothing else running; the
+  commits from 'master: a client frame is relayed by the link's socket reader' on):
+  - *What changed, each found with py-spy, a gc callback and a loop-lag probe in the master.*
+    (1) A client frame is relayed by the link's socket reader in the turn of the event loop
+    that read it (`link_reader.py` rule 7, `client_link.py` rule 9), where it went through
+    websockets' queue, a future and a wake-up of the link's task, which then left a new chain
+    of coroutines waiting for the next frame; a census of the master's old generation showed
+    those chains (~10 objects a session, renewed every frame) as most of what the full
+    collections walked. (2) The relay's counts are plain numbers exported when scraped
+    (`RelayTally`; prometheus_client's locked `inc`, three a frame, was ~10 % of the
+    samples). (3) The bookkeeping round writes `last_activity_at` one statement per second of
+    marks (`WHERE id IN (…)`), not one step per session: 10,000 steps a round, each a hand-over
+    of the GIL between aiosqlite's thread and the loop, had made rounds of 150–240 ms with
+    30–65 ms of loop lag. (4) Survivors of a middle collection are frozen as those of a full
+    one (`gc_pauses.py`): after a burst of prompts the next full collection had walked them
+    for 111–123 ms. (5) Edge sockets pause reading once 16 messages wait, not after each one
+    (`ws_protocol.py`): uvicorn's pause and resume, an unregister and a register on the
+    selector per edge frame, was ~30 % of the master's work on a burst of prompts.
+  - *The bench* measures the master's CPU with every session open and silent (1.6–1.9 % of a
+    core at 10,000: the CPU per frame is the frames'), sends each session's prompt at a random
+    moment of the first period (`--prompts-at-once` keeps the old burst), pads frames with
+    `--frame-bytes`, and counts the edge sockets that fit the descriptor limit as all.
+  - *10,000 sessions, every one at 1 frame/s*, after all five: p50 / p99 **0.4 / 9.6** and
+    **0.4 / 14.3 ms** (target ≤ 50 ms: **met**; was 1.3 / 366–446), 0 lost of 196,000 each,
+    **36 µs a frame** (was 78–80), the master 35 % of a core, RSS peak 926 MB, SIGTERM → exit
+    2.9 s, 9,800 edge sockets (the descriptor limit of 20,000: two per session in the
+    master), all closed 1001/1012; generator 20 % + 23 %. With every prompt at once: p99
+    **26.8 ms** (45.6–120.9 ms after (1)–(4) alone); its first second, 9,800 prompts reaching
+    the master within a fraction of a second, still has a p99 of 123 ms.
+  - *10,000 sessions, 10 % at 20 frames/s:* p50 / p99 **0.5 / 1.9**, **0.5 / 5.4** (after (1))
+    and **0.6 / 6.1 ms** (after all five; was 48 / 110: **met**), 0 lost of 200,000 each,
+    22–27 µs a frame (was 47), the master 42–53 % of a core, RSS peak 911–991 MB, stop
+    3.0–3.3 s.
+  - *Master CPU per frame against the flood's:* `bench/relay.py` the same evening: the master's
+    flood 5.5 and **6.7 µs** a frame (was 9.7; the reader relays there too), the relay ratios
+    met (direct 99–105 % of the wire, master 82–84 % of direct, p99 added +0.05–0.06 ms),
+    client 1.40–1.46× the bare sender. Against 2× that (11–13 µs): 22–27 µs at 20 frames/s
+    and 36 µs at 1 frame/s: **missed**. The floor (`bench/forwarder.py`, a bare asyncio
+    forwarder: `data_received` writes to the paired socket, no WebSocket, no parsing) cost
+    14.3 µs a message at 9,000 sockets × 1/s and 16.1 µs at 1,000 × 20/s in one run, 12.2 and
+    7.7 µs in another an hour before: at a frame a second per session every frame is its own
+    wake-up, read and write, and even that floor is above 2× the flood's. The master is about
+    2.5× the floor at 1 frame/s and 2–3× at 20.
   - *RSS after each session relayed more than its budget* (`--frame-bytes 8192 --seconds
     40`: 320 KiB a session against the 256 KiB budget): 1,000 sessions peaked at 439 MB with
     the master budget at 128 MiB — RSS grew by about twice what was kept (the allocator's
     share of 8 KB frames kept and let go) — 313 MB at 64 MiB and **250 MB at 32 MiB**, now
-    the default (`RAWP_EDGE_REPLAY_TOTAL_BYTES`, docs/operations-master.md); 10,000
-    sessions (9,800 streaming, 392,000 frames, 0 lost) **952 MB** (≤ 1 GB: met). That run's
-    p99 was 86 ms: each 5 s the bookkeeping round writes every session's `last_activity_at`
-    in one executemany whose parameters are built on the event loop (10,000 rows: the
-    5-second spikes of 34–134 ms); next, that round in slices."""
+    the default (`RAWP_EDGE_REPLAY_TOTAL_BYTES`, docs/operations-master.md); 10,000 sessions
+    (9,800 streaming, 392,000 frames, 0 lost) **952 MB** (≤ 1 GB: met; before (3)–(5))."""
 
 
 def curve_text(figures: dict) -> str:
