@@ -12,9 +12,9 @@ One real master process on loopback (`--dev`) and a load generator in two proces
 N sessions (1,000; `--sessions 10000` for issue 20 §3) are opened; a tenth of them get a prompt
 and stream at 20 frames/s for a fixed time. Figures: the master's RSS (idle, before the
 sessions, sampled while opening, with them open, at the peak while streaming), memory per idle
-session, per-frame latency p50 / p99 at the edge, frames lost (sent − received). Targets:
-RSS ≤ 300 MB at 1,000 sessions and ≤ 1 GB at 10,000, p99 ≤ 50 ms, zero lost frames. Baseline
-in the same run: the master's RSS before any session.
+session, per-frame latency p50 / p99 at the edge, frames lost (sent − received) and repeated.
+Targets: RSS ≤ 300 MB at 1,000 sessions and ≤ 1 GB at 10,000, p99 ≤ 50 ms, zero lost or
+repeated frames. Baseline in the same run: the master's RSS before any session.
 
 The edge user's Edge API budget (30/s by default) is raised for this one user only, with the
 master's `--edge-user-rate-limits`; sessions are opened `--parallel` at a time.
@@ -299,11 +299,13 @@ def time_now():
 
 
 async def read_stream(
-    ws, count: int, deadline: float, latencies: list[float], size: list[int]
+    ws, count: int, deadline: float, latencies: list[float], size: list[int], repeats: list[int]
 ) -> int:
+    """Frames received in order, once each; a frame whose number is not past the last one's
+    (a repeat, or out of order) is counted in `repeats` instead (issue 35: 0 repeated)."""
     # One deadline for the whole read (the loop's clock is time.monotonic): a wait_for per
     # frame made a task per frame, in the process that shares the master's cores.
-    got = 0
+    got, last = 0, -1
     with contextlib.suppress(TimeoutError, ConnectionClosed):  # the rest count as lost
         async with asyncio.timeout_at(deadline):
             while got < count:
@@ -312,7 +314,11 @@ async def read_stream(
                 data = orjson.loads(raw)
                 if data["type"] == "agent.text.delta":
                     size[0] = max(size[0], len(raw))  # the largest frame's text, characters
-                    sent = int(data["payload"]["text"].split()[1])
+                    number, sent, *_ = (int(x) for x in data["payload"]["text"].split()[:2])
+                    if number <= last:
+                        repeats[0] += 1
+                        continue
+                    last = number
                     latencies.append((arrived - sent) / 1e9)
                     if LATENCY_TRACE is not None:
                         LATENCY_TRACE.append((sent, arrived))
@@ -448,9 +454,11 @@ async def measure(
             count = int(args.rate * args.seconds)
             latencies: list[float] = []
             deadline = time.monotonic() + args.seconds + LIMIT
-            frame_size = [0]
+            frame_size, repeats = [0], [0]
             readers = [
-                asyncio.create_task(read_stream(ws, count, deadline, latencies, frame_size))
+                asyncio.create_task(
+                    read_stream(ws, count, deadline, latencies, frame_size, repeats)
+                )
                 for _, ws in streaming
             ]
             pad = max(0, args.frame_bytes - FRAME_BYTES)
@@ -502,6 +510,7 @@ async def measure(
                 streaming=len(streaming),
                 sent=count * len(streaming),
                 lost=count * len(streaming) - received,
+                repeated=repeats[0],
                 p50_ms=percentile(latencies, 0.5) * 1000 if latencies else float("nan"),
                 p99_ms=percentile(latencies, 0.99) * 1000 if latencies else float("nan"),
                 frame_chars=frame_size[0],
@@ -532,6 +541,7 @@ async def measure(
         figures["rss_peak_mb"] <= figures["rss_target_mb"]
         and figures["p99_ms"] <= 50
         and figures["lost"] == 0
+        and figures["repeated"] == 0
         # Issue 35: as many edge sockets as the descriptor limit allows (two per session in
         # the master: 9,800 of 10,000 with the limit of 20,000 here).
         and figures["edges"] == edges_that_fit(figures["sessions"], args.fd_limit)
@@ -627,6 +637,7 @@ def report(f: dict) -> str:
             f"| {f['open_s']:.1f} s | |",
             f"| frame latency p50 / p99 | {f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms | p99 ≤ 50 ms |",
             f"| frames lost | {f['lost']:,.0f} of {f['sent']:,.0f} | 0 |",
+            f"| frames repeated or out of order | {f['repeated']:,.0f} | 0 |",
             f"| frames/s delivered while streaming (offered: {f['offered_per_s']:,.0f}) "
             f"| {f['delivered_per_s']:,.0f} | |",
             f"| master CPU with every session open and silent | {f['idle_cpu']:.1%} "
