@@ -31,7 +31,7 @@ from collections.abc import Callable
 UNFREEZE_EVERY = 600.0  # seconds between full walks that free frozen cycles
 
 
-class FreezeAfterFullCollections:
+class FreezeSurvivors:
     def __init__(
         self,
         unfreeze_every: float = UNFREEZE_EVERY,
@@ -44,26 +44,23 @@ class FreezeAfterFullCollections:
         self.unfreezes = 0
 
     def __call__(self, phase: str, info: dict) -> None:
-        if phase != "stop" or info.get("generation") not in (1, 2):
-            return
-        if info.get("generation") == 1:
-            gc.freeze()  # the survivors of a middle collection, before they reach a full one
-            self.freezes += 1
+        generation = info.get("generation")
+        if phase != "stop" or generation not in (1, 2):
             return
         now = self._monotonic()
-        if now - self._last_unfreeze >= self.unfreeze_every:
+        if generation == 2 and now - self._last_unfreeze >= self.unfreeze_every:
             gc.unfreeze()  # the next full collection walks everything, frozen cycles included
             self._last_unfreeze = now
             self.unfreezes += 1
-        else:
+        else:  # a middle collection's survivors too, before they reach a full one
             gc.freeze()
             self.freezes += 1
 
 
-def install(unfreeze_every: float = UNFREEZE_EVERY) -> FreezeAfterFullCollections:
+def install(unfreeze_every: float = UNFREEZE_EVERY) -> FreezeSurvivors:
     """For a long-running master process only (never in a test process: it changes the whole
     interpreter). Freezes what start-up made (modules, the app) at once."""
-    policy = FreezeAfterFullCollections(unfreeze_every)
+    policy = FreezeSurvivors(unfreeze_every)
     gc.collect()
     gc.freeze()
     gc.callbacks.append(policy)

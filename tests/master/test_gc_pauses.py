@@ -14,7 +14,7 @@ PROBE = textwrap.dedent(
     from master import gc_pauses
 
     now = [0.0]
-    policy = gc_pauses.FreezeAfterFullCollections(unfreeze_every=60, monotonic=lambda: now[0])
+    policy = gc_pauses.FreezeSurvivors(unfreeze_every=60, monotonic=lambda: now[0])
     gc.callbacks.append(policy)
 
     class Node:

@@ -6,6 +6,8 @@ client; the app holds its reads back until the test lets it go."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import uvicorn
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -38,7 +40,10 @@ class HeldApp:
             self.messages.append(event["text"])
 
 
-async def _serve(app: HeldApp, protocol: type) -> tuple[uvicorn.Server, asyncio.Task, int]:
+@contextlib.asynccontextmanager
+async def _serving(app: HeldApp, protocol: type) -> AsyncIterator[int]:
+    """uvicorn with `protocol` on a free port, its task owned by a group: a failure of the
+    server surfaces here, and the server is stopped whatever the test found."""
     port = free_port()
     config = uvicorn.Config(
         app,
@@ -50,38 +55,36 @@ async def _serve(app: HeldApp, protocol: type) -> tuple[uvicorn.Server, asyncio.
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(server.serve())
-    await eventually(lambda: server.started, "uvicorn to start")
-    return server, task, port
+    async with asyncio.TaskGroup() as group:
+        group.create_task(server.serve())
+        try:
+            await eventually(lambda: server.started, "uvicorn to start")
+            yield port
+        finally:
+            app.go.set()  # a failed check must not leave the app waiting
+            server.should_exit = True
 
 
 async def _waiting_while_held(protocol: type, count: int) -> tuple[HeldApp, list[bool]]:
     """Send `count` messages one by one to an app that reads none; after each, whether the
     server still reads the socket."""
     app = HeldApp()
-    server, task, port = await _serve(app, protocol)
     reading = []
-    try:
-        async with connect(f"ws://127.0.0.1:{port}") as ws:
-            await eventually(lambda: app.protocol is not None, "the socket")
-            for number in range(count):
-                await ws.send(f"m{number}")
-                # Queued, or left in the socket's buffer because reading is paused.
-                await eventually(
-                    lambda n=number: (
-                        app.protocol.queue.qsize() == n + 1
-                        or not app.protocol.transport.is_reading()
-                    ),
-                    "the message queued, or reading paused",
-                )
-                reading.append(app.protocol.transport.is_reading())
-            app.go.set()
-            await eventually(lambda: len(app.messages) == count, "every message")
-            await eventually(app.protocol.transport.is_reading, "reading resumed")
-    finally:
-        app.go.set()  # a failed check must not leave the app waiting
-        server.should_exit = True
-        await task
+    async with _serving(app, protocol) as port, connect(f"ws://127.0.0.1:{port}") as ws:
+        await eventually(lambda: app.protocol is not None, "the socket")
+        for number in range(count):
+            await ws.send(f"m{number}")
+            # Queued, or left in the socket's buffer because reading is paused.
+            await eventually(
+                lambda n=number: (
+                    app.protocol.queue.qsize() == n + 1 or not app.protocol.transport.is_reading()
+                ),
+                "the message queued, or reading paused",
+            )
+            reading.append(app.protocol.transport.is_reading())
+        app.go.set()
+        await eventually(lambda: len(app.messages) == count, "every message")
+        await eventually(app.protocol.transport.is_reading, "reading resumed")
     return app, reading
 
 
