@@ -14,7 +14,10 @@ and stream at 20 frames/s for a fixed time. Figures: the master's RSS (idle, bef
 sessions, sampled while opening, with them open, at the peak while streaming), memory per idle
 session, per-frame latency p50 / p99 at the edge, frames lost (sent − received) and repeated.
 Targets: RSS ≤ 300 MB at 1,000 sessions and ≤ 1 GB at 10,000, p99 ≤ 50 ms, zero lost or
-repeated frames. Baseline in the same run: the master's RSS before any session.
+repeated frames. Baselines in the same run: the master's RSS before any session, and, once the
+master has stopped, the floor under its CPU per frame — a bare asyncio forwarder
+(bench/forwarder.py) relaying as many sockets at the same rate and frame size (`--no-floor`
+skips it). The master's CPU is split into its own (user) and the kernel's (system) time.
 
 The edge user's Edge API budget (30/s by default) is raised for this one user only, with the
 master's `--edge-user-rate-limits`; sessions are opened `--parallel` at a time.
@@ -48,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
+import forwarder
 import orjson
 import psutil
 from aiohttp import WSMsgType, web
@@ -299,10 +303,16 @@ def time_now():
 
 
 async def read_stream(
-    ws, count: int, deadline: float, latencies: list[float], size: list[int], repeats: list[int]
+    ws,
+    count: int,
+    deadline: float,
+    latencies: list[tuple[int, float]],
+    size: list[int],
+    repeats: list[int],
 ) -> int:
     """Frames received in order, once each; a frame whose number is not past the last one's
-    (a repeat, or out of order) is counted in `repeats` instead (issue 35: 0 repeated)."""
+    (a repeat, or out of order) is counted in `repeats` instead (issue 35: 0 repeated).
+    `latencies` gets (when the frame was sent, ns; its latency, s) for each."""
     # One deadline for the whole read (the loop's clock is time.monotonic): a wait_for per
     # frame made a task per frame, in the process that shares the master's cores.
     got, last = 0, -1
@@ -319,7 +329,7 @@ async def read_stream(
                         repeats[0] += 1
                         continue
                     last = number
-                    latencies.append((arrived - sent) / 1e9)
+                    latencies.append((sent, (arrived - sent) / 1e9))
                     if LATENCY_TRACE is not None:
                         LATENCY_TRACE.append((sent, arrived))
                     got += 1
@@ -401,6 +411,11 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return times.user + times.system
 
 
+def kernel_seconds(proc: psutil.Process) -> float:
+    """The system time: the kernel's work for the process (socket reads, writes, wake-ups)."""
+    return proc.cpu_times().system
+
+
 def rss_mb(proc: psutil.Process) -> float:
     return proc.memory_info().rss / 2**20
 
@@ -452,7 +467,7 @@ async def measure(
             attached = [(sid, ws) for sid, ws in sockets if ws is not None]
             streaming = attached[: max(1, int(len(sockets) * args.share))]
             count = int(args.rate * args.seconds)
-            latencies: list[float] = []
+            latencies: list[tuple[int, float]] = []
             deadline = time.monotonic() + args.seconds + LIMIT
             frame_size, repeats = [0], [0]
             readers = [
@@ -483,23 +498,29 @@ async def measure(
                     session_id=sid,
                 )
                 await ws.send(dump_frame(prompt))
+            # Every session streams once a period has passed since the last prompt went out.
+            everyone_from = time.monotonic_ns() + int(1e9 / args.rate)
             peak = figures["rss_open_mb"]
             # Who has the two cores while streaming: the master, the fake client and the edges
             # (this process), so a backlog can be told from a slow master.
             others = {"client": client_proc, "edges": psutil.Process()}
             others_before = {k: cpu_seconds(p) for k, p in others.items() if p is not None}
             cpu_before, streamed_from = cpu_seconds(master_proc), time.monotonic()
+            kernel_before = kernel_seconds(master_proc)
             while not all(r.done() for r in readers):
                 peak = max(peak, rss_mb(master_proc))
                 await asyncio.sleep(0.2)
             streamed_s = time.monotonic() - streamed_from
             received = sum(r.result() for r in readers)
+            every = [latency for _, latency in latencies]
+            all_streaming = [lat for sent, lat in latencies if sent >= everyone_from]
             figures.update(
                 # What the master managed: frames delivered a second until the last arrived,
                 # against the rate offered, and the share of one core it used meanwhile.
                 delivered_per_s=received / streamed_s,
                 offered_per_s=args.rate * len(streaming),
                 master_cpu=(cpu_seconds(master_proc) - cpu_before) / streamed_s,
+                master_kernel=(kernel_seconds(master_proc) - kernel_before) / streamed_s,
                 **{
                     f"{k}_cpu": (cpu_seconds(others[k]) - before) / streamed_s
                     for k, before in others_before.items()
@@ -511,8 +532,14 @@ async def measure(
                 sent=count * len(streaming),
                 lost=count * len(streaming) - received,
                 repeated=repeats[0],
-                p50_ms=percentile(latencies, 0.5) * 1000 if latencies else float("nan"),
-                p99_ms=percentile(latencies, 0.99) * 1000 if latencies else float("nan"),
+                p50_ms=percentile(every, 0.5) * 1000 if every else NAN,
+                p99_ms=percentile(every, 0.99) * 1000 if every else NAN,
+                # The frames sent while every session streams: the start-up second, with the
+                # prompts still coming in and each stream's first frame, left out.
+                p99_all_streaming_ms=(
+                    percentile(all_streaming, 0.99) * 1000 if all_streaming else NAN
+                ),
+                all_streaming_share=len(all_streaming) / max(1, len(every)),
                 frame_chars=frame_size[0],
                 relayed_kib=frame_size[0] * count / 1024,  # by each streaming session
                 prompts_at_once=at_once,
@@ -548,6 +575,22 @@ async def measure(
         and figures["stop_s"] <= 10
     )
     return figures
+
+
+def same_shape_floor(args, figures: dict) -> None:
+    """The bare forwarder's CPU per message with as many sockets streaming, at the same rate
+    and frame size, for as long (bounded by 15 s), into `figures` (issue 35)."""
+    sockets = min(figures["streaming"], figures["edges"])
+    if args.no_floor or sockets == 0:
+        return
+    if 2 * sockets + 64 > args.fd_limit:
+        return  # cannot happen with edges_that_fit's reserve; said by its absence
+    floor = forwarder.floor(sockets, args.rate, min(args.seconds, 15.0), figures["frame_chars"])
+    figures.update(
+        floor_sockets=sockets,
+        floor_us=floor["us"],
+        floor_kernel_us=floor["system_us"],
+    )
 
 
 async def stop_master(master_proc: psutil.Process, sockets: list) -> dict:
@@ -605,7 +648,7 @@ def run(args) -> dict:
             client_url = f"http://127.0.0.1:{client_port}"
             wait_for_http(f"{master_url}/v1/edge/nodes", proc=master, timeout=60)
             wait_for_http(f"{client_url}/v1/health", proc=client, timeout=60)
-            return asyncio.run(
+            figures = asyncio.run(
                 measure(
                     master_url,
                     client_url,
@@ -616,6 +659,8 @@ def run(args) -> dict:
             )
         finally:
             processes.close()
+    same_shape_floor(args, figures)  # the master and the fake client gone: the cores are free
+    return figures
 
 
 NAN = float("nan")  # a figure an older run did not record
@@ -636,6 +681,9 @@ def report(f: dict) -> str:
             f"| opening the sessions (create + edge socket, {f['parallel']:.0f} at a time) "
             f"| {f['open_s']:.1f} s | |",
             f"| frame latency p50 / p99 | {f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms | p99 ≤ 50 ms |",
+            f"| p99 of the frames sent once every session streams "
+            f"({f.get('all_streaming_share', NAN):.0%} of them: from a period after the last "
+            f"prompt) | {f.get('p99_all_streaming_ms', NAN):.1f} ms | |",
             f"| frames lost | {f['lost']:,.0f} of {f['sent']:,.0f} | 0 |",
             f"| frames repeated or out of order | {f['repeated']:,.0f} | 0 |",
             f"| frames/s delivered while streaming (offered: {f['offered_per_s']:,.0f}) "
@@ -643,8 +691,12 @@ def report(f: dict) -> str:
             f"| master CPU with every session open and silent | {f['idle_cpu']:.1%} "
             f"({f['idle_cpu'] / max(1, f['sessions']) * 1e6:.1f} µs a session a second) | |",
             f"| master CPU while streaming (100 % = one core) | {f['master_cpu']:.0%} | |",
-            f"| master CPU per delivered frame | "
-            f"{f['master_cpu'] / max(1.0, f['delivered_per_s']) * 1e6:.0f} µs | |",
+            f"| master CPU per delivered frame: all / the kernel's | {per_frame_us(f):.0f} / "
+            f"{f.get('master_kernel', NAN) / max(1.0, f['delivered_per_s']) * 1e6:.0f} µs | |",
+            f"| floor: a bare asyncio forwarder, {f.get('floor_sockets', NAN):,.0f} sockets at "
+            f"the same rate (bench/forwarder.py): all / the kernel's "
+            f"| {f.get('floor_us', NAN):.1f} / {f.get('floor_kernel_us', NAN):.1f} µs a message "
+            f"(the master {per_frame_us(f) / f.get('floor_us', NAN):.1f}×) | |",
             f"| the sessions' frames | {PHASES[bool(f.get('aligned'))]} | |",
             f"| the sessions' prompts | {PROMPTS[bool(f.get('prompts_at_once'))]} | |",
             f"| each frame / relayed by each streaming session | {f['frame_chars']:,.0f} B / "
@@ -659,7 +711,11 @@ def report(f: dict) -> str:
     )
 
 
-def main() -> int:
+def per_frame_us(f: dict) -> float:
+    return f["master_cpu"] / max(1.0, f["delivered_per_s"]) * 1e6
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=SESSIONS)
     parser.add_argument("--share", type=float, default=STREAMING_SHARE)
@@ -697,7 +753,24 @@ def main() -> int:
     parser.add_argument(
         "--trace-memory", metavar="FILE", help="run the master under tracemalloc; top sites to FILE"
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--no-floor", action="store_true", help="skip the bare forwarder's floor after the run"
+    )
+    return parser
+
+
+def args_for(**given) -> argparse.Namespace:
+    """The command line's defaults with `given` in place: bench/run_all.py's runs."""
+    args = parser().parse_args([])
+    for name, value in given.items():
+        if not hasattr(args, name):
+            raise TypeError(f"scale.py has no option {name!r}")
+        setattr(args, name, value)
+    return args
+
+
+def main() -> int:
+    args = parser().parse_args()
     if args.play_client:
         serve_client(args.play_client)
         return 0
