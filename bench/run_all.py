@@ -89,7 +89,8 @@ collector off (`gc.disable()` in a `sitecustomize.py` on `PYTHONPATH`).""",
 first second or two of streaming — while 9,800 prompts reach the master within one second and
 every stream's first frames start — are 4–6 % of all, and the master, saturated then, delays
 them by 250–460 ms; with more than 1 % of the frames there, they are the p99. The row "p99 of
-the frames sent once every session streams" leaves them out (35.4 ms in the morning's run).
+the frames sent once every session streams" leaves them out (35.4 and 48.2 ms in the
+morning's two runs).
 On the machine of 2026-12-05 the same code measured 9.6–47.4 ms over all frames; this one runs
 the many-socket shape about 1.6× slower (the load generator's own CPU too), the one-socket flood
 as fast. A prompt costs the master about 100 µs (py-spy over the start-up: a fifth of the
