@@ -11,15 +11,15 @@ kept by `RelayTally` and exported when scraped: a prometheus_client child's `inc
 lock, and the relay took three a frame (issue 35: ~10 % of the master's samples in py-spy with
 10,000 sessions streaming). Only the event loop writes them.
 
-Relay latency is the time from a client frame's arrival in the data plane (`FRAME_ARRIVED`, a
-context variable set by `DataPlane.from_client`) to its write on each edge socket. It is
+Relay latency is the time from a client frame's arrival in the data plane (`FRAME_ARRIVED`,
+set by `DataPlane` around its synchronous forward of the frame) to its write on each edge
+socket. It is
 measured for frames the in-process relay publishes; replayed frames are not timed, nor, with
 several replicas, frames that reach edge sockets through Redis (docs/scale-out.md).
 """
 
 from __future__ import annotations
 
-import contextvars
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -29,10 +29,22 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-# time.perf_counter() when the client frame now being published reached the master.
-FRAME_ARRIVED: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "frame_arrived", default=None
-)
+
+class FrameArrival:
+    """`at`: time.perf_counter() when the client frame now being published reached the master,
+    else None. The data plane sets it only around its synchronous forward of a frame (no await
+    in between), so one holder serves the event loop. It was a context variable: setting and
+    resetting one per frame replaced the HAMT of each client link's context every frame, and at
+    10,000 sessions those ~20,000 young objects were alive for every young collection to walk
+    (issue 35, a gc callback in the master)."""
+
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+
+FRAME_ARRIVED = FrameArrival()
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 REPLAY_BUCKETS = (0, 1, 5, 10, 50, 100, 500, 1000, 5000, 20000)
 SESSION_STATES = ("RUNNING", "DETACHED")

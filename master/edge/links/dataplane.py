@@ -105,40 +105,34 @@ class DataPlane:
         `repeat_greeting` marks a greeting frame of a reattached client socket: it refreshes
         what later edges are greeted with but is not sent again to edges that have it.
         """
-        arrived = FRAME_ARRIVED.set(time.perf_counter())  # relay latency (master.metrics)
-        try:
-            read = self._read(live, text)
-            if read is None:
-                return None
-            kind, message_id, envelope = read
-            if kind == "session.usage":  # retried, then logged and counted: never dropped silently
-                await self.usage.record_or_count(
-                    message_id=message_id,
-                    session_id=live.id,
-                    node_id=live.node_id,
-                    user_id=live.user_id,
-                    payload=envelope.get("payload"),
-                )
-            await self.relay.room()  # a shared relay's write queue is bounded: the pump waits
-            return self._forward(live, text, kind, message_id, envelope, repeat_greeting)
-        finally:
-            FRAME_ARRIVED.reset(arrived)
+        arrived = time.perf_counter()  # relay latency (master.metrics)
+        read = self._read(live, text)
+        if read is None:
+            return None
+        kind, message_id, envelope = read
+        if kind == "session.usage":  # retried, then logged and counted: never dropped silently
+            await self.usage.record_or_count(
+                message_id=message_id,
+                session_id=live.id,
+                node_id=live.node_id,
+                user_id=live.user_id,
+                payload=envelope.get("payload"),
+            )
+        await self.relay.room()  # a shared relay's write queue is bounded: the pump waits
+        return self._forward(live, text, kind, message_id, envelope, repeat_greeting, arrived)
 
     def from_client_now(self, live: RelayedSession, text: str, *, repeat_greeting: bool) -> Any:
         """`from_client` without a wait, for the link's reader (client_link rule 9): the same
         duties and answer, or `LATER` when the frame needs one — a `session.usage` (its
         database write) or a shared relay with no room — and must go through `from_client`."""
-        arrived = FRAME_ARRIVED.set(time.perf_counter())
-        try:
-            read = self._read(live, text)
-            if read is None:
-                return None
-            kind, message_id, envelope = read
-            if kind == "session.usage" or not self.relay.has_room():
-                return LATER
-            return self._forward(live, text, kind, message_id, envelope, repeat_greeting)
-        finally:
-            FRAME_ARRIVED.reset(arrived)
+        arrived = time.perf_counter()
+        read = self._read(live, text)
+        if read is None:
+            return None
+        kind, message_id, envelope = read
+        if kind == "session.usage" or not self.relay.has_room():
+            return LATER
+        return self._forward(live, text, kind, message_id, envelope, repeat_greeting, arrived)
 
     def _read(self, live: RelayedSession, text: str) -> tuple[str, str, dict] | None:
         try:
@@ -153,6 +147,24 @@ class DataPlane:
         return kind, message_id, envelope
 
     def _forward(
+        self,
+        live: RelayedSession,
+        text: str,
+        kind: str,
+        message_id: str,
+        envelope: dict,
+        repeat_greeting: bool,
+        arrived: float,
+    ) -> tuple[str, str]:
+        # Synchronous from here to the edges' writes: the holder is the arrival of this frame
+        # for every offer it makes (master.metrics.FrameArrival).
+        FRAME_ARRIVED.at = arrived
+        try:
+            return self._forward_now(live, text, kind, message_id, envelope, repeat_greeting)
+        finally:
+            FRAME_ARRIVED.at = None
+
+    def _forward_now(
         self,
         live: RelayedSession,
         text: str,

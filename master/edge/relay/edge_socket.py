@@ -76,7 +76,7 @@ class EdgeSocket:
         self.node_id = node_id
         self.max_backlog = max_backlog
         self.backlog = 0  # characters of frame text queued and not yet written
-        # (frame text, when its client frame arrived: FRAME_ARRIVED, None if not timed). A bare
+        # (frame text, when its client frame arrived: FRAME_ARRIVED.at, None if not timed). A bare
         # deque and one future while the sender waits, not an asyncio.Queue: a Queue holds
         # four deques and an Event for its whole life, and a master holds 10,000 of these
         # sockets mostly idle (issue 20 §3).
@@ -114,12 +114,12 @@ class EdgeSocket:
             if self.metrics is not None:
                 tally = self.metrics.relay
                 tally.to_edge += 1
-                arrived = FRAME_ARRIVED.get()
+                arrived = FRAME_ARRIVED.at
                 if arrived is not None:
                     tally.observe(time.perf_counter() - arrived)
             return True
         self.backlog += len(text)
-        self._queue.append((text, FRAME_ARRIVED.get()))
+        self._queue.append((text, FRAME_ARRIVED.at))
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
         return True
