@@ -156,23 +156,6 @@ class DataPlane:
         repeat_greeting: bool,
         arrived: float,
     ) -> tuple[str, str]:
-        # Synchronous from here to the edges' writes: the holder is the arrival of this frame
-        # for every offer it makes (master.metrics.FrameArrival).
-        FRAME_ARRIVED.at = arrived
-        try:
-            return self._forward_now(live, text, kind, message_id, envelope, repeat_greeting)
-        finally:
-            FRAME_ARRIVED.at = None
-
-    def _forward_now(
-        self,
-        live: RelayedSession,
-        text: str,
-        kind: str,
-        message_id: str,
-        envelope: dict,
-        repeat_greeting: bool,
-    ) -> tuple[str, str]:
         if kind == "agent.error":
             payload = envelope.get("payload")
             if isinstance(payload, dict) and payload.get("severity") == "fatal":
@@ -181,7 +164,13 @@ class DataPlane:
             self.relay.remember_greeting(live.id, kind, text)
             if repeat_greeting:
                 return kind, message_id
-        self.relay.publish(live.id, message_id, text, kind)
+        # The publish is synchronous through every edge's offer: the holder is this frame's
+        # arrival for each of them (master.metrics.FrameArrival).
+        FRAME_ARRIVED.at = arrived
+        try:
+            self.relay.publish(live.id, message_id, text, kind)
+        finally:
+            FRAME_ARRIVED.at = None
         self._active(live)
         return kind, message_id
 
