@@ -582,9 +582,7 @@ def same_shape_floor(args, figures: dict) -> None:
     and frame size, for as long (bounded by 15 s), into `figures` (issue 35)."""
     sockets = min(figures["streaming"], figures["edges"])
     if args.no_floor or sockets == 0:
-        return
-    if 2 * sockets + 64 > args.fd_limit:
-        return  # cannot happen with edges_that_fit's reserve; said by its absence
+        return  # edges_that_fit's reserve leaves the forwarder its 2 × sockets descriptors
     floor = forwarder.floor(sockets, args.rate, min(args.seconds, 15.0), figures["frame_chars"])
     figures.update(
         floor_sockets=sockets,
